@@ -1,0 +1,175 @@
+"""StreamProgram: the plain-data description of one stream that a worker executes.
+
+It is produced by ``tgen_tui.packets.compile`` (scapy + pydantic, engine side) and
+consumed by ``tgen_tui.packets.batch`` and the worker (stdlib + numpy only). It is a
+frozen dataclass tree of ints, floats, strings and bytes, serialisable to JSON with
+:func:`program_to_dict` / :func:`program_from_dict`, so a worker process receives it
+over a pipe without importing pydantic or scapy (DESIGN rule 2).
+
+The test-frame signature (DESIGN rule 8) is the last ``SIG_LEN`` bytes of every
+frame, inside the L4 payload, little-endian::
+
+    offset  size  field
+    0       2     magic   0x7467 ("tg")
+    2       2     stream  global stream index (0..65535)
+    4       4     seq     frame index within the stream, modulo 2**32
+    8       4     ts      transmit time, CLOCK_MONOTONIC ns, low 32 bits
+
+12 bytes is the smallest layout that fits a 64-byte IPv4/UDP frame with one VLAN tag
+(60 bytes without FCS: 14 + 4 + 20 + 8 + 12 = 58). Putting it at the end of the frame
+lets the receiver find it at ``len - 12`` whatever headers (or stripped VLAN tags)
+came before it. The 32-bit timestamp limits measurable latency to 4.29 s.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import asdict, dataclass, field
+
+SIG_LEN = 12
+SIG_MAGIC = 0x7467
+FCS_LEN = 4  # frame sizes in profiles include the FCS, as in RFC 2544; the kernel adds it
+
+# Checksum domains a field takes part in.
+CSUM_NONE = 0
+CSUM_IP = 1  # IPv4 header checksum
+CSUM_L4 = 2  # UDP/TCP/ICMP checksum (pseudo-header or payload)
+CSUM_BOTH = 3
+
+# Field modes
+FIXED, INC, DEC, RANDOM, UNIQUE = "fixed", "inc", "dec", "random", "unique"
+
+
+@dataclass(frozen=True)
+class FieldOp:
+    """A varying header field: ``width`` big-endian bytes at ``offset`` take values in [min, max].
+
+    - ``inc``/``dec``: value(i) = min + (start_offset ± i*step) mod (max-min+1)
+    - ``random``: uniform, independent per frame, from a counter-based PRNG keyed by ``key``
+      (RFC 4814); the same frame index and key always give the same value.
+    - ``unique``: one dimension of the stream's unique product space (see StreamProgram.unique).
+    """
+
+    name: str
+    offset: int
+    width: int
+    mode: str
+    min: int
+    max: int
+    step: int = 1
+    key: int = 0
+    csum: int = CSUM_NONE
+
+    @property
+    def span(self) -> int:
+        return self.max - self.min + 1
+
+
+@dataclass(frozen=True)
+class SizeProgram:
+    """Frame sizes on the wire *without* FCS (profile size minus 4).
+
+    mode: ``fixed`` (min), ``inc`` (min..max by step, wrapping), ``random`` (uniform in
+    [min, max], keyed), ``imix`` (``pattern[i % len(pattern)]``: a seeded shuffle of the
+    weighted sizes, so the mix is exact over every cycle).
+    """
+
+    mode: str
+    min: int
+    max: int
+    step: int = 1
+    key: int = 0
+    pattern: tuple[int, ...] = ()
+
+    @property
+    def mean(self) -> float:
+        if self.mode == "fixed":
+            return float(self.min)
+        if self.mode == "imix":
+            return sum(self.pattern) / len(self.pattern)
+        if self.mode == "inc":
+            n = (self.max - self.min) // self.step + 1
+            return self.min + self.step * (n - 1) / 2
+        return (self.min + self.max) / 2
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When frames are due, relative to the port's start, in seconds.
+
+    - ``pps``: the mean frame rate while on.
+    - ``count``: total frames to send (None = until stopped / stop_s).
+    - ``start_s``/``stop_s``: timed start and stop.
+    - ``on_s``/``off_s``: periodic on/off (0 = always on).
+    - ``burst``/``burst_gap_s``: multi-burst: ``burst`` frames at ``pps``, then a gap.
+    - ``idt``: inter-departure distribution: constant, exponential, pareto, normal, uniform,
+      with ``idt_params`` (see tgen_tui.packets.schedule).
+    """
+
+    pps: float
+    count: int | None = None
+    start_s: float = 0.0
+    stop_s: float | None = None
+    on_s: float = 0.0
+    off_s: float = 0.0
+    burst: int = 0
+    burst_gap_s: float = 0.0
+    idt: str = "constant"
+    idt_params: tuple[float, ...] = ()
+    key: int = 0
+
+
+@dataclass(frozen=True)
+class StreamProgram:
+    """Everything a worker needs to build and pace one stream's frames."""
+
+    index: int  # global stream index, carried in the signature
+    name: str
+    port: str  # profile port name
+    template: bytes  # max-size frame (no FCS); varying fields, lengths and checksums zeroed
+    l3: int  # 0 none, 4 IPv4, 6 IPv6
+    l3_offset: int
+    l4: str  # "udp" | "tcp" | "icmp" | "none"
+    l4_offset: int
+    l4_csum_offset: int  # -1 when there is no L4 checksum
+    ip_csum_base: int  # unfolded 16-bit word sum of the zeroed IPv4 header
+    l4_csum_base: int  # unfolded sum of the zeroed L4 segment + fixed pseudo-header words
+    l4_pseudo: bool  # whether the L4 checksum covers a pseudo-header (UDP/TCP/ICMPv6)
+    sizes: SizeProgram
+    schedule: Schedule
+    fields: tuple[FieldOp, ...] = ()
+    unique: tuple[int, ...] = ()  # indexes into fields: product space, last varies fastest
+    unique_key: int = 0
+    seed: int = 0
+    rx_port: str | None = None  # where the stream is expected to arrive, if anywhere
+    vlan_ids: tuple[int, ...] = field(default_factory=tuple)  # configured tags, outer first
+
+    @property
+    def unique_space(self) -> int:
+        n = 1
+        for i in self.unique:
+            n *= self.fields[i].span
+        return n
+
+
+def program_to_dict(p: StreamProgram) -> dict:
+    """JSON-safe dict (bytes as base64) for the worker pipe."""
+    d = asdict(p)
+    d["template"] = base64.b64encode(p.template).decode("ascii")
+    return d
+
+
+def program_from_dict(d: dict) -> StreamProgram:
+    """Inverse of :func:`program_to_dict`."""
+    d = dict(d)
+    d["template"] = base64.b64decode(d["template"])
+    d["fields"] = tuple(FieldOp(**f) for f in d.get("fields", ()))
+    sz = dict(d["sizes"])
+    sz["pattern"] = tuple(sz.get("pattern", ()))
+    d["sizes"] = SizeProgram(**sz)
+    sc = dict(d["schedule"])
+    sc["idt_params"] = tuple(sc.get("idt_params", ()))
+    d["schedule"] = Schedule(**sc)
+    d["unique"] = tuple(d.get("unique", ()))
+    d["vlan_ids"] = tuple(d.get("vlan_ids", ()))
+    return StreamProgram(**d)
