@@ -32,7 +32,9 @@ class Problem:
 
     def render(self) -> str:
         where = f"{self.file}:{self.line}:{self.col}"
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        return (
+            f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        )
 
 
 class TgenError(Exception):

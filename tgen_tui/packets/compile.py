@@ -1,0 +1,355 @@
+"""Compile a validated Profile into plain-data StreamPrograms (engine side; uses scapy once).
+
+scapy builds each stream's template frame a single time, at its largest size. The
+compiler then zeroes everything that varies per frame (varying fields, lengths,
+checksums, signature) and precomputes the template's checksum word sums, so the
+worker's numpy builder only has to add the varying words (DESIGN rule 3).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass, field
+
+from scapy.layers.inet import ICMP as SICMP
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
+from scapy.layers.l2 import Dot1Q, Ether
+from scapy.packet import Raw
+
+from tgen_tui.packets.batch import word_sum
+from tgen_tui.packets.prng import mix_key
+from tgen_tui.packets.program import (
+    CSUM_BOTH,
+    CSUM_L4,
+    CSUM_NONE,
+    FCS_LEN,
+    FIXED,
+    UNIQUE,
+    FieldOp,
+    Schedule,
+    SizeProgram,
+    StreamProgram,
+)
+from tgen_tui.profiles import models as m
+
+
+@dataclass(frozen=True)
+class PortSpec:
+    """A tester port as the engine needs it."""
+
+    name: str
+    interface: str
+    netns: str | None
+    speed_bps: float
+
+
+@dataclass(frozen=True)
+class CompiledProfile:
+    """Everything the engine needs to run a profile, as plain data."""
+
+    name: str
+    seed: int
+    profile_hash: str
+    duration_s: float | None
+    ports: dict[str, PortSpec]
+    streams: list[StreamProgram]  # enabled streams only, in profile order
+    all_stream_names: list[str] = field(default_factory=list)  # index → name for every stream
+    dut_netns: str | None = None
+    dut_ssh: str | None = None
+
+
+def profile_hash(profile: m.Profile) -> str:
+    """sha256 of the canonical JSON of the validated profile (recorded with every result)."""
+    canon = json.dumps(profile.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def _fid(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+def _size_program(s: m.Stream, key: int) -> SizeProgram:
+    sz = s.size
+    if isinstance(sz, m.FixedSize):
+        return SizeProgram("fixed", sz.fixed - FCS_LEN, sz.fixed - FCS_LEN)
+    if isinstance(sz, m.RangeSize):
+        return SizeProgram(sz.mode, sz.min - FCS_LEN, sz.max - FCS_LEN, sz.step, key)
+    # IMIX: an exact, seeded interleaving of the weighted sizes
+    import numpy as np
+
+    pattern = [size - FCS_LEN for size, w in sz.entries for _ in range(w)]
+    rng = np.random.default_rng(key)
+    rng.shuffle(pattern)
+    lo, hi = min(pattern), max(pattern)
+    return SizeProgram("imix", lo, hi, 1, key, tuple(int(x) for x in pattern))
+
+
+def _schedule(s: m.Stream, pps: float, key: int) -> Schedule:
+    mode = s.mode
+    count = None
+    burst, gap = 0, 0.0
+    if isinstance(mode, m.Burst):
+        count = mode.count
+    elif isinstance(mode, m.MultiBurst):
+        burst, gap, count = mode.frames, mode.gap, mode.frames * mode.bursts
+    idt = s.idt
+    params: tuple[float, ...] = ()
+    if isinstance(idt, m.ParetoIdt):
+        params = (idt.shape,)
+    elif isinstance(idt, m.NormalIdt):
+        params = (idt.sd,)
+    elif isinstance(idt, m.UniformIdt):
+        params = (idt.spread,)
+    sc = s.schedule
+    return Schedule(
+        pps=pps,
+        count=count,
+        start_s=sc.start,
+        stop_s=sc.stop,
+        on_s=sc.on,
+        off_s=sc.off,
+        burst=burst,
+        burst_gap_s=gap,
+        idt=idt.dist,
+        idt_params=params,
+        key=key,
+    )
+
+
+def _template(s: m.Stream, max_len: int) -> tuple[bytes, int, int]:
+    """scapy-built template (fixed fields set, varying fields 0) and (l3_offset, l4_offset)."""
+    eth = Ether(src=s.eth.src, dst=s.eth.dst)
+    pkt = eth
+    l3type = 0x0800 if s.ipv4 is not None else 0x86DD
+    tags = list(s.vlan)
+    for i, t in enumerate(tags):
+        tpid = t.tpid if t.tpid is not None else (0x88A8 if len(tags) == 2 and i == 0 else 0x8100)
+        if i == 0:
+            eth.type = tpid
+        else:
+            pkt.lastlayer().type = tpid
+        pkt = pkt / Dot1Q(prio=t.pcp, dei=t.dei, vlan=t.id)
+    if tags:
+        pkt.lastlayer().type = l3type
+    else:
+        eth.type = l3type
+
+    def fixed_or_zero(r) -> str | int:
+        return r.min if r.mode == FIXED else 0
+
+    if s.ipv4 is not None:
+        v4 = s.ipv4
+        src = str(v4.src.min) if v4.src.mode == FIXED else "0.0.0.0"
+        dst = str(v4.dst.min) if v4.dst.mode == FIXED else "0.0.0.0"
+        pkt = pkt / IP(
+            src=src,
+            dst=dst,
+            ttl=v4.ttl,
+            tos=(v4.dscp << 2) | v4.ecn,
+            flags="DF" if v4.dont_fragment else 0,
+            id=0,
+        )
+    else:
+        v6 = s.ipv6
+
+        # a varying v6 address keeps its upper 64 bits in the template; the low 64 are written per frame
+        def v6t(r) -> str:
+            import ipaddress
+
+            return (
+                str(r.min)
+                if r.mode == FIXED
+                else str(ipaddress.IPv6Address(int(r.min) >> 64 << 64))
+            )
+
+        pkt = pkt / IPv6(
+            src=v6t(v6.src),
+            dst=v6t(v6.dst),
+            hlim=v6.hop_limit,
+            tc=v6.traffic_class,
+            fl=v6.flow_label,
+        )
+    if s.udp is not None:
+        pkt = pkt / UDP(sport=fixed_or_zero(s.udp.src_port), dport=fixed_or_zero(s.udp.dst_port))
+    elif s.tcp is not None:
+        pkt = pkt / TCP(
+            sport=fixed_or_zero(s.tcp.src_port),
+            dport=fixed_or_zero(s.tcp.dst_port),
+            flags=s.tcp.flags,
+            seq=s.tcp.seq,
+            window=s.tcp.window,
+        )
+    elif s.icmp is not None:
+        if s.ipv4 is not None:
+            pkt = pkt / SICMP(
+                type=s.icmp.type if s.icmp.type is not None else 8,
+                code=s.icmp.code,
+                id=fixed_or_zero(s.icmp.id),
+                seq=0,
+            )
+        else:
+            pkt = pkt / ICMPv6EchoRequest(id=fixed_or_zero(s.icmp.id), seq=0)
+            if s.icmp.type is not None:
+                pkt.lastlayer().type = s.icmp.type
+            pkt.lastlayer().code = s.icmp.code
+    hdr = bytes(pkt)
+    l3_off = 14 + 4 * len(tags)
+    l4_off = l3_off + (20 if s.ipv4 is not None else 40)
+    pkt = pkt / Raw(b"\0" * (max_len - len(hdr)))
+    raw = bytearray(bytes(pkt))
+    return bytes(raw[:max_len]), l3_off, l4_off
+
+
+def compile_stream(
+    s: m.Stream, index: int, port: m.Port, seed: int, rate_scale: float = 1.0
+) -> StreamProgram:
+    """Compile one stream (global ``index`` goes into the signature)."""
+    sseed = s.seed if s.seed is not None else seed
+    base_key = mix_key(sseed, index)
+    sizes = _size_program(s, mix_key(base_key, _fid("size")))
+    template, l3_off, l4_off = _template(s, sizes.max)
+    t = bytearray(template)
+    fields: list[FieldOp] = []
+    unique: list[int] = []
+
+    def add(name: str, r, offset: int, width: int, csum: int, value_of=int) -> None:
+        if r.mode == FIXED:
+            return
+        lo, hi = value_of(r.min), value_of(r.max)
+        fields.append(
+            FieldOp(
+                name, offset, width, r.mode, lo, hi, r.step, mix_key(base_key, _fid(name)), csum
+            )
+        )
+        if r.mode == UNIQUE:
+            unique.append(len(fields) - 1)
+
+    l4_csum_off = -1
+    pseudo = True
+    if s.ipv4 is not None:
+        add("ip.src", s.ipv4.src, l3_off + 12, 4, CSUM_BOTH)
+        add("ip.dst", s.ipv4.dst, l3_off + 16, 4, CSUM_BOTH)
+        t[l3_off + 2 : l3_off + 4] = b"\0\0"  # total length: per frame
+        t[l3_off + 10 : l3_off + 12] = b"\0\0"  # header checksum: per frame
+        ip_base = word_sum(bytes(t[l3_off : l3_off + 20]))
+        proto = t[l3_off + 9]
+        pseudo_fixed = word_sum(bytes(t[l3_off + 12 : l3_off + 20])) + proto
+    else:
+        low64 = lambda a: int(a) & ((1 << 64) - 1)  # noqa: E731
+        add("ip.src", s.ipv6.src, l3_off + 16, 8, CSUM_L4, low64)
+        add("ip.dst", s.ipv6.dst, l3_off + 32, 8, CSUM_L4, low64)
+        t[l3_off + 4 : l3_off + 6] = b"\0\0"  # payload length: per frame
+        ip_base = 0
+        proto = t[l3_off + 6]
+        pseudo_fixed = word_sum(bytes(t[l3_off + 8 : l3_off + 40])) + proto
+    if s.udp is not None or s.tcp is not None:
+        l4 = s.udp or s.tcp
+        add("l4.src_port", l4.src_port, l4_off, 2, CSUM_L4)
+        add("l4.dst_port", l4.dst_port, l4_off + 2, 2, CSUM_L4)
+        if s.udp is not None:
+            t[l4_off + 4 : l4_off + 8] = b"\0\0\0\0"
+            l4_csum_off = l4_off + 6
+        else:
+            t[l4_off + 16 : l4_off + 18] = b"\0\0"
+            l4_csum_off = l4_off + 16
+    elif s.icmp is not None:
+        add("icmp.id", s.icmp.id, l4_off + 4, 2, CSUM_L4)
+        t[l4_off + 2 : l4_off + 4] = b"\0\0"
+        l4_csum_off = l4_off + 2
+        pseudo = s.ipv6 is not None  # ICMPv6 has a pseudo-header, ICMPv4 does not
+    l4_base = word_sum(bytes(t[l4_off:])) + (pseudo_fixed if pseudo else 0)
+    # fields handled only through CSUM_L4 when the L4 checksum has no pseudo-header
+    if not pseudo:
+        fields = [
+            FieldOp(
+                f.name,
+                f.offset,
+                f.width,
+                f.mode,
+                f.min,
+                f.max,
+                f.step,
+                f.key,
+                f.csum & ~CSUM_L4 if f.name.startswith("ip.") else f.csum,
+            )
+            for f in fields
+        ]
+    pps = m.rate_to_pps(s.rate, m.size_bounds(s.size)[2], port.speed) * rate_scale
+    sched = _schedule(s, pps, mix_key(base_key, _fid("idt")))
+    return StreamProgram(
+        index=index,
+        name=s.name,
+        port=s.port,
+        template=bytes(t),
+        l3=4 if s.ipv4 is not None else 6,
+        l3_offset=l3_off,
+        l4=s.l4_kind,
+        l4_offset=l4_off,
+        l4_csum_offset=l4_csum_off,
+        ip_csum_base=ip_base,
+        l4_csum_base=l4_base,
+        l4_pseudo=pseudo,
+        sizes=sizes,
+        schedule=sched,
+        fields=tuple(fields),
+        unique=tuple(unique),
+        unique_key=mix_key(base_key, _fid("unique")),
+        seed=sseed,
+        rx_port=s.rx_port,
+        vlan_ids=tuple(v.id for v in s.vlan),
+    )
+
+
+def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProfile:
+    """Compile every enabled stream; apply port totals (``ports.X.rate``) by scaling."""
+    ports = {
+        name: PortSpec(name, p.interface, p.netns, p.speed) for name, p in profile.ports.items()
+    }
+    streams = [
+        compile_stream(s, i, profile.ports[s.port], profile.seed, rate_scale)
+        for i, s in enumerate(profile.streams)
+        if s.enabled
+    ]
+    for name, p in profile.ports.items():
+        if p.rate is None:
+            continue
+        mine = [x for x in streams if x.port == name]
+        if not mine:
+            continue
+        mean = sum(x.sizes.mean for x in mine) / len(mine) + FCS_LEN
+        total = m.rate_to_pps(p.rate, mean, p.speed) * rate_scale
+        have = sum(x.schedule.pps for x in mine)
+        for i, x in enumerate(streams):
+            if x.port == name:
+                sc = x.schedule
+                streams[i] = _replace_pps(x, sc.pps * total / have)
+    return CompiledProfile(
+        name=profile.name,
+        seed=profile.seed,
+        profile_hash=profile_hash(profile),
+        duration_s=profile.duration,
+        ports=ports,
+        streams=streams,
+        all_stream_names=[s.name for s in profile.streams],
+        dut_netns=profile.dut.netns if profile.dut else None,
+        dut_ssh=profile.dut.ssh if profile.dut else None,
+    )
+
+
+def _replace_pps(p: StreamProgram, pps: float) -> StreamProgram:
+    from dataclasses import replace
+
+    return replace(p, schedule=replace(p.schedule, pps=pps))
+
+
+__all__ = [
+    "CSUM_NONE",
+    "CompiledProfile",
+    "PortSpec",
+    "compile_profile",
+    "compile_stream",
+    "profile_hash",
+]

@@ -1,0 +1,646 @@
+"""Pydantic models of a stream profile (the YAML files in ``profiles/``).
+
+A profile names ports (interfaces, optionally inside a network namespace, with a line
+rate) and streams (headers with varying fields, frame sizes, rate, mode and schedule).
+Every model forbids unknown keys, so a typo is an error with a position, not a silently
+ignored setting. Cross-field rules (ranges, frame size vs headers + signature, rate vs
+line rate, address families) live here too; the loader turns their errors into
+``file:line:col: field: message`` lines.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from tgen_tui.packets.program import FCS_LEN, SIG_LEN
+from tgen_tui.profiles.units import (
+    line_rate_fps,
+    parse_bitrate,
+    parse_count,
+    parse_duration,
+)
+
+Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
+BitRate = Annotated[float, BeforeValidator(parse_bitrate), Field(gt=0)]
+Count = Annotated[float, BeforeValidator(parse_count)]
+
+RangeMode = Literal["fixed", "inc", "dec", "random", "unique"]
+_MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
+
+ETH_HLEN = 14
+VLAN_HLEN = 4
+MAX_FRAME = 9216
+MIN_FRAME = 64
+
+
+class Strict(BaseModel):
+    """Base: unknown keys are errors; values are validated on assignment (editor)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+# --------------------------------------------------------------------------- ranges
+def _scalar_to_range(v: Any) -> Any:
+    """``7`` or ``"198.18.0.1"`` means a fixed value: {min: v, max: v, mode: fixed}."""
+    if isinstance(v, dict):
+        return v
+    return {"min": v, "max": v, "mode": "fixed"}
+
+
+def _default_mode(data: Any) -> Any:
+    if isinstance(data, dict) and "mode" not in data and "min" in data and "max" in data:
+        data = dict(data)
+        data["mode"] = "fixed" if data["min"] == data["max"] else "inc"
+    return data
+
+
+class _RangeRules(Strict):
+    mode: RangeMode = "inc"
+    step: int = Field(1, ge=1, description="Increment for inc/dec modes (wraps at the range end).")
+
+    @model_validator(mode="after")
+    def _min_le_max(self):
+        lo, hi = self._ints()
+        if lo > hi:
+            raise ValueError(f"min ({self.min}) must be ≤ max ({self.max})")
+        if self.mode == "fixed" and lo != hi:
+            raise ValueError(
+                "mode fixed needs min == max (or a single value); use inc, dec, random or unique"
+            )
+        return self
+
+    def _ints(self) -> tuple[int, int]:
+        return int(self.min), int(self.max)
+
+    @property
+    def span(self) -> int:
+        lo, hi = self._ints()
+        return hi - lo + 1
+
+
+class PortRange(_RangeRules):
+    """An L4 port (or ICMP id): a single value or {min, max, mode, step}.
+
+    Modes: ``fixed``, ``inc`` (step, wraps at max), ``dec``, ``random`` (uniform per frame,
+    seeded: RFC 4814) and ``unique`` (a seeded random permutation over the product of all
+    ``unique`` fields of the stream: no combination repeats until all were sent; RFC 9693
+    phase 1).
+    """
+
+    min: int = Field(ge=0, le=65535)
+    max: int = Field(ge=0, le=65535)
+
+    _s = model_validator(mode="before")(lambda cls, v: _default_mode(_scalar_to_range(v)))
+
+
+def _reject_v6(v: Any) -> Any:
+    if isinstance(v, str) and ":" in v:
+        try:
+            ipaddress.IPv6Address(v)
+        except ValueError:
+            return v
+        raise ValueError(f"{v} is an IPv6 address in an IPv4 field (use ipv6: for IPv6 streams)")
+    return v
+
+
+def _reject_v4(v: Any) -> Any:
+    if isinstance(v, str) and ":" not in v:
+        try:
+            ipaddress.IPv4Address(v)
+        except ValueError:
+            return v
+        raise ValueError(f"{v} is an IPv4 address in an IPv6 field (use ipv4: for IPv4 streams)")
+    return v
+
+
+V4 = Annotated[ipaddress.IPv4Address, BeforeValidator(_reject_v6)]
+V6 = Annotated[ipaddress.IPv6Address, BeforeValidator(_reject_v4)]
+
+
+class Ipv4Range(_RangeRules):
+    """An IPv4 address or range {min, max, mode, step} (modes as for ports)."""
+
+    min: V4
+    max: V4
+
+    _s = model_validator(mode="before")(lambda cls, v: _default_mode(_scalar_to_range(v)))
+
+
+class Ipv6Range(_RangeRules):
+    """An IPv6 address or range; a range varies only the low 64 bits (min and max share the /64)."""
+
+    min: V6
+    max: V6
+
+    _s = model_validator(mode="before")(lambda cls, v: _default_mode(_scalar_to_range(v)))
+
+    @model_validator(mode="after")
+    def _same_64(self):
+        if int(self.min) >> 64 != int(self.max) >> 64:
+            raise ValueError(
+                "an IPv6 range may vary only the low 64 bits: min and max must share their /64"
+            )
+        return self
+
+
+# --------------------------------------------------------------------------- headers
+class Ethernet(Strict):
+    """Ethernet addresses. In the lab, dst is the DUT's MAC (see ``tgen lab status``)."""
+
+    src: str = Field("02:00:00:00:00:01", description="Source MAC")
+    dst: str = Field(
+        "02:00:00:00:00:02", description="Destination MAC (the DUT port, or the peer tester port)"
+    )
+
+    @field_validator("src", "dst")
+    @classmethod
+    def _mac(cls, v: str) -> str:
+        if not isinstance(v, str) or not _MAC.match(v):
+            raise ValueError(f"{v!r} is not a MAC address like 02:74:67:00:00:01")
+        return v.lower().replace("-", ":")
+
+
+class Vlan(Strict):
+    """One 802.1Q tag. Two tags make QinQ: the first is the outer (S-tag, TPID 0x88a8 by default)."""
+
+    id: int = Field(ge=0, le=4094, description="VLAN id 0–4094")
+    pcp: int = Field(0, ge=0, le=7, description="Priority code point")
+    dei: int = Field(0, ge=0, le=1, description="Drop eligible indicator")
+    tpid: int | None = Field(
+        None, description="0x8100 or 0x88a8; default 0x88a8 for the outer tag of QinQ, else 0x8100"
+    )
+
+    @field_validator("tpid")
+    @classmethod
+    def _tpid(cls, v: int | None) -> int | None:
+        if v is not None and v not in (0x8100, 0x88A8, 0x9100):
+            raise ValueError("must be 0x8100, 0x88a8 or 0x9100")
+        return v
+
+
+class IPv4(Strict):
+    """IPv4 header: addresses (ranges allowed), TTL, DSCP/ECN."""
+
+    src: Ipv4Range = Field(
+        default_factory=lambda: Ipv4Range(min="198.18.0.2", max="198.18.0.2", mode="fixed")
+    )
+    dst: Ipv4Range = Field(
+        default_factory=lambda: Ipv4Range(min="198.19.0.2", max="198.19.0.2", mode="fixed")
+    )
+    ttl: int = Field(64, ge=1, le=255)
+    dscp: int = Field(0, ge=0, le=63)
+    ecn: int = Field(0, ge=0, le=3)
+    dont_fragment: bool = True
+
+
+class IPv6(Strict):
+    """IPv6 header: addresses (ranges vary the low 64 bits), hop limit, traffic class, flow label."""
+
+    src: Ipv6Range = Field(
+        default_factory=lambda: Ipv6Range(min="2001:2::2", max="2001:2::2", mode="fixed")
+    )
+    dst: Ipv6Range = Field(
+        default_factory=lambda: Ipv6Range(min="2001:2:0:1::2", max="2001:2:0:1::2", mode="fixed")
+    )
+    hop_limit: int = Field(64, ge=1, le=255)
+    traffic_class: int = Field(0, ge=0, le=255)
+    flow_label: int = Field(0, ge=0, le=0xFFFFF)
+
+
+class UDP(Strict):
+    """UDP ports. Defaults follow RFC 2544/METHODOLOGY: source 49184, destination 7."""
+
+    src_port: PortRange = Field(
+        default_factory=lambda: PortRange(min=49184, max=49184, mode="fixed")
+    )
+    dst_port: PortRange = Field(default_factory=lambda: PortRange(min=7, max=7, mode="fixed"))
+
+
+class TCP(UDP):
+    """TCP ports and flags (a SYN by default: each new tuple opens a conntrack entry)."""
+
+    flags: str = Field("S", description="Any of F S R P A U E C, e.g. S, SA, A, PA")
+    seq: int = Field(1, ge=0, le=0xFFFFFFFF)
+    window: int = Field(8192, ge=0, le=65535)
+
+    @field_validator("flags")
+    @classmethod
+    def _flags(cls, v: str) -> str:
+        if not isinstance(v, str) or not set(v) <= set("FSRPAUEC"):
+            raise ValueError("flags are letters from F S R P A U E C, e.g. S or PA")
+        return v
+
+
+class ICMP(Strict):
+    """ICMP echo (ICMPv6 echo for IPv6 streams). The echo id acts as the NAT 'port'."""
+
+    type: int | None = Field(
+        None, ge=0, le=255, description="Default 8 (IPv4) or 128 (IPv6): echo request"
+    )
+    code: int = Field(0, ge=0, le=255)
+    id: PortRange = Field(default_factory=lambda: PortRange(min=1, max=1, mode="fixed"))
+
+
+# --------------------------------------------------------------------------- size
+IMIX_PRESETS: dict[str, list[tuple[int, int]]] = {
+    "classic": [(64, 7), (594, 4), (1518, 1)],  # the simple IMIX 7:4:1
+    "ipv6": [(78, 7), (594, 4), (1518, 1)],
+}
+
+
+class FixedSize(Strict):
+    fixed: int = Field(ge=MIN_FRAME, le=MAX_FRAME, description="Frame size in bytes including FCS")
+
+
+class RangeSize(Strict):
+    min: int = Field(ge=MIN_FRAME, le=MAX_FRAME)
+    max: int = Field(ge=MIN_FRAME, le=MAX_FRAME)
+    mode: Literal["inc", "random"] = "random"
+    step: int = Field(1, ge=1)
+
+    @model_validator(mode="after")
+    def _order(self):
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be ≤ max ({self.max})")
+        return self
+
+
+class ImixEntry(Strict):
+    size: int = Field(ge=MIN_FRAME, le=MAX_FRAME)
+    weight: int = Field(ge=1, le=1000)
+
+
+class ImixSize(Strict):
+    imix: Literal["classic", "ipv6"] | list[ImixEntry] = Field(
+        description="A preset name (classic = 64/594/1518 at 7:4:1) or a list of {size, weight}"
+    )
+
+    @property
+    def entries(self) -> list[tuple[int, int]]:
+        if isinstance(self.imix, str):
+            return IMIX_PRESETS[self.imix]
+        return [(e.size, e.weight) for e in self.imix]
+
+
+def _size_tag(v: Any) -> str:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return "fixed"
+    if isinstance(v, dict):
+        if "imix" in v:
+            return "imix"
+        if "fixed" in v:
+            return "fixed"
+        return "range"
+    if isinstance(v, FixedSize):
+        return "fixed"
+    if isinstance(v, ImixSize):
+        return "imix"
+    return "range"
+
+
+def _size_scalar(v: Any) -> Any:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return {"fixed": v}
+    if isinstance(v, str) and v in IMIX_PRESETS:
+        return {"imix": v}
+    return v
+
+
+FrameSize = Annotated[
+    Annotated[FixedSize, Tag("fixed")]
+    | Annotated[RangeSize, Tag("range")]
+    | Annotated[ImixSize, Tag("imix")],
+    Discriminator(_size_tag),
+    BeforeValidator(_size_scalar),
+]
+
+
+def size_bounds(size: FixedSize | RangeSize | ImixSize) -> tuple[int, int, float]:
+    """(smallest, largest, mean) frame size in bytes including FCS."""
+    if isinstance(size, FixedSize):
+        return size.fixed, size.fixed, float(size.fixed)
+    if isinstance(size, RangeSize):
+        return size.min, size.max, (size.min + size.max) / 2
+    e = size.entries
+    tot = sum(w for _, w in e)
+    return min(s for s, _ in e), max(s for s, _ in e), sum(s * w for s, w in e) / tot
+
+
+# --------------------------------------------------------------------------- rate
+class PpsRate(Strict):
+    pps: Count = Field(gt=0, description="Frames per second, e.g. 10000, 100k, 1.5M")
+
+
+class BitRateSpec(Strict):
+    bps: BitRate = Field(description="Bits per second, e.g. 100M or 1G")
+    layer: Literal["L1", "L2"] = Field(
+        "L1", description="L1 counts preamble+IFG (20 B/frame); L2 counts the frame with FCS"
+    )
+
+
+class PercentRate(Strict):
+    percent: float = Field(gt=0, le=100, description="Percent of the port's line rate (L1)")
+
+
+def _rate_tag(v: Any) -> str:
+    if isinstance(v, dict):
+        for k in ("pps", "bps", "percent"):
+            if k in v:
+                return k
+        return "pps"
+    return {PpsRate: "pps", BitRateSpec: "bps", PercentRate: "percent"}.get(type(v), "pps")
+
+
+def _rate_scalar(v: Any) -> Any:
+    if isinstance(v, str):
+        s = v.strip()
+        if s.endswith("%"):
+            return {"percent": s[:-1]}
+        if s.endswith(("pps", "fps")):
+            return {"pps": s[:-3]}
+        if s.endswith(("bit/s", "bps", "b/s")):
+            return {"bps": s}
+        raise ValueError(f"ambiguous rate {v!r}: write e.g. 5Mpps, 100Mbit/s or 50%")
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return {"pps": v}
+    return v
+
+
+Rate = Annotated[
+    Annotated[PpsRate, Tag("pps")]
+    | Annotated[BitRateSpec, Tag("bps")]
+    | Annotated[PercentRate, Tag("percent")],
+    Discriminator(_rate_tag),
+    BeforeValidator(_rate_scalar),
+]
+
+
+def rate_to_pps(
+    rate: PpsRate | BitRateSpec | PercentRate, mean_size: float, line_rate_bps: float
+) -> float:
+    """Resolve a rate to frames/s at the stream's mean frame size (bytes incl. FCS)."""
+    if isinstance(rate, PpsRate):
+        return float(rate.pps)
+    if isinstance(rate, PercentRate):
+        return line_rate_fps(line_rate_bps, mean_size) * rate.percent / 100.0
+    overhead = 20.0 if rate.layer == "L1" else 0.0
+    return rate.bps / (8.0 * (mean_size + overhead))
+
+
+# --------------------------------------------------------------------------- mode, schedule, idt
+class Continuous(Strict):
+    type: Literal["continuous"] = "continuous"
+
+
+class Burst(Strict):
+    type: Literal["burst"]
+    count: int = Field(ge=1, description="Frames to send, then stop")
+
+
+class MultiBurst(Strict):
+    type: Literal["multi_burst"]
+    frames: int = Field(ge=1, description="Frames per burst (sent at the stream rate)")
+    bursts: int = Field(ge=1, description="Number of bursts")
+    gap: Seconds = Field(description="Pause between bursts, e.g. 10ms")
+
+
+def _mode_scalar(v: Any) -> Any:
+    return {"type": v} if isinstance(v, str) else v
+
+
+Mode = Annotated[
+    Continuous | Burst | MultiBurst,
+    Field(discriminator="type"),
+    BeforeValidator(_mode_scalar),
+]
+
+
+class Schedule(Strict):
+    """Timed start/stop relative to the port start, and optional on/off periods."""
+
+    start: Seconds = Field(0.0, description="Start after, e.g. 2s")
+    stop: Seconds | None = Field(None, description="Stop at (from the port start), e.g. 5s")
+    on: Seconds = Field(0.0, description="On period of an on/off cycle (0 = always on)")
+    off: Seconds = Field(0.0, description="Off period of an on/off cycle")
+
+    @model_validator(mode="after")
+    def _order(self):
+        if self.stop is not None and self.stop <= self.start:
+            raise ValueError(f"stop ({self.stop:g} s) must be after start ({self.start:g} s)")
+        if (self.on > 0) != (self.off > 0):
+            raise ValueError("on and off go together: give both or neither")
+        return self
+
+
+class ConstantIdt(Strict):
+    dist: Literal["constant"] = "constant"
+
+
+class ExponentialIdt(Strict):
+    dist: Literal["exponential"]
+
+
+class ParetoIdt(Strict):
+    dist: Literal["pareto"]
+    shape: float = Field(1.5, gt=1.0, description="Pareto shape α (> 1 so the mean exists)")
+
+
+class NormalIdt(Strict):
+    dist: Literal["normal"]
+    sd: float = Field(0.1, ge=0, description="Standard deviation as a fraction of the mean gap")
+
+
+class UniformIdt(Strict):
+    dist: Literal["uniform"]
+    spread: float = Field(0.5, ge=0, le=1, description="Half-width as a fraction of the mean gap")
+
+
+Idt = Annotated[
+    ConstantIdt | ExponentialIdt | ParetoIdt | NormalIdt | UniformIdt,
+    Field(discriminator="dist"),
+    BeforeValidator(lambda v: {"dist": v} if isinstance(v, str) else v),
+]
+
+
+# --------------------------------------------------------------------------- stream, port, profile
+class Stream(Strict):
+    """One stream: headers, frame size, rate, mode and schedule, sent from ``port``."""
+
+    name: str = Field(min_length=1, max_length=64)
+    port: str = Field(description="Name of the sending port (a key of ports:)")
+    rx_port: str | None = Field(None, description="Port where the stream is expected to arrive")
+    enabled: bool = True
+    eth: Ethernet = Field(default_factory=Ethernet)
+    vlan: list[Vlan] = Field(
+        default_factory=list, max_length=2, description="0, 1 or 2 (QinQ) tags, outer first"
+    )
+    ipv4: IPv4 | None = None
+    ipv6: IPv6 | None = None
+    udp: UDP | None = None
+    tcp: TCP | None = None
+    icmp: ICMP | None = None
+    size: FrameSize = Field(
+        default_factory=lambda: FixedSize(fixed=64),
+        description="Bytes incl. FCS: 64, {min,max,mode}, or {imix: classic}",
+    )
+    rate: Rate = Field(default_factory=lambda: PpsRate(pps=1000))
+    mode: Mode = Field(default_factory=Continuous)
+    schedule: Schedule = Field(default_factory=Schedule)
+    idt: Idt = Field(default_factory=ConstantIdt, description="Inter-departure time distribution")
+    seed: int | None = Field(None, ge=0, description="Overrides the profile seed for this stream")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_l3(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "ipv4" not in data and "ipv6" not in data:
+            data = dict(data)
+            data["ipv4"] = {}
+        if isinstance(data, dict) and not any(k in data for k in ("udp", "tcp", "icmp")):
+            data = dict(data)
+            data["udp"] = {}
+        return data
+
+    @model_validator(mode="after")
+    def _headers(self):
+        if self.ipv4 is not None and self.ipv6 is not None:
+            raise ValueError("give ipv4 or ipv6, not both")
+        l4 = [k for k in ("udp", "tcp", "icmp") if getattr(self, k) is not None]
+        if len(l4) > 1:
+            raise ValueError(f"give one of udp, tcp, icmp (got {', '.join(l4)})")
+        need = self.header_len() + SIG_LEN + FCS_LEN
+        lo, _, _ = size_bounds(self.size)
+        if lo < need:
+            raise ValueError(
+                f"size: frame size {lo} B is too small: headers ({self.header_len()} B) + signature "
+                f"({SIG_LEN} B) + FCS ({FCS_LEN} B) need at least {need} B"
+            )
+        return self
+
+    @property
+    def l4_kind(self) -> str:
+        return "udp" if self.udp else "tcp" if self.tcp else "icmp" if self.icmp else "none"
+
+    def header_len(self) -> int:
+        n = ETH_HLEN + VLAN_HLEN * len(self.vlan)
+        n += 20 if self.ipv4 is not None else 40
+        n += {"udp": 8, "tcp": 20, "icmp": 8, "none": 0}[self.l4_kind]
+        return n
+
+    def unique_fields(self) -> list[str]:
+        """Names of the fields in ``unique`` mode, in product order (last varies fastest)."""
+        out = []
+        l3 = self.ipv4 or self.ipv6
+        for n in ("src", "dst"):
+            if l3 is not None and getattr(l3, n).mode == "unique":
+                out.append(f"ip.{n}")
+        l4 = self.udp or self.tcp
+        if l4 is not None:
+            for n in ("src_port", "dst_port"):
+                if getattr(l4, n).mode == "unique":
+                    out.append(f"l4.{n}")
+        if self.icmp is not None and self.icmp.id.mode == "unique":
+            out.append("icmp.id")
+        return out
+
+    def distinct_flows(self) -> int:
+        """Distinct 5-tuples the stream cycles through (product of all varying address/port spans)."""
+        n = 1
+        l3 = self.ipv4 or self.ipv6
+        if l3 is not None:
+            n *= l3.src.span * l3.dst.span
+        l4 = self.udp or self.tcp
+        if l4 is not None:
+            n *= l4.src_port.span * l4.dst_port.span
+        if self.icmp is not None:
+            n *= self.icmp.id.span
+        return n
+
+
+class Port(Strict):
+    """A tester port: a Linux interface, optionally inside a network namespace."""
+
+    interface: str = Field(
+        min_length=1, max_length=15, description="Interface name, e.g. p0 or eth1"
+    )
+    netns: str | None = Field(
+        None, description="Network namespace holding the interface (the lab's is tgen-tester)"
+    )
+    speed: BitRate = Field(
+        10e9,
+        description="Line rate for % of line rate and limits, e.g. 10G (veth has none: pick the NIC you model)",
+    )
+    rate: Rate | None = Field(
+        None, description="Port total: scale the streams' rates so they sum to this"
+    )
+
+
+class Dut(Strict):
+    """How to probe the device under test's conntrack table during a run."""
+
+    netns: str | None = Field(None, description="DUT network namespace (the lab's is tgen-dut)")
+    ssh: str | None = Field(
+        None, description="Command prefix to reach a remote DUT, e.g. 'ssh root@dut'"
+    )
+
+
+class Profile(Strict):
+    """A tgen-tui traffic profile: ports and the streams they send."""
+
+    name: str = Field(
+        "profile", description="Short name, shown in the console and stored with results"
+    )
+    description: str = ""
+    seed: int = Field(
+        1, ge=0, description="PRNG seed for random/unique fields (reported with every result)"
+    )
+    duration: Seconds | None = Field(
+        None, description="Default run duration, e.g. 30s (tgen run --duration overrides)"
+    )
+    ports: dict[str, Port] = Field(min_length=1)
+    streams: list[Stream] = Field(min_length=1)
+    dut: Dut | None = None
+
+    @model_validator(mode="after")
+    def _cross(self):
+        problems: list[str] = []  # one "path: message" line each; the loader positions them
+        names: set[str] = set()
+        for i, s in enumerate(self.streams):
+            where = f"streams[{i}]"
+            if s.name in names:
+                problems.append(f"{where}.name: duplicate stream name {s.name!r}")
+            names.add(s.name)
+            if s.port not in self.ports:
+                problems.append(
+                    f"{where}.port: unknown port {s.port!r} (ports: {', '.join(self.ports)})"
+                )
+                continue
+            if s.rx_port is not None and s.rx_port not in self.ports:
+                problems.append(
+                    f"{where}.rx_port: unknown port {s.rx_port!r} (ports: {', '.join(self.ports)})"
+                )
+            if s.enabled and self.ports[s.port].rate is None:
+                speed = self.ports[s.port].speed
+                _, _, mean = size_bounds(s.size)
+                pps = rate_to_pps(s.rate, mean, speed)
+                top = line_rate_fps(speed, mean)
+                if pps > top * (1 + 1e-9):
+                    problems.append(
+                        f"{where}.rate: {pps:,.0f} fps exceeds the line rate of port {s.port} "
+                        f"({top:,.0f} fps at {mean:g} B on {speed / 1e9:g} Gbit/s)"
+                    )
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self

@@ -1,0 +1,88 @@
+"""Parsing and printing of the units a network test engineer writes: 10G, 500ms, 1.5 Mpps.
+
+Used by the profile models (as pydantic before-validators) and by the CLI for options
+such as ``--duration 30s``. Errors are ValueError with a message that names the
+accepted forms, so the loader can show them next to the field.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SI = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "t": 1e12, "T": 1e12}
+_BITRATE = re.compile(
+    r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKmMgGtT]?)\s*(bit/s|bps|b/s|bit)?\s*$"
+)
+_COUNT = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([kKmMgG]?)\s*(pps|fps)?\s*$")
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s|m|min|h)?\s*$")
+_DUR_SCALE = {
+    None: 1.0,
+    "s": 1.0,
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "m": 60.0,
+    "min": 60.0,
+    "h": 3600.0,
+}
+
+
+def parse_bitrate(value: object) -> float:
+    """``10G``, ``100 Mbit/s``, ``2.5e9``, ``40000000`` → bits per second."""
+    if isinstance(value, bool):
+        raise ValueError("expected a bit rate such as 10G, 100M or 2.5e9")
+    if isinstance(value, int | float):
+        v = float(value)
+    else:
+        m = _BITRATE.match(str(value))
+        if not m:
+            raise ValueError(
+                f"{value!r} is not a bit rate; write e.g. 10G, 100M, 1.5 Gbit/s or 40000000"
+            )
+        v = float(m.group(1)) * _SI[m.group(2)]
+    if v <= 0:
+        raise ValueError("must be > 0")
+    return v
+
+
+def parse_count(value: object) -> float:
+    """``1.5M``, ``100k``, ``1e6``, ``250 kpps`` → a plain number (frames or frames/s)."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number such as 1000, 100k or 1.5M")
+    if isinstance(value, int | float):
+        return float(value)
+    m = _COUNT.match(str(value))
+    if not m:
+        raise ValueError(f"{value!r} is not a number; write e.g. 1000, 100k or 1.5M")
+    return float(m.group(1)) * _SI[m.group(2)]
+
+
+def parse_duration(value: object) -> float:
+    """``500ms``, ``2s``, ``1.5``, ``2min`` → seconds. A bare number is seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 10s or 500ms")
+    if isinstance(value, int | float):
+        v = float(value)
+    else:
+        m = _DURATION.match(str(value))
+        if not m:
+            raise ValueError(f"{value!r} is not a duration; write e.g. 10s, 500ms or 2min")
+        v = float(m.group(1)) * _DUR_SCALE[m.group(2)]
+    if v < 0:
+        raise ValueError("must be ≥ 0")
+    return v
+
+
+def fmt_si(value: float, unit: str = "", digits: int = 3) -> str:
+    """1234567 → '1.23 M' + unit: engineering notation for tables."""
+    v = float(value)
+    for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:.{digits}g} {prefix}{unit}"
+    return f"{v:.{digits}g} {unit}".rstrip()
+
+
+def line_rate_fps(line_rate_bps: float, frame_size: float) -> float:
+    """Maximum frames/s of a link: ``rate / (8 × (size + 20))`` (preamble + IFG, RFC 2544)."""
+    return line_rate_bps / (8.0 * (frame_size + 20.0))
