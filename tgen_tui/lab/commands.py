@@ -1,0 +1,218 @@
+"""Running ``ip``/``nft``/``tc``/``sysctl`` and reading files inside a network namespace.
+
+Everything goes through iproute2 and nftables binaries via :mod:`subprocess`; reading
+``/proc/sys`` of a namespace is done without a process: a short-lived thread joins the
+namespace with ``setns(2)`` (which affects that thread only) and opens the file there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import json
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Sequence
+
+from tgen_tui.diagnostics import EnvironmentProblem
+
+NETNS_DIR = "/run/netns"
+CLONE_NEWNET = 0x40000000
+
+REQUIRED_TOOLS = ("ip", "nft", "tc")
+
+
+class CommandFailed(EnvironmentProblem):
+    """An external command exited non-zero; the message holds its stderr's first line."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
+        first = next((ln.strip() for ln in stderr.splitlines() if ln.strip()), "")
+        cmd = " ".join(argv[:6]) + (" ..." if len(argv) > 6 else "")
+        super().__init__(f"`{cmd}` failed (exit {returncode}): {first or 'no message'}")
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+def check_environment(tools: Sequence[str] = REQUIRED_TOOLS) -> None:
+    """Raise :class:`EnvironmentProblem` unless we are root and the tools are installed."""
+    if os.geteuid() != 0:
+        raise EnvironmentProblem("the lab needs root (network namespaces, nftables): run with sudo")
+    for tool in tools:
+        if shutil.which(tool) is None:
+            raise EnvironmentProblem(f"`{tool}` is not installed (needed by the lab)")
+
+
+def run(
+    argv: Sequence[str], *, input: str | None = None, check: bool = True, netns: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a command (inside ``netns`` via ``ip netns exec`` when given), capturing output."""
+    full = ["ip", "netns", "exec", netns, *argv] if netns else list(argv)
+    try:
+        cp = subprocess.run(full, input=input, capture_output=True, text=True, check=False)
+    except FileNotFoundError as e:
+        raise EnvironmentProblem(f"`{full[0]}` is not installed") from e
+    if check and cp.returncode != 0:
+        raise CommandFailed(full, cp.returncode, cp.stderr)
+    return cp
+
+
+def ip_json(args: Sequence[str], netns: str | None = None) -> list[dict]:
+    """Run ``ip -j ARGS`` (in ``netns``) and return the parsed JSON list."""
+    argv = ["ip", "-j", *(["-n", netns] if netns else []), *args]
+    out = run(argv).stdout.strip()
+    return json.loads(out) if out else []
+
+
+# ---------------------------------------------------------------- namespaces
+
+
+def netns_exists(name: str) -> bool:
+    return os.path.exists(os.path.join(NETNS_DIR, name))
+
+
+def netns_list() -> list[str]:
+    try:
+        return sorted(os.listdir(NETNS_DIR))
+    except FileNotFoundError:
+        return []
+
+
+def netns_add(name: str) -> None:
+    if not netns_exists(name):
+        run(["ip", "netns", "add", name])
+
+
+def netns_delete(name: str) -> None:
+    if netns_exists(name):
+        run(["ip", "netns", "delete", name], check=False)
+
+
+# ---------------------------------------------------------------- setns from a thread
+
+_libc: ctypes.CDLL | None = None
+
+
+def _setns(fd: int, nstype: int) -> None:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    if _libc.setns(fd, nstype) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def in_netns(netns: str, fn, *args):
+    """Call ``fn(*args)`` in a fresh thread that has joined ``netns``; return its result.
+
+    ``setns(CLONE_NEWNET)`` changes only the calling thread, and the thread ends right
+    after, so the caller's namespace is never touched. ``/proc/sys/net/...`` opened there
+    resolves to the namespace's own values (``/sys/class/net`` does NOT: sysfs keeps the
+    namespace it was mounted in, so use ``ip netns exec`` for that).
+    """
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            fd = os.open(os.path.join(NETNS_DIR, netns), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                _setns(fd, CLONE_NEWNET)
+            finally:
+                os.close(fd)
+            box["result"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target, name=f"netns-{netns}", daemon=True)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _read_files(paths: Sequence[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for p in paths:
+        try:
+            with open(p) as f:
+                out[p] = f.read().strip()
+        except OSError:
+            out[p] = None
+    return out
+
+
+def read_proc_files(netns: str, paths: Sequence[str]) -> dict[str, str | None]:
+    """Read several ``/proc`` files as seen from ``netns`` (``None`` where unreadable)."""
+    return in_netns(netns, _read_files, list(paths))
+
+
+def sysctl_key_path(key: str) -> str:
+    return "/proc/sys/" + key.replace(".", "/")
+
+
+def sysctl_set(netns: str | None, values: dict[str, object]) -> None:
+    """Write sysctls in ``netns`` (or the current namespace), all in one process."""
+    if not values:
+        return
+    run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())], netns=netns)
+
+
+def sysctl_get(netns: str, keys: Sequence[str]) -> dict[str, str | None]:
+    """Read sysctls of ``netns`` without starting a process."""
+    paths = {k: sysctl_key_path(k) for k in keys}
+    got = read_proc_files(netns, list(paths.values()))
+    return {k: got[p] for k, p in paths.items()}
+
+
+def write_sys_files(netns: str, values: dict[str, str]) -> None:
+    """Write ``/sys/...`` files inside ``netns`` (``ip netns exec`` remounts sysfs for it)."""
+    if not values:
+        return
+    script = " && ".join(f"echo {v} > {p}" for p, v in values.items())
+    run(["sh", "-c", script], netns=netns)
+
+
+def read_sys_files(netns: str, paths: Sequence[str]) -> dict[str, str | None]:
+    """Read ``/sys/...`` files inside ``netns``, one process for all of them."""
+    if not paths:
+        return {}
+    script = "; ".join(f"printf '%s\\n' \"$(cat {p} 2>/dev/null || echo -)\"" for p in paths)
+    cp = run(["sh", "-c", script], netns=netns, check=False)
+    lines = cp.stdout.splitlines()
+    out: dict[str, str | None] = {}
+    for i, p in enumerate(paths):
+        v = lines[i].strip() if i < len(lines) else "-"
+        out[p] = None if v in ("-", "") else v
+    return out
+
+
+def read_global(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def write_global(path: str, value: object) -> bool:
+    """Write a global /proc or /sys file from this (initial) namespace; False if not writable."""
+    try:
+        with open(path, "w") as f:
+            f.write(f"{value}\n")
+        return True
+    except OSError:
+        return False
+
+
+def ip_json_tc(netns: str, dev: str) -> list[dict]:
+    """``tc -j qdisc show dev DEV`` in ``netns`` (empty list on error)."""
+    cp = run(["tc", "-j", "-n", netns, "qdisc", "show", "dev", dev], check=False)
+    if cp.returncode != 0 or not cp.stdout.strip():
+        return []
+    try:
+        return json.loads(cp.stdout)
+    except ValueError:
+        return []

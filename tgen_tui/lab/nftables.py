@@ -1,0 +1,128 @@
+"""The DUT's nftables ruleset: NAT44, optional random drop, rate limit, ct count cap, and
+N non-matching filter rules (USERS.md section 3).
+
+The whole ruleset is generated as one ``nft -f`` file, which nftables applies as one
+transaction: the old table is deleted and the new one created atomically, so ``tgen lab
+set`` never leaves the DUT half-configured, and 10,000 filter rules load in well under a
+second.
+
+Layout (table ``ip tgen_lab`` in the DUT namespace)::
+
+    chain fwd_drop   (filter, hook forward, priority -10)    the impairments, each with a counter
+        numgen random mod 10000 < P*100 counter drop         --drop-percent P (exact to 0.01 %)
+        limit rate over R/second burst B packets counter drop --rate-limit R
+        ct state new ct count over N counter drop            --ct-limit N
+    chain fwd_filter (filter, hook forward, priority 0)      --filter-rules N
+        ip saddr 198.18.128.x ip daddr 198.19.255.254 udp dport Y drop   (x N, never match)
+        accept                                                the one matching rule, last
+    chain nat_post   (nat, hook postrouting, priority 100)
+        oifname "d1" snat to 198.19.0.1                      stateful NAT44 (conntrack)
+"""
+
+from __future__ import annotations
+
+import json
+
+from tgen_tui.lab import commands
+from tgen_tui.lab.naming import D1, D1_IP, NFT_TABLE
+
+#: Destination of the filter rules: inside 198.18.0.0/15 but never used by lab traffic.
+FILTER_RULE_DADDR = "198.19.255.254"
+
+
+def drop_threshold(drop_percent: float) -> int:
+    """``numgen random mod 10000 < threshold``: the percentage in hundredths (0.01 % steps)."""
+    return int(round(drop_percent * 100))
+
+
+def rate_burst(pps: int) -> int:
+    """Burst of the rate limiter: 20 ms worth of packets, at least 5 (nft's default)."""
+    return max(5, pps // 50)
+
+
+def filter_rule(i: int) -> str:
+    """The i-th non-matching rule: a distinct source, an unused destination and a port."""
+    j = i % 32768
+    saddr = f"198.18.{128 + (j >> 8)}.{j & 255}"
+    return f"ip saddr {saddr} ip daddr {FILTER_RULE_DADDR} udp dport {1024 + i % 64000} drop"
+
+
+def ruleset(
+    *,
+    drop_percent: float = 0.0,
+    rate_limit_pps: int | None = None,
+    ct_limit: int | None = None,
+    filter_rules: int = 0,
+) -> str:
+    """The complete ``nft -f`` text that replaces the lab's table atomically."""
+    t = NFT_TABLE
+    lines = [
+        f"table ip {t}",  # make sure it exists so that the delete below cannot fail
+        f"delete table ip {t}",
+        f"table ip {t} {{",
+        "  chain fwd_drop {",
+        "    type filter hook forward priority -10; policy accept;",
+    ]
+    k = drop_threshold(drop_percent)
+    if k > 0:
+        lines.append(f"    numgen random mod 10000 < {k} counter drop")
+    if rate_limit_pps:
+        lines.append(
+            f"    limit rate over {rate_limit_pps}/second burst {rate_burst(rate_limit_pps)}"
+            " packets counter drop"
+        )
+    if ct_limit:
+        lines.append(f"    ct state new ct count over {ct_limit} counter drop")
+    lines += [
+        "  }",
+        "  chain fwd_filter {",
+        "    type filter hook forward priority 0; policy accept;",
+    ]
+    lines.extend("    " + filter_rule(i) for i in range(filter_rules))
+    lines += [
+        "    accept",
+        "  }",
+        "  chain nat_post {",
+        "    type nat hook postrouting priority 100; policy accept;",
+        f'    oifname "{D1}" snat to {D1_IP}',
+        "  }",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def apply(netns: str, text: str) -> None:
+    """Load a ruleset into ``netns`` in one transaction."""
+    commands.run(["nft", "-f", "-"], input=text, netns=netns)
+
+
+def remove(netns: str) -> None:
+    commands.run(["nft", "delete", "table", "ip", NFT_TABLE], netns=netns, check=False)
+
+
+def drop_counters(netns: str) -> dict | None:
+    """Packets dropped by each impairment rule so far, or ``None`` if the table is missing.
+
+    Keys: ``random``, ``rate_limit``, ``ct_limit`` (only those configured).
+    """
+    cp = commands.run(
+        ["nft", "-j", "list", "chain", "ip", NFT_TABLE, "fwd_drop"], netns=netns, check=False
+    )
+    if cp.returncode != 0:
+        return None
+    out: dict[str, int] = {}
+    for item in json.loads(cp.stdout).get("nftables", []):
+        rule = item.get("rule")
+        if not rule:
+            continue
+        exprs = rule.get("expr", [])
+        text = json.dumps(exprs)
+        packets = next((e["counter"]["packets"] for e in exprs if "counter" in e), 0)
+        if '"numgen"' in text:
+            out["random"] = packets
+        elif '"limit"' in text:
+            out["rate_limit"] = packets
+        elif '"ct count"' in text or '"count"' in text:
+            out["ct_limit"] = packets
+    return out
