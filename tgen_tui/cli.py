@@ -1,0 +1,75 @@
+"""The ``tgen`` command line: one verb per task, each with --help that teaches by example.
+
+Verbs import their modules lazily so that ``tgen --help`` is fast and so that the
+headless verbs never import Textual (DESIGN rule 1). Every error reaches the user as
+one line and a fixed exit code (see :mod:`tgen_tui.diagnostics`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tgen_tui.diagnostics import ExitCode, TgenError, report
+
+DESCRIPTION = """\
+tgen-tui: a traffic generator and live dashboard for benchmarking NAT gateways,
+firewalls and routers on stock Linux (AF_PACKET, network namespaces, nftables).
+
+Typical session:
+  tgen lab up                               # namespaces + NAT44 DUT, no hardware needed
+  tgen validate profiles/lab.yaml           # check a profile: file:line:col errors
+  tgen run profiles/lab.yaml --duration 10  # send, count, print results
+  tgen pcap profiles/lab.yaml --count 100 --output lab.pcap
+  tgen lab down
+
+Exit codes: 0 ok, 1 test failed (threshold breached), 2 bad input, 3 environment.
+"""
+
+# verb modules, each exposing register(subparsers)
+VERB_MODULES = [
+    "tgen_tui.commands.profile_cmds",
+    "tgen_tui.lab.cli",
+    "tgen_tui.commands.run_cmd",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tgen", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version="tgen-tui 0.1.0")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name in VERB_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:  # a verb not built yet
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return int(ExitCode.BAD_INPUT)
+    try:
+        rc = args.func(args)
+    except TgenError as e:
+        rc = report(e)
+    except KeyboardInterrupt:
+        print("tgen: interrupted", file=sys.stderr)
+        rc = 130
+    except BrokenPipeError:
+        rc = 0
+    sys.stdout.flush()
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

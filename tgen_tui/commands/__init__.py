@@ -1,0 +1,1 @@
+"""CLI verb implementations (argparse registration + handlers), one module per group."""
