@@ -114,8 +114,13 @@ def packet_socket(netns: str, ifname: str, *, rcvbuf: int = 0) -> socket.socket:
     return in_netns(netns, make)
 
 
-def drain(sock: socket.socket, idle: float = 0.3, limit: float = 10.0) -> list[dict]:
-    """Read test frames until ``idle`` seconds pass without one (incoming frames only)."""
+def drain(
+    sock: socket.socket, idle: float = 0.3, limit: float = 10.0, others: list | None = None
+) -> list[dict]:
+    """Read test frames until ``idle`` seconds pass without one (incoming frames only).
+
+    Incoming frames that are not test frames are appended to ``others`` when given.
+    """
     sock.settimeout(idle)
     got = []
     end = time.monotonic() + limit
@@ -129,6 +134,8 @@ def drain(sock: socket.socket, idle: float = 0.3, limit: float = 10.0) -> list[d
         p = parse_udp(data)
         if p is not None:
             got.append(p)
+        elif others is not None:
+            others.append(data)
     return got
 
 
