@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# bootstrap.sh: set up tgen-tui on a fresh Debian machine (as root) and run the demo or the tests.
+#
+#   bash bootstrap.sh demo   # install, bring the lab up, run the default profile for 10 s
+#   bash bootstrap.sh test   # install, then ruff + the full pytest suite (what CI runs)
+#
+# It installs the apt packages the lab and the tests need (iproute2, nftables, conntrack,
+# tshark, netsniff-ng for the trafgen comparison, tmux), creates .venv next to this file
+# and installs the package with its test extras. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")"
+MODE="${1:-test}"
+export DEBIAN_FRONTEND=noninteractive
+
+need_apt=0
+for bin in ip nft conntrack tshark trafgen tmux tc; do
+    command -v "$bin" >/dev/null 2>&1 || need_apt=1
+done
+if [ "$need_apt" = 1 ]; then
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends \
+        iproute2 nftables conntrack tshark netsniff-ng tmux procps python3-venv python3-pip
+fi
+
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+.venv/bin/python -m pip install -q -e '.[test]'
+
+case "$MODE" in
+    demo)
+        .venv/bin/tgen lab up
+        .venv/bin/tgen lab status
+        exec .venv/bin/tgen run profiles/lab.yaml --duration 10
+        ;;
+    test)
+        .venv/bin/ruff check .
+        set +e
+        .venv/bin/python -m pytest -q -p no:cacheprovider "${@:2}"
+        rc=$?
+        set -e
+        # pytest exit 5 = no tests collected: that is a failure for CI, not a pass
+        exit "$rc"
+        ;;
+    *)
+        echo "usage: bash bootstrap.sh demo|test" >&2
+        exit 2
+        ;;
+esac
