@@ -11,6 +11,8 @@ import io
 import json
 import math
 import os
+import subprocess
+import sys
 from contextlib import redirect_stdout
 
 import pytest
@@ -31,7 +33,7 @@ from tgen_tui.lab.naming import (
 )
 from tgen_tui.lab.topology import LabConfig
 
-pytestmark = [pytest.mark.root]
+pytestmark = [pytest.mark.root]  # tests that need root skip via the lab_prefix fixture
 
 CONNTRACK_MAX = "/proc/sys/net/netfilter/nf_conntrack_max"
 HASHSIZE = "/sys/module/nf_conntrack/parameters/hashsize"
@@ -296,9 +298,40 @@ def test_cli_verbs(lab_prefix):
         _cli(["lab", "flush", "--prefix", lab_prefix])
 
 
-def test_missing_tools_is_an_environment_problem(monkeypatch):
-    if os.geteuid() != 0:
-        pytest.skip("needs root: the root check comes first")
-    monkeypatch.setenv("PATH", "/nonexistent")
-    with pytest.raises(EnvironmentProblem, match="not installed"):
-        lab.up(LabConfig(prefix="tnotools"))
+def test_environment_problems_are_reported(monkeypatch):
+    """Not root, or a missing tool: EnvironmentProblem (exit 3), before anything is made."""
+    with monkeypatch.context() as m:
+        m.setattr(os, "geteuid", lambda: 1000)
+        with pytest.raises(EnvironmentProblem, match="root"):
+            lab.up(LabConfig(prefix="tnoroot"))
+    if os.geteuid() == 0:
+        monkeypatch.setenv("PATH", "/nonexistent")
+        with pytest.raises(EnvironmentProblem, match="not installed"):
+            lab.up(LabConfig(prefix="tnotools"))
+    assert not os.path.exists(state_path("tnoroot"))
+
+
+def test_bad_options_are_bad_input():
+    for cfg in (
+        LabConfig(prefix="a-b"),
+        LabConfig(drop_percent=101),
+        LabConfig(drop_percent=0.005),
+        LabConfig(ct_limit=0),
+        LabConfig(tbf="100mbit,soon"),
+        LabConfig(rps_cpus="x1"),
+        LabConfig(topology="ring"),
+        LabConfig(topology="direct", filter_rules=5),
+    ):
+        with pytest.raises(BadInput):
+            cfg.validated()
+    assert LabConfig(drop_percent=12.34, tbf="1gbit").validated()
+
+
+def test_lab_imports_stay_light():
+    code = (
+        "import sys, tgen_tui.lab.cli, tgen_tui.lab.topology;"
+        "bad = [m for m in ('textual', 'trio', 'scapy') if m in sys.modules];"
+        "print(*bad); sys.exit(1 if bad else 0)"
+    )
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stdout + cp.stderr

@@ -153,11 +153,27 @@ def sysctl_key_path(key: str) -> str:
     return "/proc/sys/" + key.replace(".", "/")
 
 
+def _write_files(values: dict[str, str]) -> None:
+    for path, value in values.items():
+        with open(path, "w") as f:
+            f.write(value)
+
+
 def sysctl_set(netns: str | None, values: dict[str, object]) -> None:
-    """Write sysctls in ``netns`` (or the current namespace), all in one process."""
+    """Write sysctls in ``netns`` (or the current namespace) without starting a process."""
     if not values:
         return
-    run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())], netns=netns)
+    files = {sysctl_key_path(k): f"{v}\n" for k, v in values.items()}
+    try:
+        if netns is None:
+            _write_files(files)
+        else:
+            in_netns(netns, _write_files, files)
+    except OSError as e:
+        where = f" in namespace {netns}" if netns else ""
+        raise EnvironmentProblem(
+            f"cannot set {e.filename or 'a sysctl'}{where}: {e.strerror}"
+        ) from e
 
 
 def sysctl_get(netns: str, keys: Sequence[str]) -> dict[str, str | None]:

@@ -97,6 +97,11 @@ def apply(netns: str, text: str) -> None:
     commands.run(["nft", "-f", "-"], input=text, netns=netns)
 
 
+def table_exists(netns: str) -> bool:
+    cp = commands.run(["nft", "list", "tables", "ip"], netns=netns, check=False)
+    return cp.returncode == 0 and f"table ip {NFT_TABLE}" in cp.stdout.splitlines()
+
+
 def remove(netns: str) -> None:
     commands.run(["nft", "delete", "table", "ip", NFT_TABLE], netns=netns, check=False)
 

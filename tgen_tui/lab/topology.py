@@ -11,6 +11,7 @@ is up.
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import time
@@ -131,6 +132,11 @@ def _apply_globals(cfg: LabConfig, state: dict) -> None:
             recorded[name] = {"path": path, "original": original}
         if current != str(want) and not commands.write_global(path, want):
             recorded.pop(name, None)
+            if name == "conntrack_max":
+                raise EnvironmentProblem(
+                    f"cannot write {path} (only possible from the initial network namespace,"
+                    " as root); use --ct-limit for a per-DUT cap instead"
+                )
             warnings.append(f"{name}: {path} is not writable here; left at {current}")
             continue
         recorded[name]["value"] = want
@@ -218,21 +224,27 @@ def _build(cfg: LabConfig) -> None:
     commands.run([*ip, "route", "replace", "default", "via", P1_IP, "dev", D1])
 
 
-def _apply_dut(cfg: LabConfig) -> None:
-    """Everything ``set_dut`` may change: sysctls, nftables, TBF (not the globals)."""
+def _apply_dut(cfg: LabConfig, state: dict) -> None:
+    """Everything ``set_dut`` may change: sysctls, nftables, TBF (not the globals).
+
+    An identical ruleset already loaded is left alone (so ``up`` twice keeps the drop
+    counters and the ``ct count`` list); any change replaces the table in one transaction,
+    which also restarts ``ct count`` from zero (existing flows are no longer counted).
+    """
     d_ns = dut_netns(cfg.prefix)
     commands.sysctl_set(
         d_ns, {UDP_TIMEOUT_KEY: cfg.udp_timeout, UDP_STREAM_TIMEOUT_KEY: cfg.udp_stream_timeout}
     )
-    nftables.apply(
-        d_ns,
-        nftables.ruleset(
-            drop_percent=cfg.drop_percent,
-            rate_limit_pps=cfg.rate_limit_pps,
-            ct_limit=cfg.ct_limit,
-            filter_rules=cfg.filter_rules,
-        ),
+    text = nftables.ruleset(
+        drop_percent=cfg.drop_percent,
+        rate_limit_pps=cfg.rate_limit_pps,
+        ct_limit=cfg.ct_limit,
+        filter_rules=cfg.filter_rules,
     )
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if not (state.get("nft_digest") == digest and nftables.table_exists(d_ns)):
+        nftables.apply(d_ns, text)
+        state["nft_digest"] = digest
     if cfg.tbf:
         spec = parse_tbf(cfg.tbf)
         commands.run(["tc", "-n", d_ns, "qdisc", "replace", "dev", D1, "root", *spec.tc_args()])
@@ -278,7 +290,7 @@ def up(cfg: LabConfig) -> dict:
     try:
         _build(cfg)
         if cfg.topology == "nat":
-            _apply_dut(cfg)
+            _apply_dut(cfg, state)
         _apply_rps(cfg)
         _apply_globals(cfg, state)
         state["config"] = cfg.to_dict()
@@ -331,7 +343,7 @@ def set_dut(prefix: str = DEFAULT_PREFIX, **changes) -> dict:
     validate(new)
     state["warnings"] = []
     if new.topology == "nat":
-        _apply_dut(new)
+        _apply_dut(new, state)
     _apply_rps(new)
     _apply_globals(new, state)
     state["config"] = new.to_dict()
@@ -393,6 +405,7 @@ def status(prefix: str = DEFAULT_PREFIX) -> dict:
     has_t, has_d = commands.netns_exists(t_ns), commands.netns_exists(d_ns)
     topology = (cfg_d or {}).get("topology") or ("nat" if has_d else "direct" if has_t else None)
     result: dict = {
+        "up": False,
         "prefix": prefix,
         "topology": topology,
         "namespaces": {
