@@ -1,0 +1,338 @@
+"""``tgen run PROFILE``: headless replay for scripts and CI (trio, never Textual).
+
+Streams one NDJSON snapshot per interval, prints a live progress line on stderr when it
+is a terminal, writes the final JSON, prints a summary table, and exits 0 (pass), 1 (a
+--fail-on threshold was breached), 2 (bad input) or 3 (environment). SIGINT and SIGTERM
+stop the ports cleanly and write the result marked ``"partial": true``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
+from tgen_tui.profiles.units import parse_duration
+
+RUN_EPILOG = """\
+examples:
+  tgen run profiles/lab.yaml --duration 10
+  tgen run profiles/lab.yaml --duration 30 --json out.json --ndjson - | jq .ports.p1.rx_pps
+  tgen run profiles/imix.yaml --rate-scale 0.5 --fail-on 'loss>0.01%' --fail-on 'p99>2ms'
+  tgen run profiles/nat44-stateful.yaml --ports p0,p1 --fail-on 'conntrack>90%'
+
+--fail-on METRIC OP VALUE (several allowed, or comma-separated):
+  loss>0.1%   lost frames as % of sent, worst stream   lost>0  lost frames (count)
+  p99>2ms     latency (p50 p99 p999 avg min max jitter; ns/us/ms/s, bare = us)
+  achieved<99%   achieved send rate as % of requested, worst port
+  conntrack>90%  DUT conntrack peak as % of its max (without %: entries)
+  ooo>0, dup>0   out-of-order / duplicate frames
+
+Output: NDJSON and tables on stdout (NDJSON only, if --ndjson -); progress on stderr.
+Exit codes: 0 pass, 1 threshold breached, 2 bad input, 3 environment (not root, no lab).
+Workers are pinned one per port to --cores (default: every core but the first); with
+fewer cores than ports they share, and tgen says so.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a profile headless: NDJSON stream, final JSON, CI exit code",
+        description="Run a profile on the real data path and report per port and per stream.",
+        epilog=RUN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("profile", metavar="PROFILE")
+    p.add_argument(
+        "--duration",
+        "-d",
+        help="how long to send, e.g. 10, 30s, 2min (default: the profile's duration)",
+    )
+    p.add_argument("--ports", help="comma-separated port names to use (default: all)")
+    p.add_argument("--cores", help="cores for workers, e.g. 1 or 1-3 (default: all but core 0)")
+    p.add_argument(
+        "--rate-scale", type=float, default=1.0, help="multiply every stream's rate (default: 1)"
+    )
+    p.add_argument("--json", metavar="FILE", help="write the final result JSON here (- for stdout)")
+    p.add_argument(
+        "--ndjson", metavar="FILE", help="write one snapshot per interval as NDJSON (- for stdout)"
+    )
+    p.add_argument("--interval", default="100ms", help="snapshot interval (default: 100ms = 10 Hz)")
+    p.add_argument(
+        "--drain", default="500ms", help="keep counting after sending stops (default: 500ms)"
+    )
+    p.add_argument(
+        "--fail-on",
+        action="append",
+        metavar="EXPR",
+        help="threshold, e.g. 'loss>0.1%%' (repeatable)",
+    )
+    p.add_argument(
+        "--dut-netns", help="probe conntrack in this namespace (default: the profile's dut.netns)"
+    )
+    p.add_argument("--dut-ssh", help="probe a remote DUT: command prefix, e.g. 'ssh root@dut'")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress line, no table")
+    p.set_defaults(func=cmd_run)
+
+
+def _check_environment(compiled) -> None:
+    if os.geteuid() != 0:
+        raise EnvironmentProblem("tgen run needs root (AF_PACKET sockets, network namespaces)")
+    for spec in compiled.ports.values():
+        if spec.netns and not os.path.exists(f"/run/netns/{spec.netns}"):
+            raise EnvironmentProblem(
+                f"port {spec.name}: network namespace {spec.netns!r} does not exist (bring the lab up: tgen lab up)"
+            )
+
+
+def _fmt_rate(x: float) -> str:
+    for s, u in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= s:
+            return f"{x / s:.2f}{u}"
+    return f"{x:.0f}"
+
+
+def progress_line(snap) -> str:
+    parts = [f"t={snap.t:6.1f}s"]
+    for p in snap.ports:
+        flag = "" if p.state not in ("failed",) else " FAILED"
+        parts.append(f"{p.name} tx {_fmt_rate(p.tx_pps)}pps rx {_fmt_rate(p.rx_pps)}pps{flag}")
+    lost = sum(s.lost for s in snap.streams)
+    parts.append(f"lost {lost}")
+    if snap.dut and snap.dut.conntrack_count is not None:
+        parts.append(f"conntrack {snap.dut.conntrack_count:,}/{snap.dut.conntrack_max or 0:,}")
+    return " | ".join(parts)
+
+
+def _lat(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if v >= 1e6:
+        return f"{v / 1e6:.2f}ms"
+    return f"{v / 1e3:.1f}us"
+
+
+def summary_table(result: dict) -> str:
+    """Plain-text per-port and per-stream tables with units."""
+    lines = [
+        f"profile {result['profile']}  duration {result['duration_s']:.2f} s  seed {result['seed']}"
+        + ("  (PARTIAL: interrupted)" if result["partial"] else "")
+    ]
+    lines.append(
+        f"{'port':<8}{'tx frames':>12}{'rx frames':>12}{'if tx':>12}{'if rx':>12}"
+        f"{'req fps':>11}{'achieved':>11}{'tx Mbit/s':>11}{'rx Mbit/s':>11}  state"
+    )
+    for name, p in result["ports"].items():
+        dur = result["duration_s"] or 1
+        lines.append(
+            f"{name:<8}{p['tx_frames']:>12,}{p['rx_frames']:>12,}{p['if_tx_frames']:>12,}{p['if_rx_frames']:>12,}"
+            f"{p['requested_pps']:>11,.0f}{p['achieved_pps']:>11,.0f}"
+            f"{(p['tx_bytes'] + 4 * p['tx_frames']) * 8 / dur / 1e6:>11.2f}"
+            f"{(p['rx_bytes'] + 4 * p['rx_frames']) * 8 / dur / 1e6:>11.2f}  {p['state']}"
+            + (f" ({p['failure']})" if p.get("failure") else "")
+        )
+    lines.append(
+        f"{'stream':<16}{'tx':>11}{'rx':>11}{'lost':>9}{'loss %':>9}{'ooo':>6}{'dup':>6}"
+        f"{'lat min':>10}{'avg':>10}{'p99':>10}{'max':>10}"
+    )
+    for name, s in result["streams"].items():
+        lat = s["latency_ns"]
+        lines.append(
+            f"{name[:15]:<16}{s['tx_frames']:>11,}{s['rx_frames']:>11,}{s['lost']:>9,}{s['loss_pct']:>9.4f}"
+            f"{s['out_of_order']:>6}{s['duplicates']:>6}{_lat(lat['min']):>10}{_lat(lat['avg']):>10}"
+            f"{_lat(lat['p99']):>10}{_lat(lat['max']):>10}"
+        )
+    if result.get("dut"):
+        d = result["dut"]
+        full = f", full at {d['full_at_s']:.2f} s" if d.get("full_at_s") is not None else ""
+        lines.append(
+            f"DUT conntrack peak {d['conntrack_peak']:,} of max {d['conntrack_max'] or 0:,}{full}"
+        )
+    for b in result.get("breached", []):
+        lines.append(f"FAIL {b['threshold']}: {b['where']} = {b['value']:.6g}")
+    for w in result.get("warnings", []):
+        lines.append(f"warning: {w}")
+    return "\n".join(lines)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tgen_tui.engine.assignment import parse_cores
+    from tgen_tui.engine.thresholds import parse_thresholds
+    from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.profiles.loader import load_profile
+
+    prof = load_profile(args.profile)
+    if not (args.rate_scale > 0 and math.isfinite(args.rate_scale)):
+        raise BadInput("--rate-scale must be > 0")
+    try:
+        duration = parse_duration(args.duration) if args.duration is not None else prof.duration
+        interval = parse_duration(args.interval)
+        drain = parse_duration(args.drain)
+    except ValueError as e:
+        raise BadInput(f"tgen run: {e}") from None
+    if interval <= 0:
+        raise BadInput("--interval must be > 0")
+    thresholds = parse_thresholds(args.fail_on)
+    cores = None
+    if args.cores:
+        try:
+            cores = parse_cores(args.cores)
+        except ValueError as e:
+            raise BadInput(f"--cores: {e}") from None
+    ports = [p.strip() for p in args.ports.split(",")] if args.ports else None
+    compiled = compile_profile(prof, rate_scale=args.rate_scale)
+    if ports:
+        unknown = [p for p in ports if p not in compiled.ports]
+        if unknown:
+            raise BadInput(
+                f"--ports: unknown port(s) {', '.join(unknown)} (profile has: {', '.join(compiled.ports)})"
+            )
+    _check_environment(compiled)
+
+    import trio
+
+    from tgen_tui.engine.controller import EngineOptions
+
+    opts = EngineOptions(
+        cores=cores,
+        interval=interval,
+        drain_ms=int(drain * 1000),
+        ports=ports,
+        dut_netns=args.dut_netns,
+        dut_ssh=args.dut_ssh,
+    )
+    out = _Outputs(args)
+    try:
+        result = trio.run(_run, compiled, opts, duration, thresholds, args, out)
+    finally:
+        out.close()
+    if args.json:
+        text = json.dumps(result, indent=2, default=str) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            Path(args.json).write_text(text)
+    if not args.quiet:
+        table = summary_table(result)
+        print(table, file=sys.stderr if (args.ndjson == "-" or args.json == "-") else sys.stdout)
+    if result["partial"]:
+        return (
+            130
+            if result.get("signal") == "SIGINT"
+            else 143
+            if result.get("signal")
+            else int(ExitCode.ENVIRONMENT)
+        )
+    failed_ports = [n for n, p in result["ports"].items() if p["state"] == "failed"]
+    if result["breached"]:
+        return int(ExitCode.TEST_FAILED)
+    if failed_ports:
+        print(f"tgen: port(s) {', '.join(failed_ports)} failed", file=sys.stderr)
+        return int(ExitCode.ENVIRONMENT)
+    return 0
+
+
+class _Outputs:
+    """NDJSON sink and the progress line."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.nd = None
+        if args.ndjson == "-":
+            self.nd = sys.stdout
+        elif args.ndjson:
+            self.nd = open(args.ndjson, "w")  # noqa: SIM115 - closed in close()
+        self.progress = (not args.quiet) and sys.stderr.isatty()
+        self._last_progress = 0.0
+
+    def snapshot(self, snap) -> None:
+        if self.nd is not None:
+            self.nd.write(json.dumps(snap.to_dict(), separators=(",", ":")) + "\n")
+            self.nd.flush()
+        if self.progress and time.monotonic() - self._last_progress > 0.25:
+            self._last_progress = time.monotonic()
+            sys.stderr.write("\r\x1b[K" + progress_line(snap))
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.progress:
+            sys.stderr.write("\r\x1b[K")
+        if self.nd is not None and self.nd is not sys.stdout:
+            self.nd.close()
+
+
+async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dict:
+    import trio
+
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.result import build_result
+    from tgen_tui.engine.thresholds import evaluate
+
+    interrupted: list[str] = []
+    async with open_engine(compiled, opts) as eng:
+        for line in eng.plan_text():
+            if not args.quiet:
+                print(line, file=sys.stderr)
+        snaps = eng.snapshots()
+        finite = eng.finite_total() is not None
+        if duration is None and not finite:
+            raise BadInput("the profile runs until stopped: give --duration (e.g. --duration 10s)")
+
+        async def consume() -> None:
+            async for snap in snaps:
+                out.snapshot(snap)
+
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(consume)
+                main_scope = trio.CancelScope()
+
+                async def watch_signals() -> None:
+                    async for s in sigs:
+                        interrupted.append(signal.Signals(s).name)
+                        main_scope.cancel()
+                        return
+
+                nursery.start_soon(watch_signals)
+                t_start = time.monotonic()
+                with main_scope:
+                    await eng.start()
+                    deadline = t_start + duration if duration is not None else math.inf
+                    while time.monotonic() < deadline:
+                        await trio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+                        if finite and eng.ports_done_sending():
+                            break
+                        if all(p.state == "failed" for p in eng.ports.values()):
+                            break
+                sent_for = time.monotonic() - t_start
+                with trio.CancelScope(shield=True):
+                    await eng.stop()
+                    final = await eng._publish(final=True)
+                # drain the last snapshots, then stop the consumer
+                await trio.sleep(0)
+                nursery.cancel_scope.cancel()
+        if not final.final:
+            final = await eng._publish(final=True)
+        out.snapshot(final)
+        result = build_result(
+            compiled,
+            final,
+            duration_s=sent_for,
+            partial=bool(interrupted),
+            profile_path=args.profile,
+            events=list(eng.events),
+            plan=eng.plan_text(),
+            thresholds=[t.text for t in thresholds],
+            dut_netns=eng._dut.netns if eng._dut else None,
+        )
+    result["breached"] = evaluate(thresholds, result)
+    result["passed"] = not result["breached"]
+    if interrupted:
+        result["signal"] = interrupted[0]
+    return result

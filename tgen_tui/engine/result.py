@@ -1,0 +1,137 @@
+"""The final result document of a run (``tgen run --json``): a public interface.
+
+Shape (names are stable; fields are only ever added):
+  ports:   {NAME: {interface, tx_frames, rx_frames, tx_bytes, rx_bytes, requested_pps,
+                   achieved_pps, if_tx_frames, if_rx_frames, ...}}
+  streams: {NAME: {tx_frames, rx_frames, lost, out_of_order, duplicates,
+                   latency_ns: {min, avg, p50, p99, max}, ...}}
+  duration_s, seed, profile, profile_hash, partial, environment, dut, thresholds, ...
+What every result records follows METHODOLOGY.md: profile and hash, seed, address/port
+ranges and how they vary, frame sizes, DUT settings, tester version, requested and
+achieved rates.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import asdict
+
+from tgen_tui import __version__
+from tgen_tui.engine.snapshot import StatsSnapshot
+from tgen_tui.packets.compile import CompiledProfile
+
+
+def environment() -> dict:
+    """Facts about the tester machine recorded with every result."""
+    return {
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "tester": f"tgen-tui {__version__}",
+        "hostname": platform.node(),
+    }
+
+
+def dut_settings(dut_netns: str | None) -> dict | None:
+    """The lab DUT's conntrack settings, when the DUT is a tgen lab namespace."""
+    if not dut_netns or not dut_netns.endswith("-dut"):
+        return None
+    try:
+        from tgen_tui.lab import topology
+
+        st = topology.status(dut_netns[: -len("-dut")])
+    except Exception as e:  # noqa: BLE001 - a probe failure must not lose the result
+        return {"error": str(e)}
+    d = st.get("dut") or {}
+    keep = ("conntrack_max", "conntrack_buckets", "udp_timeout", "udp_stream_timeout", "nft", "tbf")
+    return {k: d.get(k) for k in keep if k in d} | {"topology": st.get("topology")}
+
+
+def stream_description(compiled: CompiledProfile) -> dict:
+    """How each stream's fields vary (ranges, modes), sizes and rate: recorded with results."""
+    out = {}
+    for p in compiled.streams:
+        out[p.name] = {
+            "index": p.index,
+            "port": p.port,
+            "rx_port": p.rx_port,
+            "l3": f"ipv{p.l3}",
+            "l4": p.l4,
+            "fields": [
+                {"name": f.name, "mode": f.mode, "min": f.min, "max": f.max, "step": f.step}
+                for f in p.fields
+            ],
+            "frame_size": {
+                "mode": p.sizes.mode,
+                "min": p.sizes.min + 4,
+                "max": p.sizes.max + 4,
+                "mean": round(p.sizes.mean + 4, 2),
+            },
+            "vlan": list(p.vlan_ids),
+            "seed": p.seed,
+            "schedule": asdict(p.schedule),
+        }
+    return out
+
+
+def build_result(
+    compiled: CompiledProfile,
+    snap: StatsSnapshot,
+    *,
+    duration_s: float,
+    partial: bool,
+    profile_path: str,
+    events: list[str],
+    plan: list[str],
+    breaches: list[dict] | None = None,
+    thresholds: list[str] | None = None,
+    dut_netns: str | None = None,
+) -> dict:
+    """The final JSON document from the final snapshot."""
+    ports = {}
+    for p in snap.ports:
+        d = asdict(p)
+        d["tx_pps_mean"] = p.tx_frames / duration_s if duration_s > 0 else 0.0
+        d["rx_pps_mean"] = p.rx_frames / duration_s if duration_s > 0 else 0.0
+        d["achieved_pct"] = 100.0 * p.achieved_pps / p.requested_pps if p.requested_pps else None
+        ports[p.name] = d
+    streams = {}
+    for s in snap.streams:
+        d = asdict(s)
+        d["achieved_pps"] = s.tx_frames / duration_s if duration_s > 0 else 0.0
+        streams[s.name] = d
+    dut = None
+    if snap.dut is not None:
+        dut = {
+            "source": snap.dut.source,
+            "conntrack_peak": snap.dut.conntrack_peak,
+            "conntrack_max": snap.dut.conntrack_max,
+            "conntrack_final": snap.dut.conntrack_count,
+            "full_at_s": snap.dut.full_at_s,
+            "mem_available_bytes": snap.dut.mem_available_bytes,
+            "settings": dut_settings(dut_netns),
+            "error": snap.dut.error,
+        }
+    return {
+        "tool": "tgen-tui",
+        "profile": compiled.name,
+        "profile_path": profile_path,
+        "profile_hash": compiled.profile_hash,
+        "seed": compiled.seed,
+        "duration_s": round(duration_s, 6),
+        "partial": partial,
+        "passed": not breaches,
+        "thresholds": thresholds or [],
+        "breached": breaches or [],
+        "ports": ports,
+        "streams": streams,
+        "workers": [asdict(w) for w in snap.workers],
+        "worker_plan": plan,
+        "dut": dut,
+        "environment": environment(),
+        "stream_config": stream_description(compiled),
+        "warnings": list(snap.warnings),
+        "events": events,
+    }

@@ -1,0 +1,156 @@
+"""Immutable statistics snapshots: what the engine publishes to the console, NDJSON and results.
+
+Workers write monotonically increasing counters; the sampler turns two readings into
+rates over the measured interval and freezes everything into a StatsSnapshot (DESIGN
+rule 4). Nothing here reads shared memory: a snapshot is plain data, safe to hand to
+another thread or to a Textual message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Latency summary in nanoseconds (None when no signed frame arrived)."""
+
+    min: float | None = None
+    avg: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+    p999: float | None = None
+    max: float | None = None
+    jitter: float | None = None  # RFC 3550-style mean |D(i) - D(i-1)|
+
+
+@dataclass(frozen=True)
+class PortStats:
+    """One tester port: worker counters next to the kernel's interface counters."""
+
+    name: str
+    interface: str
+    netns: str | None
+    state: str  # idle | running | stopping | stopped | failed
+    link: str = "unknown"
+    failure: str | None = None
+    worker: int | None = None
+    core: int | None = None
+    tx_frames: int = 0
+    rx_frames: int = 0  # signed frames of any stream received here
+    tx_bytes: int = 0
+    rx_bytes: int = 0
+    rx_other: int = 0
+    tx_errors: int = 0
+    rx_drops: int = 0  # RX ring drops reported by the kernel
+    late_events: int = 0
+    tx_pps: float = 0.0
+    rx_pps: float = 0.0
+    tx_bps: float = 0.0  # L2 bits/s (frame bytes incl. FCS × 8)
+    rx_bps: float = 0.0
+    requested_pps: float = 0.0
+    achieved_pps: float = 0.0  # tx frames / active sending time
+    if_tx_frames: int = 0
+    if_rx_frames: int = 0
+    if_tx_bytes: int = 0
+    if_rx_bytes: int = 0
+    if_rx_dropped: int = 0
+    if_tx_pps: float = 0.0
+    if_rx_pps: float = 0.0
+
+
+@dataclass(frozen=True)
+class StreamStats:
+    """One stream, summed over every port it was received on."""
+
+    name: str
+    index: int
+    port: str
+    rx_port: str | None
+    requested_pps: float = 0.0
+    tx_frames: int = 0
+    tx_bytes: int = 0
+    rx_frames: int = 0
+    rx_bytes: int = 0
+    tx_pps: float = 0.0
+    rx_pps: float = 0.0
+    lost: int = 0
+    loss_pct: float = 0.0
+    out_of_order: int = 0
+    duplicates: int = 0
+    latency_ns: Latency = field(default_factory=Latency)
+    vlan_tci: int | None = None  # last outer VLAN TCI seen on receive
+
+
+@dataclass(frozen=True)
+class WorkerStats:
+    """One worker process: where it runs, what it serves and how busy its core is."""
+
+    id: int
+    core: int
+    pid: int | None
+    ports: tuple[str, ...]
+    streams: tuple[str, ...]
+    alive: bool
+    tx_pps: float = 0.0
+    rx_pps: float = 0.0
+    core_cpu_pct: float = 0.0  # the whole core (psutil), includes kernel work charged to it
+    proc_cpu_pct: float = 0.0  # the worker process itself
+    exit_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class DutStats:
+    """The DUT's conntrack table and memory, from a probe."""
+
+    source: str  # "netns:NAME" or "ssh:..." or "none"
+    conntrack_count: int | None = None
+    conntrack_max: int | None = None
+    conntrack_peak: int = 0
+    new_per_s: float = 0.0
+    full_at_s: float | None = None  # seconds since start when count first reached max
+    mem_available_bytes: int | None = None
+    error: str | None = None
+
+    @property
+    def fill_pct(self) -> float | None:
+        if self.conntrack_count is None or not self.conntrack_max:
+            return None
+        return 100.0 * self.conntrack_count / self.conntrack_max
+
+
+@dataclass(frozen=True)
+class StatsSnapshot:
+    """Everything the engine knows at one instant, frozen."""
+
+    t: float  # seconds since the engine started sending (first start)
+    seq: int
+    ports: tuple[PortStats, ...]
+    streams: tuple[StreamStats, ...]
+    workers: tuple[WorkerStats, ...]
+    dut: DutStats | None = None
+    warnings: tuple[str, ...] = ()
+    final: bool = False
+
+    def port(self, name: str) -> PortStats:
+        return next(p for p in self.ports if p.name == name)
+
+    def stream(self, name: str) -> StreamStats:
+        return next(s for s in self.streams if s.name == name)
+
+    def to_dict(self) -> dict:
+        """The public JSON shape: ports and streams keyed by name (NDJSON lines, result files)."""
+        d = {
+            "t": round(self.t, 4),
+            "seq": self.seq,
+            "ports": {p.name: asdict(p) for p in self.ports},
+            "streams": {s.name: asdict(s) for s in self.streams},
+            "workers": [asdict(w) for w in self.workers],
+            "dut": None,
+            "warnings": list(self.warnings),
+        }
+        if self.dut is not None:
+            dd = asdict(self.dut)
+            dd["fill_pct"] = self.dut.fill_pct
+            d["dut"] = dd
+        return d

@@ -1,0 +1,214 @@
+"""Worker supervision: spawn one worker process, talk JSON lines to it, notice when it dies.
+
+Each worker runs ``python -m tgen_tui.worker --core N --parent-pid P`` (import-light,
+pinned, dying with its parent through PR_SET_PDEATHSIG). The supervisor task owns the
+process: it configures it, hands the engine a handle once the worker reports ``ready``
+(``nursery.start`` handshake), routes its events, and when the process exits for any
+reason other than a requested quit, marks the worker's ports failed with the reason
+(exit code or signal, and the last line the worker wrote on stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from tgen_tui.engine.assignment import WorkerPlan
+from tgen_tui.packets.program import StreamProgram, program_to_dict
+
+
+@dataclass
+class WorkerState:
+    """Mutable supervisor-side state of one worker (engine task only)."""
+
+    plan: WorkerPlan
+    shm_path: str
+    pid: int | None = None
+    alive: bool = False
+    quitting: bool = False
+    exit_reason: str | None = None
+    stderr_tail: list[str] = field(default_factory=list)
+    stopped: dict[str, trio.Event] = field(default_factory=dict)
+    stopped_info: dict[str, dict] = field(default_factory=dict)
+    layout: dict = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+class WorkerDied(Exception):
+    """The worker process exited before it was asked to."""
+
+
+def _describe_exit(rc: int | None) -> str:
+    if rc is None:
+        return "unknown exit"
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exited with code {rc}"
+
+
+class WorkerHandle:
+    """The engine's side of one worker: send commands, await events, read its pid and state."""
+
+    def __init__(self, state: WorkerState, on_event: Callable[[WorkerState, dict], None]) -> None:
+        self.state = state
+        self._on_event = on_event
+        self._proc: trio.Process | None = None
+        self._send_lock = trio.Lock()
+
+    @property
+    def plan(self) -> WorkerPlan:
+        return self.state.plan
+
+    async def send(self, msg: dict) -> None:
+        if self._proc is None or not self.state.alive or self._proc.stdin is None:
+            raise WorkerDied(self.state.exit_reason or "worker not running")
+        data = (json.dumps(msg) + "\n").encode()
+        async with self._send_lock:
+            try:
+                await self._proc.stdin.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+                raise WorkerDied(self.state.exit_reason or f"worker pipe closed: {e}") from None
+
+    def kill(self) -> None:
+        if self._proc is not None and self._proc.returncode is None:
+            try:
+                self._proc.kill()
+            except ProcessLookupError:
+                pass
+
+    async def run(
+        self,
+        ports: list[dict],
+        n_streams: int,
+        task_status: trio.TaskStatus[WorkerHandle] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Supervisor task: spawn, configure, report ready, then pump events until exit."""
+        st = self.state
+        argv = [
+            sys.executable,
+            "-m",
+            "tgen_tui.worker",
+            "--core",
+            str(st.plan.core),
+            "--parent-pid",
+            str(os.getpid()),
+        ]
+        proc = await trio.lowlevel.open_process(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        self._proc = proc
+        st.pid = proc.pid
+        st.alive = True
+        ready = trio.Event()
+        started = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._pump_stderr, proc)
+                await self.send(
+                    {"cmd": "configure", "shm": st.shm_path, "n_streams": n_streams, "ports": ports}
+                )
+
+                async def pump_stdout() -> None:
+                    buf = b""
+                    assert proc.stdout is not None
+                    while True:
+                        chunk = await proc.stdout.receive_some(65536)
+                        if not chunk:
+                            break
+                        buf += chunk
+                        while b"\n" in buf:
+                            line, buf = buf.split(b"\n", 1)
+                            if not line.strip():
+                                continue
+                            try:
+                                ev = json.loads(line)
+                            except json.JSONDecodeError:
+                                st.stderr_tail.append(line.decode(errors="replace")[:200])
+                                continue
+                            self._handle(ev, ready)
+
+                nursery.start_soon(pump_stdout)
+                with trio.move_on_after(15) as cs:
+                    await ready.wait()
+                if cs.cancelled_caught or not st.alive:
+                    raise WorkerDied(
+                        st.exit_reason or "worker did not become ready within 15 s" + self._tail()
+                    )
+                if st.errors and not st.layout:
+                    raise WorkerDied(st.errors[-1])
+                started = True
+                task_status.started(self)
+                rc = await proc.wait()
+                st.alive = False
+                if not st.quitting:
+                    st.exit_reason = f"worker {st.plan.id} (core {st.plan.core}, pid {proc.pid}) {_describe_exit(rc)}{self._tail()}"
+                self._on_event(st, {"event": "exit", "rc": rc, "reason": st.exit_reason})
+                for ev in st.stopped.values():
+                    ev.set()
+                nursery.cancel_scope.cancel()
+        finally:
+            st.alive = False
+            if proc.returncode is None:
+                with trio.CancelScope(shield=True):
+                    proc.kill()
+                    await proc.wait()
+            if not started and st.exit_reason is None:
+                st.exit_reason = f"worker {st.plan.id} failed to start: {_describe_exit(proc.returncode)}{self._tail()}"
+
+    def _tail(self) -> str:
+        t = [x for x in self.state.stderr_tail if x.strip()]
+        return f": {t[-1].strip()}" if t else ""
+
+    def _handle(self, ev: dict, ready: trio.Event) -> None:
+        st = self.state
+        kind = ev.get("event")
+        if kind == "ready":
+            st.layout = ev
+            ready.set()
+        elif kind == "stopped":
+            port = ev.get("port")
+            st.stopped_info[port] = ev
+            e = st.stopped.get(port)
+            if e is not None:
+                e.set()
+        elif kind == "error":
+            st.errors.append(str(ev.get("message")))
+            if not st.layout:
+                ready.set()
+        self._on_event(st, ev)
+
+    async def _pump_stderr(self, proc: trio.Process) -> None:
+        assert proc.stderr is not None
+        buf = b""
+        while True:
+            chunk = await proc.stderr.receive_some(65536)
+            if not chunk:
+                return
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                self.state.stderr_tail.append(line.decode(errors="replace")[:300])
+            del self.state.stderr_tail[:-20]
+
+
+def port_config(
+    name: str, interface: str, netns: str | None, programs: list[StreamProgram]
+) -> dict:
+    """The ``ports`` entry of a configure command."""
+    return {
+        "name": name,
+        "interface": interface,
+        "netns": netns,
+        "rx": True,
+        "tx_streams": [program_to_dict(p) for p in programs],
+    }
