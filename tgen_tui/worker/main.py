@@ -1,0 +1,570 @@
+"""The worker process: one core, its ports' tx and rx, paced, counting into shared memory.
+
+See :mod:`tgen_tui.worker.protocol` for the command protocol. Imports: the standard
+library, numpy, ``tgen_tui.packets.{program,batch,schedule}`` and this package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import ctypes.util
+import dataclasses
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+
+import numpy as np
+
+from tgen_tui.packets.program import StreamProgram, program_from_dict
+from tgen_tui.packets.schedule import DueTimes
+from tgen_tui.worker import counters as C
+from tgen_tui.worker.netns import netns
+from tgen_tui.worker.protocol import (
+    EXIT_FATAL,
+    EXIT_OK,
+    LATE_NS,
+    MIN_WAKE_NS,
+    decode,
+    encode,
+)
+from tgen_tui.worker.rxring import RxRing
+from tgen_tui.worker.rxstats import RxStats
+from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
+
+PR_SET_PDEATHSIG = 1
+PR_SET_TIMERSLACK = 29
+MAX_TURN_BATCHES = 8  # batches per stream per loop turn before rx and commands get a look
+STATS_EVERY_NS = 100_000_000  # PACKET_STATISTICS read interval
+MAX_SLEEP_NS = 100_000_000  # heartbeat at least every 100 ms
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def prctl(option: int, arg: int) -> None:
+    if _libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+class WorkerError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------- tx streams
+class TxStream:
+    """One stream's pacer: frame i is due at t0 + t_base + due(i - idx_base)."""
+
+    def __init__(self, prog: StreamProgram, row: np.ndarray, port_idx: int, max_batch: int):
+        from tgen_tui.packets.batch import BatchBuilder  # the lead's module; numpy-only
+
+        self.prog = prog
+        self.index = prog.index
+        self.row = row  # counter row (TX_STRIDE)
+        self.builder = BatchBuilder(prog, max_batch=max_batch)
+        self.max_batch = max_batch
+        self.row[C.T_STREAM] = prog.index
+        self.row[C.T_PORT] = port_idx
+        self.schedule = prog.schedule
+        self.paused = False
+        self.due_base = 0
+        self.build_ns = 0  # low estimate of the builder's time per batch (tx timestamp)
+        self.reset()
+        # warm up (first numpy calls are slow) and learn the build time
+        self.build_ns = 1 << 40
+        for k in (1, 1, 1, min(64, max_batch)):
+            t = time.monotonic_ns()
+            self.builder.build(0, k, t)
+            self.build_ns = min(self.build_ns, time.monotonic_ns() - t)
+
+    def reset(self) -> None:
+        self.dt = DueTimes(self.schedule)
+        self.idx_base = 0
+        self.t_base = 0.0
+        self.sent = 0
+        self.total = self.dt.total()
+        self.done = self.total == 0
+        self.next_due_s = float(self.dt.due(0, 1)[0])
+        self.late = 0
+        self.first_due_s = self.next_due_s
+        self.row[C.T_REQ_MPPS] = round(self.schedule.pps * 1000)
+        self.row[C.T_FIRST_TX_NS] = 0
+        self.row[C.T_LAST_TX_NS] = 0
+
+    def due_count(self, rel_s: float) -> int:
+        if self.paused:
+            return self.sent
+        n = self.idx_base + self.dt.count_until(rel_s - self.t_base)
+        return n
+
+    def set_rate(self, pps: float, rel_s: float) -> None:
+        if pps <= 0:
+            self.paused = True
+            self.row[C.T_REQ_MPPS] = 0
+            return
+        s = self.schedule
+        remaining = None if s.count is None else max(0, s.count - self.sent)
+        if self.sent == 0 and rel_s < s.start_s:
+            new = dataclasses.replace(self.dt.schedule, pps=float(pps))
+            self.dt, self.idx_base, self.t_base = DueTimes(new), 0, 0.0
+        else:
+            stop = None if s.stop_s is None else s.stop_s - rel_s
+            new = dataclasses.replace(
+                self.dt.schedule, pps=float(pps), start_s=0.0, count=remaining, stop_s=stop
+            )
+            if stop is not None and stop <= 0:
+                new = dataclasses.replace(new, count=0, stop_s=None)
+            self.dt, self.idx_base, self.t_base = DueTimes(new), self.sent, rel_s
+        t = self.dt.total()
+        self.total = None if t is None else self.idx_base + t
+        self.done = self.total is not None and self.sent >= self.total
+        self.paused = False
+        self.next_due_s = self.t_base + float(self.dt.due(self.sent - self.idx_base, 1)[0])
+        self.row[C.T_REQ_MPPS] = round(pps * 1000)
+
+    def achieved_pps(self, stop_ns: int, t0_ns: int) -> float:
+        if self.sent == 0:
+            return 0.0
+        first = t0_ns + self.first_due_s * 1e9
+        end = int(self.row[C.T_LAST_TX_NS]) if self.done else stop_ns
+        el = (end - first) / 1e9
+        if self.sent == 1 or el <= 0:
+            return 0.0
+        # frames over the time from the first due to the last send, one interval per frame
+        return (self.sent - 1) / el if self.done else self.sent / el
+
+
+# ---------------------------------------------------------------------- ports
+class Port:
+    def __init__(self, w: Worker, idx: int, spec: dict):
+        self.w = w
+        self.idx = idx
+        self.name = str(spec["name"])
+        self.interface = str(spec["interface"])
+        self.netns = spec.get("netns") or None
+        self.spec = spec
+        self.ctr = w.cv.ports[idx]
+        self.state = C.STATE_IDLE
+        self.t0_ns = 0
+        self.drain_until = 0
+        self.stop_ns = 0
+        self.rx: RxRing | None = None
+        self.rxstats: RxStats | None = None
+        self.tx = None
+        self.streams: list[TxStream] = []
+        self.tx_done_sent = False
+        self.last_stats_ns = 0
+        self.stop_ids: list = []
+
+    def open(self, tx_rows: list[np.ndarray], rx_table: int | None, ring_opts: dict) -> None:
+        progs = [program_from_dict(d) for d in self.spec.get("tx_streams", [])]
+        max_batch = int(self.spec.get("max_batch", 1024))
+        with netns(self.netns):
+            if rx_table is not None:
+                self.rx = RxRing(self.interface, **ring_opts)
+                self.rxstats = RxStats(self.w.cv.rx[rx_table])
+                self.ctr[C.P_RX_TABLE] = rx_table
+            if progs:
+                kind = self.spec.get("tx_path", DEFAULT_TX)
+                kw = {"max_batch": max_batch}
+                if kind == "tx_ring":
+                    kw["max_len"] = max(len(p.template) for p in progs)
+                self.tx = open_tx(self.interface, kind, **kw)
+        for p, row in zip(progs, tx_rows, strict=True):
+            self.streams.append(TxStream(p, row, self.idx, max_batch))
+
+    # -------------------------------------------------------------- tx
+    def tx_step(self, now_ns: int) -> int:
+        """Send what is due; return the ns time of the next due frame (or far future)."""
+        t0 = time.perf_counter_ns()
+        rel = (now_ns - self.t0_ns) / 1e9
+        nxt = now_ns + MAX_SLEEP_NS
+        ctr = self.ctr
+        all_done = True
+        for st in self.streams:
+            if st.done:
+                continue
+            all_done = False
+            if st.paused:
+                continue
+            if st.next_due_s > rel:
+                nxt = min(nxt, self.t0_ns + int(st.next_due_s * 1e9))
+                continue
+            due = st.due_count(rel)
+            if st.total is not None:
+                due = min(due, st.total)
+            st.row[C.T_DUE] = st.due_base + due
+            k = 0
+            while st.sent < due and k < MAX_TURN_BATCHES:
+                n = min(due - st.sent, st.max_batch)
+                first_due_ns = self.t0_ns + int(
+                    (st.t_base + float(st.dt.due(st.sent - st.idx_base, 1)[0])) * 1e9
+                )
+                # stamp with the predicted send time: now + the (smoothed) build time
+                t_a = time.monotonic_ns()
+                buf, lens = st.builder.build(st.sent, n, t_a + st.build_ns)
+                send_ns = time.monotonic_ns()
+                took = send_ns - t_a
+                # track near the minimum: overshooting would make latencies negative
+                st.build_ns = (
+                    took if took < st.build_ns else st.build_ns + ((took - st.build_ns) >> 6)
+                )
+                try:
+                    m = self.tx.send(buf, lens)
+                finally:
+                    ctr[C.P_TX_ERRORS] = self.tx.errors
+                if m <= 0:
+                    break  # the kernel is full: try again next turn
+                late = send_ns - first_due_ns
+                if late > LATE_NS:
+                    ctr[C.P_LATE_EVENTS] += 1
+                    st.late += 1
+                if late > ctr[C.P_LATE_MAX_NS]:
+                    ctr[C.P_LATE_MAX_NS] = late
+                nb = int(lens[:m].sum())
+                st.sent += m
+                st.row[C.T_TX_FRAMES] += m
+                st.row[C.T_TX_BYTES] += nb
+                if st.row[C.T_FIRST_TX_NS] == 0:
+                    st.row[C.T_FIRST_TX_NS] = send_ns
+                st.row[C.T_LAST_TX_NS] = send_ns
+                ctr[C.P_TX_FRAMES] += m
+                ctr[C.P_TX_BYTES] += nb
+                k += 1
+            if st.total is not None and st.sent >= st.total:
+                st.done = True
+                continue
+            if st.sent < due:
+                nxt = now_ns  # backlog: come straight back
+            else:
+                st.next_due_s = st.t_base + float(st.dt.due(st.sent - st.idx_base, 1)[0])
+                nxt = min(nxt, self.t0_ns + int(st.next_due_s * 1e9))
+        ctr[C.P_TX_DUE] = sum(int(s.row[C.T_DUE]) for s in self.streams)
+        if all_done and not self.tx_done_sent and self.streams:
+            self.tx_done_sent = True
+            self.w.emit({"event": "tx_done", "port": self.name})
+        ctr[C.P_BUSY_NS] += time.perf_counter_ns() - t0
+        return nxt
+
+    # -------------------------------------------------------------- rx
+    def rx_step(self, now_ns: int, force_stats: bool = False) -> None:
+        if self.rx is None:
+            return
+        t0 = time.perf_counter_ns()
+        b = self.rx.poll()
+        if len(b):
+            ctr = self.ctr
+            good, other = self.rxstats.add(b)
+            ctr[C.P_RX_FRAMES] += len(b)
+            ctr[C.P_RX_BYTES] += int(b.length.sum()) + 4 * int(np.count_nonzero(b.vlan >= 0))
+            if other:
+                ctr[C.P_RX_OTHER] += other
+        if force_stats or now_ns - self.last_stats_ns > STATS_EVERY_NS:
+            pk, dr = self.rx.kernel_stats()
+            self.ctr[C.P_RX_KERNEL_PACKETS] = pk
+            self.ctr[C.P_RING_DROPS] = dr
+            self.last_stats_ns = now_ns
+        self.ctr[C.P_BUSY_NS] += time.perf_counter_ns() - t0
+
+    # -------------------------------------------------------------- control
+    def start(self, t0_ns: int) -> None:
+        if self.state in (C.STATE_RUNNING, C.STATE_DRAINING):
+            raise WorkerError(f"port {self.name} is already running")
+        self.t0_ns = int(t0_ns)
+        for st in self.streams:
+            st.reset()
+            st.due_base = int(st.row[C.T_DUE])  # 'due' is a counter: it goes on from here
+        self.tx_done_sent = False
+        self.ctr[C.P_STARTED_NS] = self.t0_ns
+        self.state = C.STATE_RUNNING
+        self.ctr[C.P_STATE] = self.state
+
+    def stop(self, drain_ms: float, now_ns: int) -> None:
+        if self.state != C.STATE_RUNNING:
+            self.stop_ns = self.stop_ns or now_ns
+        else:
+            self.stop_ns = now_ns
+        self.state = C.STATE_DRAINING
+        self.ctr[C.P_STATE] = self.state
+        self.drain_until = now_ns + int(drain_ms * 1e6)
+
+    def finish(self, now_ns: int) -> dict:
+        self.rx_step(now_ns, force_stats=True)
+        self.state = C.STATE_STOPPED
+        self.ctr[C.P_STATE] = self.state
+        streams = []
+        for st in self.streams:
+            due = int(st.row[C.T_DUE]) - st.due_base
+            streams.append(
+                {
+                    "stream": st.index,
+                    "tx_frames": st.sent,
+                    "due": due,
+                    "requested_pps": st.row[C.T_REQ_MPPS] / 1000.0,
+                    "achieved_pps": st.achieved_pps(self.stop_ns, self.t0_ns),
+                    "late_events": st.late,
+                }
+            )
+        return {
+            "event": "stopped",
+            "port": self.name,
+            "counters": dict(zip(C.PORT_FIELDS, map(int, self.ctr), strict=True)),
+            "streams": streams,
+        }
+
+    def close(self) -> None:
+        if self.tx is not None:
+            self.tx.close()
+        if self.rx is not None:
+            self.rx.close()
+
+
+# ---------------------------------------------------------------------- the worker
+class Worker:
+    def __init__(self, core: int | None = None, stdin_fd: int = 0, stdout_fd: int = 1):
+        self.core = core
+        self.in_fd = stdin_fd
+        self.out_fd = stdout_fd
+        self.cv: C.CounterView | None = None
+        self.ports: list[Port] = []
+        self.by_name: dict[str, Port] = {}
+        self.by_stream: dict[int, TxStream] = {}
+        self.quit = False
+        self._inbuf = b""
+        self._poll = select.poll()
+        self._poll.register(self.in_fd, select.POLLIN)
+        self.pending_stop_ids: dict[str, object] = {}
+
+    def emit(self, msg: dict) -> None:
+        data = encode(msg)
+        while data:
+            n = os.write(self.out_fd, data)
+            data = data[n:]
+
+    def error(self, message: str, fatal: bool = False, **kw) -> None:
+        self.emit({"event": "error", "message": message, "fatal": fatal, **kw})
+
+    # -------------------------------------------------------------- commands
+    def _ports(self, msg: dict) -> list[Port]:
+        names = msg.get("ports")
+        if names is None:
+            return list(self.ports)
+        out = []
+        for n in names:
+            if n not in self.by_name:
+                raise WorkerError(f"unknown port {n!r}")
+            out.append(self.by_name[n])
+        return out
+
+    def handle(self, msg: dict) -> None:
+        cmd = msg.get("cmd")
+        mid = {"id": msg["id"]} if "id" in msg else {}
+        now = time.monotonic_ns()
+        if cmd == "configure":
+            self.configure(msg)
+            self.emit(
+                {
+                    "event": "ready",
+                    "shm": self.cv.path,
+                    "ports": [p.name for p in self.ports],
+                    "tx": [
+                        {"port": p.name, "stream": st.index, "row": self._row_of[id(st)]}
+                        for p in self.ports
+                        for st in p.streams
+                    ],
+                    "rx_tables": {p.name: int(p.ctr[C.P_RX_TABLE]) for p in self.ports if p.rx},
+                    "window": {p.name: p.rxstats.window for p in self.ports if p.rxstats},
+                    "tx_path": {p.name: p.tx.kind for p in self.ports if p.tx is not None},
+                    **mid,
+                }
+            )
+        elif cmd == "start":
+            self._need_config()
+            ps = self._ports(msg)
+            t0 = int(msg.get("t0_ns") or now)
+            for p in ps:
+                p.start(t0)
+            self.emit({"event": "started", "ports": [p.name for p in ps], "t0_ns": t0, **mid})
+        elif cmd == "stop":
+            self._need_config()
+            drain = float(msg.get("drain_ms", 0))
+            for p in self._ports(msg):
+                p.stop(drain, now)
+                if mid:
+                    self.pending_stop_ids[p.name] = mid["id"]
+        elif cmd == "set_rate":
+            self._need_config()
+            s = int(msg["stream"])
+            st = self.by_stream.get(s)
+            if st is None:
+                raise WorkerError(f"stream {s} is not sent by this worker")
+            port = self.ports[int(st.row[C.T_PORT])]
+            rel = (now - port.t0_ns) / 1e9 if port.state == C.STATE_RUNNING else 0.0
+            st.set_rate(float(msg["pps"]), rel)
+            self.emit({"event": "rate", "stream": s, "pps": float(msg["pps"]), **mid})
+        elif cmd == "clear":
+            self._need_config()
+            ps = self._ports(msg)
+            for p in ps:
+                if p.rxstats is not None:
+                    p.rx_step(now)  # account what arrived before the clear
+                    p.rxstats.clear()
+            self.emit({"event": "cleared", "ports": [p.name for p in ps], **mid})
+        elif cmd == "ping":
+            self.emit({"event": "pong", "t_ns": time.monotonic_ns(), **mid})
+        elif cmd == "quit":
+            self.quit = True
+            self.emit({"event": "bye", **mid})
+        else:
+            raise WorkerError(f"unknown command {cmd!r}")
+
+    def _need_config(self) -> None:
+        if self.cv is None:
+            raise WorkerError("not configured")
+
+    def configure(self, msg: dict) -> None:
+        if self.cv is not None:
+            raise WorkerError("already configured")
+        specs = msg["ports"]
+        n_streams = int(msg["n_streams"])
+        names = [str(s["name"]) for s in specs]
+        if len(set(names)) != len(names):
+            raise WorkerError("duplicate port names")
+        n_tx = sum(len(s.get("tx_streams", [])) for s in specs)
+        rx_specs = [s for s in specs if s.get("rx")]
+        self.cv = C.CounterView.create(str(msg["shm"]), len(specs), n_tx, n_streams, len(rx_specs))
+        ring_opts = dict(msg.get("rx_ring") or {})
+        row = 0
+        k = 0
+        self._row_of: dict[int, int] = {}
+        try:
+            for i, spec in enumerate(specs):
+                p = Port(self, i, spec)
+                nt = len(spec.get("tx_streams", []))
+                rows = [self.cv.tx[row + j] for j in range(nt)]
+                rx_table = None
+                if spec.get("rx"):
+                    rx_table = k
+                    k += 1
+                p.open(rows, rx_table, ring_opts)
+                for j, st in enumerate(p.streams):
+                    if st.index >= n_streams:
+                        raise WorkerError(f"stream index {st.index} >= n_streams {n_streams}")
+                    if st.index in self.by_stream:
+                        raise WorkerError(f"stream {st.index} configured twice")
+                    self.by_stream[st.index] = st
+                    self._row_of[id(st)] = row + j
+                row += nt
+                self.ports.append(p)
+                self.by_name[p.name] = p
+        except BaseException:
+            for p in self.ports:
+                p.close()
+            self.ports.clear()
+            self.by_name.clear()
+            self.by_stream.clear()
+            raise
+        for p in self.ports:
+            if p.rx is not None:
+                self._poll.register(p.rx.fd, select.POLLIN)
+
+    # -------------------------------------------------------------- input
+    def read_commands(self) -> None:
+        try:
+            data = os.read(self.in_fd, 1 << 16)
+        except BlockingIOError:
+            return
+        if not data:
+            self.quit = True  # parent closed the pipe
+            return
+        self._inbuf += data
+        while b"\n" in self._inbuf:
+            line, self._inbuf = self._inbuf.split(b"\n", 1)
+            if not line.strip():
+                continue
+            msg: dict = {}
+            try:
+                msg = decode(line)
+                self.handle(msg)
+            except (WorkerError, ValueError, KeyError, TypeError, OSError) as e:
+                extra = {"cmd": msg.get("cmd")} if isinstance(msg, dict) else {}
+                if isinstance(msg, dict) and "id" in msg:
+                    extra["id"] = msg["id"]
+                self.error(f"{type(e).__name__}: {e}", **extra)
+
+    # -------------------------------------------------------------- the loop
+    def run(self) -> int:
+        os.set_blocking(self.in_fd, False)
+        while not self.quit:
+            now = time.monotonic_ns()
+            wake = now + MAX_SLEEP_NS
+            for p in self.ports:
+                if p.state == C.STATE_RUNNING and p.streams and now >= p.t0_ns:
+                    try:
+                        wake = min(wake, p.tx_step(now))
+                    except OSError as e:
+                        self.error(f"tx on {p.name} failed: {e}", port=p.name)
+                        p.stop(0, now)
+                elif p.state == C.STATE_RUNNING and p.streams:
+                    wake = min(wake, p.t0_ns)
+                p.rx_step(now)
+                if p.state == C.STATE_DRAINING:
+                    if now >= p.drain_until:
+                        ev = p.finish(time.monotonic_ns())
+                        if p.name in self.pending_stop_ids:
+                            ev["id"] = self.pending_stop_ids.pop(p.name)
+                        self.emit(ev)
+                    else:
+                        wake = min(wake, p.drain_until)
+                p.ctr[C.P_HEARTBEAT_NS] = now
+            if self.cv is not None:
+                self.cv.header[C.H_HEARTBEAT_NS] = now
+            # wait for the next deadline, a command, or a retired rx block
+            now2 = time.monotonic_ns()
+            if wake > now2:
+                wait = max(wake - now2, MIN_WAKE_NS)
+                ms = wait // 1_000_000
+                if ms >= 1:
+                    ready = self._poll.poll(ms)
+                else:
+                    ready = self._poll.poll(0)
+                    if not ready:
+                        time.sleep(wait / 1e9)
+            else:
+                ready = self._poll.poll(0)
+            for fd, _ev in ready:
+                if fd == self.in_fd:
+                    self.read_commands()
+        for p in self.ports:
+            p.close()
+        return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tgen_tui.worker", description=__doc__)
+    ap.add_argument("--core", type=int, default=None, help="the one CPU to pin this worker to")
+    ap.add_argument("--parent-pid", type=int, default=None, help="exit unless this is our parent")
+    args = ap.parse_args(argv)
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if args.parent_pid is not None and os.getppid() != args.parent_pid:
+        return EXIT_FATAL  # the parent died before we could arm the death signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        prctl(PR_SET_TIMERSLACK, 1)  # precise sleeps for pacing
+    except OSError:
+        pass
+    w = Worker(core=args.core)
+    try:
+        if args.core is not None:
+            os.sched_setaffinity(0, {args.core})
+        w.emit({"event": "hello", "pid": os.getpid(), "core": args.core})
+        return w.run()
+    except Exception as e:  # noqa: BLE001 - report, never die silently
+        try:
+            w.error(f"{type(e).__name__}: {e}", fatal=True, traceback=traceback.format_exc())
+        except OSError:
+            print(traceback.format_exc(), file=sys.stderr)
+        return EXIT_FATAL
