@@ -334,15 +334,10 @@ def test_pcap_is_reproducible(tmp_path):
     assert len(read_pcap(a)) == 50
 
 
-# --------------------------------------------------------------------------- known bugs (xfail)
+# --------------------------------------------------------------------------- regressions (bugs found and fixed)
 MINI = "ports:\n  p0: {interface: p0}\nstreams:\n  - name: s\n    port: p0\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: loader.parse_yaml reports ruamel's ReaderError (NUL byte) as two stderr lines "
-    "at 1:1 instead of one line at the character",
-)
 def test_validate_nul_byte_one_line(tmp_path):
     path = tmp_path / "nul.yaml"
     path.write_text(MINI.replace("name: s", "name: s\x00x"), encoding="utf-8")
@@ -353,11 +348,6 @@ def test_validate_nul_byte_one_line(tmp_path):
     assert lines[0].startswith(f"{path}:4:12: "), lines[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a key merged in with YAML '<<' that fails validation crashes the loader "
-    "(KeyError in loader._pos_of): traceback instead of exit 2",
-)
 def test_validate_merge_key_error_exit_2(tmp_path):
     path = tmp_path / "merge.yaml"
     path.write_text(MINI.replace("    port: p0\n", "    <<: {bogus: 1}\n    port: p0\n"))
@@ -367,11 +357,6 @@ def test_validate_merge_key_error_exit_2(tmp_path):
     assert len(r.stderr.splitlines()) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: validation accepts infinite durations (Seconds allows .inf) and a full /64 "
-    "IPv6 range, then `tgen pcap` crashes with a traceback (exit 1)",
-)
 @pytest.mark.parametrize(
     "extra",
     [

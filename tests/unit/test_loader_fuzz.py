@@ -184,7 +184,8 @@ KEYS = [
     "[x]",
     "a.b",
     "streams[0]",
-]  # no merge key "<<" here: it crashes the loader (test_merge_key_error_is_positioned, xfail)
+    "<<",
+]
 _VALUE = re.compile(r"(:[ \t]+|-[ \t]+)([^,{}\[\]\n#]+)")
 OPS = ("del_char", "dup_char", "rep_char", "del_line", "dup_line", "swap_lines", "scalar",
        "indent", "inject")  # fmt: skip
@@ -300,11 +301,6 @@ def test_seeded_mutations_give_both_outcomes(seed):
     assert outcomes["ok"] >= 25 and outcomes["bad"] >= 25, outcomes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: loader.parse_yaml turns ruamel's ReaderError (a NUL or U+FFFE in the text) into "
-    "a 2-line message at 1:1 instead of one line at the offending character",
-)
 @pytest.mark.parametrize("bad", ["\x00", "\ufffe"])
 def test_special_character_is_one_positioned_line(bad):
     text = EXTRA.replace("name: extra", f"name: ex{bad}tra")
@@ -315,11 +311,6 @@ def test_special_character_is_one_positioned_line(bad):
     assert (p.line, p.col) == (1, 9)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: loader._pos_of raises KeyError for a key that comes from a YAML merge (<<): "
-    "'part in node' is true but node.lc.key(part) has no position for merged keys",
-)
 @pytest.mark.parametrize(
     "text",
     [

@@ -127,23 +127,33 @@ class BatchBuilder:
             flat = self._perm(idx)
             for fi in reversed(p.unique):  # last field varies fastest
                 f = p.fields[fi]
-                span = np.uint64(f.span)
-                out[fi] = flat % span + np.uint64(f.min)
-                flat = flat // span
+                with np.errstate(over="ignore"):
+                    if f.span >= 1 << 64:  # a full 64-bit field takes the whole index
+                        out[fi] = flat + np.uint64(f.min)
+                        flat = np.zeros_like(flat)
+                        continue
+                    span = np.uint64(f.span)
+                    out[fi] = flat % span + np.uint64(f.min)
+                    flat = flat // span
         for fi, f in enumerate(p.fields):
             if out[fi] is not None:
                 continue
             if f.mode == FIXED:
                 out[fi] = np.full(idx.shape, f.min, dtype=np.uint64)
             elif f.mode in (INC, DEC):
-                span = np.uint64(f.span)
                 with np.errstate(over="ignore"):
-                    off = (idx * np.uint64(f.step)) % span
-                out[fi] = (np.uint64(f.min) + off) if f.mode == INC else (np.uint64(f.max) - off)
+                    off = idx * np.uint64(f.step)  # wraps mod 2**64: right for a full 64-bit span
+                    if f.span < 1 << 64:
+                        off %= np.uint64(f.span)
+                with np.errstate(over="ignore"):
+                    out[fi] = (
+                        (np.uint64(f.min) + off) if f.mode == INC else (np.uint64(f.max) - off)
+                    )
             elif f.mode == RANDOM:
                 out[fi] = uniform_int(f.key, idx, f.min, f.span)
             elif f.mode == UNIQUE:  # unique listed but not in the group: treat as its own group
-                out[fi] = FeistelPermutation(f.span, f.key)(idx) + np.uint64(f.min)
+                with np.errstate(over="ignore"):
+                    out[fi] = FeistelPermutation(f.span, f.key)(idx) + np.uint64(f.min)
             else:
                 raise ValueError(f"unknown field mode {f.mode!r}")
         return out  # type: ignore[return-value]

@@ -57,6 +57,8 @@ def uniform_int(key: int, index: np.ndarray, lo: int, span: int) -> np.ndarray:
         return np.full(h.shape, lo, dtype=np.uint64)
     if span <= 1 << 32:
         v = ((h >> _S32) * np.uint64(span)) >> _S32
+    elif span >= 1 << 64:  # the whole 64-bit space (a full IPv6 /64): every value is in range
+        v = h
     else:
         v = h % np.uint64(span)
     with np.errstate(over="ignore"):
@@ -95,7 +97,10 @@ class FeistelPermutation:
 
     def __call__(self, index: np.ndarray) -> np.ndarray:
         """Permuted values of ``index mod n`` (uint64)."""
-        x = np.asarray(index, dtype=np.uint64) % np.uint64(self.n)
+        x = np.asarray(index, dtype=np.uint64)
+        if self.n >= 1 << 64:  # the full 64-bit domain: no reduction, no cycle-walking
+            return self._encrypt(x)
+        x = x % np.uint64(self.n)
         if self.n == 1:
             return x
         y = self._encrypt(x)

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.reader import ReaderError
 
 from tgen_tui.diagnostics import BadInput, Problem
 from tgen_tui.profiles.models import Profile
@@ -37,13 +38,24 @@ def parse_yaml(text: str, filename: str) -> Any:
     """Parse YAML text into ruamel's position-carrying tree; syntax errors become BadInput."""
     try:
         return _yaml().load(io.StringIO(text))
+    except ReaderError as e:  # a character YAML does not allow (NUL, U+FFFE, ...)
+        before = text[: max(0, e.position)]
+        line = before.count("\n") + 1
+        col = len(before) - (before.rfind("\n") + 1) + 1
+        msg = (
+            f"unacceptable character #x{e.character:04x}: {e.reason}"
+            if isinstance(e.character, int)
+            else str(e.reason)
+        )
+        raise BadInput(msg, [Problem(filename, line, col, "", f"YAML: {msg}")]) from None
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         msg = " ".join(x for x in (e.context, e.problem) if x) or "invalid YAML"
         raise BadInput(msg, [Problem(filename, line, col, "", f"YAML: {msg}")]) from None
     except (YAMLError, Exception) as e:  # noqa: BLE001 - any parser failure is bad input, not a crash
-        raise BadInput(str(e), [Problem(filename, 1, 1, "", f"YAML: {e}")]) from None
+        msg = " ".join(str(e).split())
+        raise BadInput(msg, [Problem(filename, 1, 1, "", f"YAML: {msg}")]) from None
 
 
 def to_plain(node: Any, _depth: int = 0) -> Any:
@@ -81,8 +93,11 @@ def _pos_of(tree: Any, loc: tuple) -> tuple[int, int, str]:
     path = ""
     for part in loc:
         if isinstance(node, CommentedMap) and not isinstance(part, int) and part in node:
-            kl, kc = node.lc.key(part)
-            line, col = kl + 1, kc + 1
+            try:  # keys merged in with "<<" have no position of their own: keep the parent's
+                kl, kc = node.lc.key(part)
+                line, col = kl + 1, kc + 1
+            except (KeyError, TypeError):
+                pass
             node = node[part]
             path = f"{path}.{part}" if path else str(part)
         elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):

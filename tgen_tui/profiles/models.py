@@ -34,7 +34,7 @@ from tgen_tui.profiles.units import (
 )
 
 Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
-BitRate = Annotated[float, BeforeValidator(parse_bitrate), Field(gt=0)]
+BitRate = Annotated[float, BeforeValidator(parse_bitrate), Field(ge=1.0)]
 Count = Annotated[float, BeforeValidator(parse_count)]
 
 RangeMode = Literal["fixed", "inc", "dec", "random", "unique"]
@@ -43,6 +43,7 @@ _MAC = re.compile(r"^[0-9a-fA-F]{2}([:-][0-9a-fA-F]{2}){5}$")
 ETH_HLEN = 14
 VLAN_HLEN = 4
 MAX_FRAME = 9216
+MAX_UNIQUE = 1 << 64
 MIN_FRAME = 64
 
 
@@ -316,6 +317,11 @@ def _size_scalar(v: Any) -> Any:
         return {"fixed": v}
     if isinstance(v, str) and v in IMIX_PRESETS:
         return {"imix": v}
+    if not isinstance(v, dict | FixedSize | RangeSize | ImixSize):
+        raise ValueError(
+            f"{v!r} is not a frame size: write bytes (64), a range {{min: 64, max: 1518, mode: random}} "
+            f"or an IMIX {{imix: classic}}"
+        )
     return v
 
 
@@ -341,7 +347,9 @@ def size_bounds(size: FixedSize | RangeSize | ImixSize) -> tuple[int, int, float
 
 # --------------------------------------------------------------------------- rate
 class PpsRate(Strict):
-    pps: Count = Field(gt=0, description="Frames per second, e.g. 10000, 100k, 1.5M")
+    pps: Count = Field(
+        ge=0.001, description="Frames per second, e.g. 10000, 100k, 1.5M (at least 0.001)"
+    )
 
 
 class BitRateSpec(Strict):
@@ -352,7 +360,7 @@ class BitRateSpec(Strict):
 
 
 class PercentRate(Strict):
-    percent: float = Field(gt=0, le=100, description="Percent of the port's line rate (L1)")
+    percent: float = Field(ge=1e-6, le=100, description="Percent of the port's line rate (L1)")
 
 
 def _rate_tag(v: Any) -> str:
@@ -505,11 +513,16 @@ class Stream(Strict):
     @model_validator(mode="before")
     @classmethod
     def _default_l3(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "ipv4" not in data and "ipv6" not in data:
-            data = dict(data)
+        """No (or null) ipv4/ipv6 means IPv4; no (or null) udp/tcp/icmp means UDP."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for k in ("ipv4", "ipv6", "udp", "tcp", "icmp"):
+            if k in data and data[k] is None:
+                del data[k]
+        if "ipv4" not in data and "ipv6" not in data:
             data["ipv4"] = {}
-        if isinstance(data, dict) and not any(k in data for k in ("udp", "tcp", "icmp")):
-            data = dict(data)
+        if not any(k in data for k in ("udp", "tcp", "icmp")):
             data["udp"] = {}
         return data
 
@@ -520,6 +533,13 @@ class Stream(Strict):
         l4 = [k for k in ("udp", "tcp", "icmp") if getattr(self, k) is not None]
         if len(l4) > 1:
             raise ValueError(f"give one of udp, tcp, icmp (got {', '.join(l4)})")
+        space = 1
+        for f in self._unique_ranges():
+            space *= f.span
+        if space > MAX_UNIQUE:
+            raise ValueError(
+                f"the unique fields span {space:,} combinations; at most {MAX_UNIQUE:,} (2**64) are supported"
+            )
         need = self.header_len() + SIG_LEN + FCS_LEN
         lo, _, _ = size_bounds(self.size)
         if lo < need:
@@ -538,6 +558,16 @@ class Stream(Strict):
         n += 20 if self.ipv4 is not None else 40
         n += {"udp": 8, "tcp": 20, "icmp": 8, "none": 0}[self.l4_kind]
         return n
+
+    def _unique_ranges(self) -> list:
+        l3 = self.ipv4 or self.ipv6
+        l4 = self.udp or self.tcp
+        cands = [l3.src, l3.dst] if l3 is not None else []
+        if l4 is not None:
+            cands += [l4.src_port, l4.dst_port]
+        if self.icmp is not None:
+            cands.append(self.icmp.id)
+        return [r for r in cands if r.mode == "unique"]
 
     def unique_fields(self) -> list[str]:
         """Names of the fields in ``unique`` mode, in product order (last varies fastest)."""

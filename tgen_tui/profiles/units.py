@@ -7,7 +7,10 @@ accepted forms, so the loader can show them next to the field.
 
 from __future__ import annotations
 
+import math
 import re
+
+MAX_SECONDS = 1e6  # durations, start/stop times and gaps above this are typos, not tests
 
 _SI = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "t": 1e12, "T": 1e12}
 _BITRATE = re.compile(
@@ -41,8 +44,8 @@ def parse_bitrate(value: object) -> float:
                 f"{value!r} is not a bit rate; write e.g. 10G, 100M, 1.5 Gbit/s or 40000000"
             )
         v = float(m.group(1)) * _SI[m.group(2)]
-    if v <= 0:
-        raise ValueError("must be > 0")
+    if not math.isfinite(v) or v <= 0:
+        raise ValueError("must be a finite rate > 0")
     return v
 
 
@@ -51,11 +54,15 @@ def parse_count(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError("expected a number such as 1000, 100k or 1.5M")
     if isinstance(value, int | float):
-        return float(value)
-    m = _COUNT.match(str(value))
-    if not m:
-        raise ValueError(f"{value!r} is not a number; write e.g. 1000, 100k or 1.5M")
-    return float(m.group(1)) * _SI[m.group(2)]
+        v = float(value)
+    else:
+        m = _COUNT.match(str(value))
+        if not m:
+            raise ValueError(f"{value!r} is not a number; write e.g. 1000, 100k or 1.5M")
+        v = float(m.group(1)) * _SI[m.group(2)]
+    if not math.isfinite(v):
+        raise ValueError("must be finite")
+    return v
 
 
 def parse_duration(value: object) -> float:
@@ -69,8 +76,12 @@ def parse_duration(value: object) -> float:
         if not m:
             raise ValueError(f"{value!r} is not a duration; write e.g. 10s, 500ms or 2min")
         v = float(m.group(1)) * _DUR_SCALE[m.group(2)]
+    if not math.isfinite(v):
+        raise ValueError("must be a finite duration")
     if v < 0:
         raise ValueError("must be ≥ 0")
+    if v > MAX_SECONDS:
+        raise ValueError(f"must be ≤ {MAX_SECONDS:g} s (about 11.6 days)")
     return v
 
 
