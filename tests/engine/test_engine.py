@@ -1,0 +1,117 @@
+"""The trio engine on real workers in a real lab: start/stop, stop-all, stop while starting,
+a worker crash, and no process left behind. Marked per test (no global trio mode)."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+import pytest
+import trio
+from engine_helpers import profile_yaml, stream_yaml
+
+from tgen_tui.engine.controller import EngineOptions, open_engine
+from tgen_tui.packets.compile import compile_profile
+from tgen_tui.profiles.loader import load_profile_text
+
+
+def _compiled(prefix: str, streams: str, dut: bool = True):
+    return compile_profile(load_profile_text(profile_yaml(prefix, streams, dut=dut)))
+
+
+def _children() -> set[int]:
+    return {p.pid for p in psutil.Process(os.getpid()).children(recursive=True)}
+
+
+async def _wait_for(pred, timeout: float = 5.0) -> None:
+    with trio.fail_after(timeout):
+        while not pred():
+            await trio.sleep(0.05)
+
+
+@pytest.mark.trio
+async def test_start_stop_one_port_counts_match(nat_lab):
+    c = _compiled(nat_lab, stream_yaml("up", "p0", rx_port="p1", pps=3000))
+    before = _children()
+    async with open_engine(c, EngineOptions(interval=0.1, drain_ms=300)) as eng:
+        pids = {st.pid for st in eng.states.values()}
+        assert pids and pids <= _children()
+        await eng.start(["p0"])
+        assert eng.ports["p0"].state == "running"
+        assert eng.ports["p1"].state == "idle"
+        await trio.sleep(1.0)
+        await eng.stop(["p0"])
+        assert eng.ports["p0"].state == "stopped"
+        snap = await eng._publish(final=True)
+    p0, p1, up = snap.port("p0"), snap.port("p1"), snap.stream("up")
+    assert p0.tx_frames > 1000
+    assert p0.tx_frames == p0.if_tx_frames  # worker count equals the kernel's
+    assert p1.rx_frames == p1.if_rx_frames
+    assert up.tx_frames == p0.tx_frames
+    assert up.rx_frames == up.tx_frames  # through the NAT DUT, nothing lost at 3 kfps
+    assert up.lost == 0 and up.duplicates == 0
+    assert up.latency_ns.min is not None and up.latency_ns.min >= 0
+    assert up.latency_ns.p50 > 0
+    assert up.latency_ns.p99 >= up.latency_ns.p50 >= up.latency_ns.min
+    assert snap.dut is not None and snap.dut.conntrack_peak >= 64
+    # every worker reaped
+    assert not (pids & _children())
+    assert _children() <= before
+
+
+@pytest.mark.trio
+async def test_start_all_stop_all(nat_lab):
+    streams = stream_yaml("up", "p0", rx_port="p1", pps=2000) + stream_yaml(
+        "down", "p1", rx_port="p0", pps=1000, src_ports="7", extra=""
+    )
+    c = _compiled(nat_lab, streams)
+    async with open_engine(c, EngineOptions(drain_ms=200)) as eng:
+        await eng.start()
+        assert {p.state for p in eng.ports.values()} == {"running"}
+        await trio.sleep(0.8)
+        await eng.stop()
+        assert {p.state for p in eng.ports.values()} == {"stopped"}
+        snap = await eng._publish(final=True)
+    assert snap.stream("up").tx_frames > 800
+    assert snap.stream("down").tx_frames > 400
+    assert snap.port("p0").tx_frames == snap.port("p0").if_tx_frames
+    assert snap.port("p1").tx_frames == snap.port("p1").if_tx_frames
+
+
+@pytest.mark.trio
+async def test_stop_while_starting_does_not_hang(nat_lab):
+    c = _compiled(nat_lab, stream_yaml("up", "p0", rx_port="p1", pps=5000))
+    async with open_engine(c, EngineOptions(drain_ms=100)) as eng:
+        with trio.fail_after(5):
+            async with trio.open_nursery() as n:
+                n.start_soon(eng.start)
+                n.start_soon(eng.stop)
+            await eng.stop()  # whatever the interleaving, a second stop settles it
+        assert eng.ports["p0"].state in ("stopped", "idle")
+        snap = await eng._publish(final=True)
+        assert snap.port("p0").tx_frames == snap.port("p0").if_tx_frames
+
+
+@pytest.mark.trio
+async def test_worker_crash_marks_port_failed_and_other_port_keeps_sending(direct_lab):
+    streams = stream_yaml("a", "p0", rx_port="p1", nat=False, pps=2000) + stream_yaml(
+        "b", "p1", rx_port="p0", nat=False, pps=2000, src_ports="7"
+    )
+    c = _compiled(direct_lab, streams, dut=False)
+    async with open_engine(c, EngineOptions(drain_ms=100)) as eng:
+        assert len(eng.workers) == 2
+        await eng.start()
+        await trio.sleep(0.5)
+        victim = eng.states[eng.ports["p0"].worker]
+        os.kill(victim.pid, signal.SIGKILL)
+        await _wait_for(lambda: eng.ports["p0"].state == "failed")
+        assert "SIGKILL" in (eng.ports["p0"].failure or "")
+        s1 = await eng._publish()
+        await trio.sleep(0.5)
+        s2 = await eng._publish()
+        assert eng.ports["p1"].state == "running"
+        assert s2.port("p1").tx_frames > s1.port("p1").tx_frames + 500  # still sending
+        await eng.stop()
+        assert eng.ports["p1"].state == "stopped"
+        assert any("failed" in e for e in eng.events)
