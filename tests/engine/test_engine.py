@@ -115,3 +115,106 @@ async def test_worker_crash_marks_port_failed_and_other_port_keeps_sending(direc
         await eng.stop()
         assert eng.ports["p1"].state == "stopped"
         assert any("failed" in e for e in eng.events)
+
+
+@pytest.mark.trio
+async def test_set_rate_and_clear(nat_lab):
+    c = _compiled(nat_lab, stream_yaml("up", "p0", rx_port="p1", pps=1000))
+    async with open_engine(c, EngineOptions(drain_ms=200)) as eng:
+        await eng.start()
+        await trio.sleep(0.5)
+        await eng.set_rate("up", 4000)
+        assert eng.requested_pps(0) == 4000
+        await trio.sleep(0.5)
+        s = await eng._publish()
+        assert s.stream("up").requested_pps == 4000
+        assert s.stream("up").tx_frames > 2000  # 500 at 1 kfps, then about 2000 at 4 kfps
+        await eng.clear()
+        s2 = await eng._publish()
+        assert s2.stream("up").tx_frames < s.stream("up").tx_frames
+        await eng.set_rate("p0", 2000)  # a port total scales its streams
+        assert eng.requested_pps(0) == 2000
+        with pytest.raises(Exception, match="unknown stream or port"):
+            await eng.set_rate("nope", 10)
+        await eng.stop()
+        fin = await eng._publish(final=True)
+    up = fin.stream("up")
+    # frames in flight at clear() were sent before it and received after it
+    assert up.tx_frames > 0 and up.rx_frames >= up.tx_frames and up.lost == 0
+
+
+@pytest.mark.trio
+async def test_vlan_and_qinq_arrive_tagged_and_counted_per_stream(direct_lab, tmp_path):
+    import subprocess
+
+    streams = stream_yaml(
+        "v35", "p0", rx_port="p1", nat=False, pps=500, extra="    vlan: [{id: 35, pcp: 3}]\n"
+    ) + stream_yaml(
+        "qinq",
+        "p0",
+        rx_port="p1",
+        nat=False,
+        pps=500,
+        src_ports="20000",
+        extra="    vlan: [{id: 100}, {id: 200}]\n",
+    ).replace("size: 64", "size: 80")
+    c = _compiled(direct_lab, streams, dut=False)
+    pcap = tmp_path / "p1.pcap"
+    cap = subprocess.Popen(
+        [
+            "ip",
+            "netns",
+            "exec",
+            f"{direct_lab}-tester",
+            "tshark",
+            "-q",
+            "-i",
+            "p1",
+            "-w",
+            str(pcap),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await trio.sleep(1.5)  # let tshark open the interface
+        async with open_engine(c, EngineOptions(drain_ms=200)) as eng:
+            await eng.start(["p0"])
+            await trio.sleep(1.0)
+            await eng.stop()
+            fin = await eng._publish(final=True)
+        await trio.sleep(0.5)
+    finally:
+        cap.terminate()
+        cap.wait(timeout=10)
+    v35, qq = fin.stream("v35"), fin.stream("qinq")
+    assert v35.tx_frames > 300 and v35.rx_frames == v35.tx_frames and v35.lost == 0
+    assert qq.tx_frames > 300 and qq.rx_frames == qq.tx_frames and qq.lost == 0
+    assert v35.vlan_tci is not None and v35.vlan_tci & 0xFFF == 35 and v35.vlan_tci >> 13 == 3
+    assert qq.vlan_tci is not None and qq.vlan_tci & 0xFFF == 100
+    out = subprocess.run(
+        [
+            "tshark",
+            "-r",
+            str(pcap),
+            "-T",
+            "fields",
+            "-e",
+            "ieee8021ad.id",
+            "-e",
+            "vlan.id",
+            "-e",
+            "udp.srcport",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    tags = {}
+    for line in out:
+        if line.strip():
+            outer, ids, sport = line.split("\t")
+            tags.setdefault(",".join(x for x in (outer, ids) if x), set()).add(sport)
+    assert "35" in tags  # single tag
+    assert "100,200" in tags  # QinQ: outer 802.1ad 100, inner 802.1Q 200, as configured
+    assert tags["100,200"] == {"20000"}

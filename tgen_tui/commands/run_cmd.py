@@ -42,9 +42,17 @@ fewer cores than ports they share, and tgen says so.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    for verb, helptext in (
+        ("run", "run a profile headless: NDJSON stream, final JSON, CI exit code"),
+        ("send", "same as run (the data-plane driver's name, kept for scripts)"),
+    ):
+        _add_run_parser(sub, verb, helptext)
+
+
+def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -> None:
     p = sub.add_parser(
-        "run",
-        help="run a profile headless: NDJSON stream, final JSON, CI exit code",
+        verb,
+        help=helptext,
         description="Run a profile on the real data path and report per port and per stream.",
         epilog=RUN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
