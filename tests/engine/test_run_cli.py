@@ -21,11 +21,12 @@ def _run(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([*TGEN, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def _workers_alive() -> list[int]:
+def _workers_alive(parent: int) -> list[int]:
+    """Worker processes spawned by ``parent`` (matched on their --parent-pid argument)."""
     out = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = p.info.get("cmdline") or []
-        if "tgen_tui.worker" in cmd:
+        if "tgen_tui.worker" in cmd and str(parent) in cmd:
             out.append(p.pid)
     return out
 
@@ -123,7 +124,7 @@ def test_sigint_stops_cleanly_with_partial_json(nat_lab, write_profile, tmp_path
     )
     try:
         deadline = time.monotonic() + 15
-        while not _workers_alive() and time.monotonic() < deadline:
+        while not _workers_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
@@ -138,7 +139,7 @@ def test_sigint_stops_cleanly_with_partial_json(nat_lab, write_profile, tmp_path
     assert res["duration_s"] < 20
     assert res["streams"]["up"]["tx_frames"] > 0
     assert res["ports"]["p0"]["tx_frames"] == res["ports"]["p0"]["if_tx_frames"]
-    assert _workers_alive() == []
+    assert _workers_alive(proc.pid) == []
 
 
 def test_scheduled_stream_sends_only_in_its_window(nat_lab, write_profile, tmp_path):
