@@ -168,3 +168,23 @@ def test_large_index_constant():
     t = d.due(10**12, 3)
     np.testing.assert_allclose(t, 1e6 + np.arange(3) * 1e-6, rtol=0, atol=1e-9)
     assert d.count_until(float(t[1])) == 10**12 + 2
+
+
+@pytest.mark.parametrize(
+    "sched",
+    [
+        Schedule(pps=7.3, start_s=0.1),
+        Schedule(pps=14880952.0),
+        Schedule(pps=1000.0, on_s=0.0105, off_s=0.0195),
+        Schedule(pps=1e6, burst=4, burst_gap_s=0.001),
+        Schedule(pps=1000.0, idt="exponential", key=2),
+        Schedule(pps=1000.0, idt="uniform", on_s=0.1, off_s=0.1, key=2),
+    ],
+)
+def test_due_one_matches_vector(sched):
+    d = DueTimes(sched)
+    idx = [0, 1, 2, 3, 4, 5, 999, 12345, 10**6 + 7 if d.random else 10**12 + 7]
+    v = d.due(0, 13000)
+    for i in idx[:-1]:
+        assert d.due_one(i) == v[i]
+    assert d.due_one(idx[-1]) == d.due(idx[-1], 1)[0]

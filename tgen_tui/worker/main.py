@@ -87,7 +87,7 @@ class TxStream:
         self.sent = 0
         self.total = self.dt.total()
         self.done = self.total == 0
-        self.next_due_s = float(self.dt.due(0, 1)[0])
+        self.next_due_s = self.dt.due_one(0)
         self.late = 0
         self.first_due_s = self.next_due_s
         self.row[C.T_REQ_MPPS] = round(self.schedule.pps * 1000)
@@ -122,7 +122,7 @@ class TxStream:
         self.total = None if t is None else self.idx_base + t
         self.done = self.total is not None and self.sent >= self.total
         self.paused = False
-        self.next_due_s = self.t_base + float(self.dt.due(self.sent - self.idx_base, 1)[0])
+        self.next_due_s = self.t_base + self.dt.due_one(self.sent - self.idx_base)
         self.row[C.T_REQ_MPPS] = round(pps * 1000)
 
     def achieved_pps(self, stop_ns: int, t0_ns: int) -> float:
@@ -201,7 +201,7 @@ class Port:
             while st.sent < due and k < MAX_TURN_BATCHES:
                 n = min(due - st.sent, st.max_batch)
                 first_due_ns = self.t0_ns + int(
-                    (st.t_base + float(st.dt.due(st.sent - st.idx_base, 1)[0])) * 1e9
+                    (st.t_base + st.dt.due_one(st.sent - st.idx_base)) * 1e9
                 )
                 # stamp with the predicted send time: now + the (smoothed) build time
                 t_a = time.monotonic_ns()
@@ -240,7 +240,7 @@ class Port:
             if st.sent < due:
                 nxt = now_ns  # backlog: come straight back
             else:
-                st.next_due_s = st.t_base + float(st.dt.due(st.sent - st.idx_base, 1)[0])
+                st.next_due_s = st.t_base + st.dt.due_one(st.sent - st.idx_base)
                 nxt = min(nxt, self.t0_ns + int(st.next_due_s * 1e9))
         ctr[C.P_TX_DUE] = sum(int(s.row[C.T_DUE]) for s in self.streams)
         if all_done and not self.tx_done_sent and self.streams:
