@@ -192,6 +192,7 @@ def _fake_block(sizes: list[int], block: int = 1 << 14) -> tuple[np.ndarray, int
         step = (s + 7) & ~7
         offs.append(off)
         u32[off >> 2] = step
+        u8[off + 24 : off + 26] = (82, 0)  # tp_mac, the same in every header
         off += step
     return u32, first, off, offs
 
@@ -200,6 +201,7 @@ def _fake_block(sizes: list[int], block: int = 1 << 14) -> tuple[np.ndarray, int
 def test_chain_doubling_matches_walk(seed):
     rng = np.random.default_rng(seed)
     sizes = list(rng.integers(48, 400, 37))
+    sizes[5] = sizes[6] = 200  # a run of equal sizes inside
     u32, first, end, offs = _fake_block(sizes)
     got = chain_offsets_doubling(u32, first, len(sizes), end)
     np.testing.assert_array_equal(got, offs)

@@ -106,6 +106,7 @@ class TxStream:
             self.row[C.T_REQ_MPPS] = 0
             return
         s = self.schedule
+        self.schedule = dataclasses.replace(s, pps=float(pps))  # a restart keeps the new rate
         remaining = None if s.count is None else max(0, s.count - self.sent)
         if self.sent == 0 and rel_s < s.start_s:
             new = dataclasses.replace(self.dt.schedule, pps=float(pps))

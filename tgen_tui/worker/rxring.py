@@ -146,29 +146,41 @@ def chain_offsets_fast(u32: np.ndarray, first: int, n: int) -> np.ndarray | None
 
 
 def chain_offsets_doubling(u32: np.ndarray, first: int, n: int, blk_len: int) -> np.ndarray:
-    """Header offsets by pointer doubling over the 8-byte-aligned candidates of the block.
+    """Header offsets by pointer doubling over plausible 8-byte-aligned candidates.
 
-    ``J[c]`` = candidate reached from candidate ``c`` by its ``tp_next_offset`` (pointers that
-    are zero, misaligned or leave the used part go to an absorbing sink). Starting from
+    Candidates are the 8-aligned positions whose ``tp_next_offset`` is 0 or a multiple of
+    8 of at least 48 and whose ``tp_mac`` equals the first header's (the kernel puts the
+    MAC header at the same offset in every frame of a socket). ``J[c]`` = the candidate
+    that ``c``'s next offset points at (else an absorbing sink). Starting from
     ``{first}``, step k adds ``J^(2^k)`` of every node so far, so after ``ceil(log2 n)``
-    steps the set holds the nodes at distances ``0 .. 2^m - 1``; pointers only go
-    forward, so the ``n`` smallest are the chain. Memory O(block / 8).
+    steps the set holds the chain nodes at distances ``0 .. 2^m - 1``; pointers only go
+    forward, so the ``n`` smallest are the chain. Cost: one strided pass over the block,
+    then O(k log n) for k candidates (about n).
     """
     if n <= 1:
         return np.array([first], dtype=np.int64)[:n]
-    used = min(int(blk_len), len(u32) * 4 - 8)
+    used = min(int(blk_len), len(u32) * 4 - 48)
     ncand = used // V3_ALIGNMENT + 1
-    sink = ncand
-    nxt = u32[: ncand * 2 : 2].astype(np.int64)  # u32 at every 8-byte position
-    j = np.arange(ncand, dtype=np.int64) + nxt // V3_ALIGNMENT
-    j[(nxt % V3_ALIGNMENT != 0) | (nxt == 0) | (j >= sink)] = sink
-    j = np.append(j, sink).astype(np.int32)
-    nodes = np.array([first // V3_ALIGNMENT], dtype=np.int32)
+    u16 = u32.view(np.uint16)
+    nxt = u32[: ncand * 2 : 2]  # tp_next_offset at every 8-byte position (strided view)
+    mac = u16[H_MAC >> 1 : (H_MAC >> 1) + ncand * 4 : 4]
+    mac0 = u16[(first + H_MAC) >> 1]
+    ok = (mac[: len(nxt)] == mac0) & ((nxt & 7) == 0) & ((nxt == 0) | (nxt >= 48))
+    cand = np.flatnonzero(ok).astype(np.int64)  # in units of 8 bytes
+    k = len(cand)
+    tgt = cand + nxt[cand].astype(np.int64) // V3_ALIGNMENT
+    j = np.searchsorted(cand, tgt)
+    jc = np.minimum(j, k - 1)
+    valid = (j < k) & (cand[jc] == tgt) & (tgt > cand)
+    jump = np.append(np.where(valid, j, k), k).astype(np.int32)  # node k is the sink
+    start = int(np.searchsorted(cand, first // V3_ALIGNMENT))
+    nodes = np.array([start], dtype=np.int32)
     for _ in range((n - 1).bit_length()):
-        nodes = np.concatenate([nodes, j[nodes]])
-        j = j[j]
-    nodes = np.unique(nodes)  # sorted
-    return nodes[:n].astype(np.int64) * V3_ALIGNMENT
+        nodes = np.concatenate([nodes, jump[nodes]])
+        jump = jump[jump]
+    nodes = np.unique(nodes)  # sorted; the sink (k) is last
+    nodes = nodes[nodes < k][:n]
+    return cand[nodes] * V3_ALIGNMENT
 
 
 class RxRing:
