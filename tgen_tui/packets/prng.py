@@ -24,10 +24,11 @@ _S30, _S27, _S31, _S32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 def splitmix64(x: np.ndarray) -> np.ndarray:
     """Mix uint64 values (wrapping arithmetic). Returns a new uint64 array."""
     z = np.asarray(x, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        z = z * np.uint64(1) + _GOLDEN
-        z = (z ^ (z >> _S30)) * _M1
-        z = (z ^ (z >> _S27)) * _M2
+    if z.ndim == 0:  # numpy warns on scalar overflow only: compute scalars as 1-element arrays
+        return splitmix64(z.reshape(1))[0]
+    z = z + _GOLDEN  # array arithmetic wraps silently (and skips errstate's cost per call)
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
     return z ^ (z >> _S31)
 
 
@@ -42,8 +43,9 @@ def mix_key(*parts: int) -> int:
 def hash_index(key: int, index: np.ndarray) -> np.ndarray:
     """Uniform 64-bit values for frame indexes under a key."""
     idx = np.asarray(index, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        return splitmix64(idx * _GOLDEN ^ np.uint64(key))
+    if idx.ndim == 0:
+        return hash_index(key, idx.reshape(1))[0]
+    return splitmix64(idx * _GOLDEN ^ np.uint64(key))
 
 
 def uniform_int(key: int, index: np.ndarray, lo: int, span: int) -> np.ndarray:
@@ -61,8 +63,7 @@ def uniform_int(key: int, index: np.ndarray, lo: int, span: int) -> np.ndarray:
         v = h
     else:
         v = h % np.uint64(span)
-    with np.errstate(over="ignore"):
-        return v + np.uint64(lo)
+    return v + np.uint64(lo)
 
 
 def uniform_float(key: int, index: np.ndarray) -> np.ndarray:
