@@ -67,8 +67,46 @@ def main(argv: list[str] | None = None) -> int:
         rc = 130
     except BrokenPipeError:
         rc = 0
+    except BaseExceptionGroup as eg:  # errors raised inside trio nurseries arrive grouped
+        rc = _report_group(eg)
+    except Exception as e:  # noqa: BLE001 - a bug: one line, the traceback only on request
+        rc = _internal_error(e)
     sys.stdout.flush()
     return int(rc or 0)
+
+
+def _leaves(eg: BaseException) -> list[BaseException]:
+    if isinstance(eg, BaseExceptionGroup):
+        out: list[BaseException] = []
+        for e in eg.exceptions:
+            out.extend(_leaves(e))
+        return out
+    return [eg]
+
+
+def _report_group(eg: BaseExceptionGroup) -> int:
+    leaves = _leaves(eg)
+    for e in leaves:
+        if isinstance(e, TgenError):
+            return report(e)
+    if any(isinstance(e, KeyboardInterrupt) for e in leaves):
+        print("tgen: interrupted", file=sys.stderr)
+        return 130
+    return _internal_error(next((e for e in leaves if isinstance(e, Exception)), eg))
+
+
+def _internal_error(e: BaseException) -> int:
+    """Unexpected exceptions are bugs: say so in one line; TGEN_DEBUG=1 shows the traceback."""
+    import os
+    import traceback
+
+    if os.environ.get("TGEN_DEBUG"):
+        traceback.print_exception(e)
+    print(
+        f"tgen: internal error: {type(e).__name__}: {e} (please report it; TGEN_DEBUG=1 shows the traceback)",
+        file=sys.stderr,
+    )
+    return int(ExitCode.ENVIRONMENT)
 
 
 if __name__ == "__main__":

@@ -162,7 +162,16 @@ class Engine:
             pr.link = await trio.to_thread.run_sync(
                 InterfaceProbe.link_state, pr.netns, pr.interface
             )
-        self._acc.prime()
+        self._acc.prime(await self._read_interfaces())
+
+    async def _read_interfaces(self) -> dict:
+        ifc = {}
+        for ns in {pr.netns for pr in self.ports.values()}:
+            try:
+                ifc[ns] = await trio.to_thread.run_sync(self._ifprobe.read, ns)
+            except OSError:
+                ifc[ns] = {}
+        return ifc
 
     def plan_text(self) -> list[str]:
         """Human-readable worker → core → ports/streams mapping, plus warnings."""
@@ -304,7 +313,7 @@ class Engine:
         for h in self.workers.values():
             with contextlib.suppress(WorkerDied):
                 await h.send({"cmd": "clear"})
-        self._acc.clear()
+        self._acc.clear(await self._read_interfaces())
         self._log("counters cleared")
 
     def requested_pps(self, stream_i: int) -> float:
@@ -342,12 +351,7 @@ class Engine:
         return recv
 
     async def _publish(self, final: bool = False) -> StatsSnapshot:
-        ifc = {}
-        for ns in {pr.netns for pr in self.ports.values()}:
-            try:
-                ifc[ns] = await trio.to_thread.run_sync(self._ifprobe.read, ns)
-            except OSError:
-                ifc[ns] = {}
+        ifc = await self._read_interfaces()
         cores = await trio.to_thread.run_sync(self._cpu.cores)
         dut_reading = await trio.to_thread.run_sync(self._dut.read) if self._dut else None
         snap = self._acc.sample(ifc, cores, dut_reading, final=final)
@@ -363,12 +367,12 @@ class Engine:
 
     async def _sampler(self) -> None:
         period = self.options.interval
-        next_t = time.monotonic() + period
+        next_t = trio.current_time() + period  # trio's clock, not time.monotonic()
         while True:
             await trio.sleep_until(next_t)
             next_t += period
-            if time.monotonic() > next_t:  # fell behind: skip, do not burst
-                next_t = time.monotonic() + period
+            if trio.current_time() > next_t:  # fell behind: skip, do not burst
+                next_t = trio.current_time() + period
             if self._closed:
                 return
             await self._publish()

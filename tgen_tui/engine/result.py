@@ -107,6 +107,10 @@ def build_result(
         dut = {
             "source": snap.dut.source,
             "conntrack_peak": snap.dut.conntrack_peak,
+            "conntrack_start": snap.dut.conntrack_start,
+            "conntrack_rise": (snap.dut.conntrack_peak - snap.dut.conntrack_start)
+            if snap.dut.conntrack_start is not None
+            else None,
             "conntrack_max": snap.dut.conntrack_max,
             "conntrack_final": snap.dut.conntrack_count,
             "full_at_s": snap.dut.full_at_s,
@@ -132,6 +136,20 @@ def build_result(
         "dut": dut,
         "environment": environment(),
         "stream_config": stream_description(compiled),
-        "warnings": list(snap.warnings),
+        "warnings": list(snap.warnings) + rate_warnings(snap),
         "events": events,
     }
+
+
+def rate_warnings(snap: StatsSnapshot, tolerance_pct: float = 1.0) -> list[str]:
+    """DESIGN rule 7: a sender that fell behind is reported, never hidden."""
+    out = []
+    for p in snap.ports:
+        if p.requested_pps > 0 and p.tx_frames > 0:
+            pct = 100.0 * p.achieved_pps / p.requested_pps
+            if pct < 100.0 - tolerance_pct:
+                out.append(
+                    f"port {p.name} achieved {pct:.1f} % of the requested rate "
+                    f"({p.achieved_pps:,.0f} of {p.requested_pps:,.0f} fps): the sender could not keep up"
+                )
+    return out

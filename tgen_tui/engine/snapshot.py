@@ -96,6 +96,8 @@ class WorkerStats:
     rx_pps: float = 0.0
     core_cpu_pct: float = 0.0  # the whole core (psutil), includes kernel work charged to it
     proc_cpu_pct: float = 0.0  # the worker process itself
+    core_cpu_mean: float = 0.0  # means over the samples taken while its ports were running
+    proc_cpu_mean: float = 0.0
     exit_reason: str | None = None
 
 
@@ -107,6 +109,7 @@ class DutStats:
     conntrack_count: int | None = None
     conntrack_max: int | None = None
     conntrack_peak: int = 0
+    conntrack_start: int | None = None  # count at the first sample (before or at the start)
     new_per_s: float = 0.0
     full_at_s: float | None = None  # seconds since start when count first reached max
     mem_available_bytes: int | None = None

@@ -124,7 +124,9 @@ class Accumulator:
         self.prev: _Prev | None = None
         self.seq = 0
         self.ct_peak = 0
+        self.ct_start: int | None = None
         self.full_at: float | None = None
+        self.cpu_acc: dict[int, list[float]] = {}  # worker -> [n, core sum, proc sum]
         self._if_last: dict[str, IfCounters] = {}
 
     def attach(self, wid: int, st: WorkerState) -> None:
@@ -139,17 +141,32 @@ class Accumulator:
                     row += 1
         self.w[wid] = _Worker(st, view, np.zeros_like(view.arr), port_rows, tx_rows)
 
-    def prime(self) -> None:
+    def prime(self, ifc: dict) -> None:
+        """Baseline the interface counters now, before any port starts."""
         self.prev = None
-        self._if_base_pending = True
+        self._set_if_base(ifc)
 
-    def clear(self) -> None:
+    def _set_if_base(self, ifc: dict) -> None:
+        for pr in self.e.ports.values():
+            c = ifc.get(pr.netns, {}).get(pr.interface)
+            if c is not None:
+                self.if_base[pr.name] = (
+                    c.tx_packets,
+                    c.rx_packets,
+                    c.tx_bytes,
+                    c.rx_bytes,
+                    c.rx_dropped,
+                )
+
+    def clear(self, ifc: dict) -> None:
+        """Baselines for every monotonic counter (gauges are not baselined)."""
         for w in self.w.values():
             w.base = np.array(w.view.arr, copy=True)
-            # gauges are not baselined
-        self._if_base_pending = True
+        self._set_if_base(ifc)
         self.ct_peak = 0
+        self.ct_start = None
         self.full_at = None
+        self.cpu_acc.clear()
         self.prev = None
 
     def close(self) -> None:
@@ -228,20 +245,6 @@ class Accumulator:
                     rx_vlan = np.maximum(
                         rx_vlan, np.where(has, rx[:, :, C.R_VLAN_LAST], -1).max(axis=0)
                     )
-
-        # interface counters (baseline at start/clear)
-        if getattr(self, "_if_base_pending", False):
-            for pr in e.ports.values():
-                c = ifc.get(pr.netns, {}).get(pr.interface)
-                if c is not None:
-                    self.if_base[pr.name] = (
-                        c.tx_packets,
-                        c.rx_packets,
-                        c.tx_bytes,
-                        c.rx_bytes,
-                        c.rx_dropped,
-                    )
-            self._if_base_pending = False
 
         # ---- ports
         ports_out = []
@@ -374,6 +377,11 @@ class Accumulator:
             rx_pps = sum(p.rx_pps for p in ports_out if p.name in st.plan.ports)
             core_pct = cores[st.plan.core] if st.plan.core < len(cores) else 0.0
             proc_pct = e._cpu.process(st.pid) if (st.pid and st.alive) else 0.0
+            acc = self.cpu_acc.setdefault(wid, [0, 0.0, 0.0])
+            if any(e.ports[pn].state == "running" for pn in st.plan.ports) and prev is not None:
+                acc[0] += 1
+                acc[1] += core_pct
+                acc[2] += proc_pct
             workers_out.append(
                 WorkerStats(
                     id=wid,
@@ -386,6 +394,8 @@ class Accumulator:
                     rx_pps=rx_pps,
                     core_cpu_pct=core_pct,
                     proc_cpu_pct=proc_pct,
+                    core_cpu_mean=acc[1] / acc[0] if acc[0] else 0.0,
+                    proc_cpu_mean=acc[2] / acc[0] if acc[0] else 0.0,
                     exit_reason=st.exit_reason if not st.quitting else None,
                 )
             )
@@ -395,6 +405,8 @@ class Accumulator:
         if dut is not None:
             new_ps = 0.0
             if dut.count is not None:
+                if self.ct_start is None:
+                    self.ct_start = dut.count
                 self.ct_peak = max(self.ct_peak, dut.count)
                 if prev and prev.ct is not None and dt > 0:
                     new_ps = max(0.0, (dut.count - prev.ct) / dt)
@@ -406,6 +418,7 @@ class Accumulator:
                 conntrack_count=dut.count,
                 conntrack_max=dut.max,
                 conntrack_peak=self.ct_peak,
+                conntrack_start=self.ct_start,
                 new_per_s=new_ps,
                 full_at_s=self.full_at,
                 mem_available_bytes=dut.mem_available,

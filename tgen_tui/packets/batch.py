@@ -93,6 +93,8 @@ class BatchBuilder:
             np.array(program.sizes.pattern, dtype=np.int64) if program.sizes.pattern else None
         )
         self._views: dict[tuple[int, int, int], np.ndarray] = {}
+        self._uchunk_base = -1
+        self._uchunk: list = []
         narrow = [
             i for i, f in enumerate(program.fields) if f.mode == RANDOM and 1 < f.span <= 1 << 32
         ]
@@ -128,22 +130,50 @@ class BatchBuilder:
             return uniform_int(sz.key, idx, sz.min, sz.max - sz.min + 1).astype(np.int64)
         return self._imix[idx.astype(np.int64) % len(self._imix)]
 
+    UNIQUE_CHUNK = 65536
+
+    def _unique_chunk(self, idx: np.ndarray, out: list) -> None:
+        """Decode the permuted product index into each unique field (last varies fastest)."""
+        p = self.p
+        flat = self._perm(idx)
+        for fi in reversed(p.unique):
+            f = p.fields[fi]
+            if f.span >= 1 << 64:  # a full 64-bit field takes the whole index
+                out[fi] = flat + np.uint64(f.min)
+                flat = np.zeros_like(flat)
+                continue
+            span = np.uint64(f.span)
+            out[fi] = flat % span + np.uint64(f.min)
+            flat = flat // span
+
+    def _unique_values(self, idx: np.ndarray, out: list) -> None:
+        """Unique tuples, served from a cached chunk of UNIQUE_CHUNK consecutive frames.
+
+        The keyed permutation costs tens of numpy calls per evaluation, so it is evaluated
+        once per 65,536 frames (about 1 MiB of values, whatever N is) and paced batches
+        slice the chunk; a batch that straddles two chunks is computed directly.
+        """
+        p = self.p
+        start, n = int(idx[0]), len(idx)
+        base = start - start % self.UNIQUE_CHUNK
+        if n > self.UNIQUE_CHUNK or start + n > base + self.UNIQUE_CHUNK:
+            self._unique_chunk(idx, out)
+            return
+        if self._uchunk_base != base:
+            vals: list = [None] * len(p.fields)
+            self._unique_chunk(np.arange(base, base + self.UNIQUE_CHUNK, dtype=np.uint64), vals)
+            self._uchunk = vals
+            self._uchunk_base = base
+        off = start - base
+        for fi in p.unique:
+            out[fi] = self._uchunk[fi][off : off + n]
+
     def field_values(self, idx: np.ndarray) -> list[np.ndarray]:
         """Values (uint64) of every field op for the frame indexes, in ``program.fields`` order."""
         p = self.p
         out: list[np.ndarray | None] = [None] * len(p.fields)
         if p.unique:
-            flat = self._perm(idx)
-            for fi in reversed(p.unique):  # last field varies fastest
-                f = p.fields[fi]
-                with np.errstate(over="ignore"):
-                    if f.span >= 1 << 64:  # a full 64-bit field takes the whole index
-                        out[fi] = flat + np.uint64(f.min)
-                        flat = np.zeros_like(flat)
-                        continue
-                    span = np.uint64(f.span)
-                    out[fi] = flat % span + np.uint64(f.min)
-                    flat = flat // span
+            self._unique_values(idx, out)
         if self._rand_idx:  # every narrow random field from one 2-D hash: fewer numpy calls
             h = splitmix64((idx * _GOLDEN)[None, :] ^ self._rand_keys)
             v = (((h >> _S32) * self._rand_spans) >> _S32) + self._rand_mins

@@ -525,8 +525,14 @@ class Worker:
                 self.cv.header[C.H_HEARTBEAT_NS] = now
             # wait for the next deadline, a command, or a retired rx block
             now2 = time.monotonic_ns()
+            if wake > now:
+                # Not backlogged: sleep until the next due frame, but never start the next
+                # turn sooner than MIN_WAKE_NS after this one started. A turn costs tens of
+                # µs, so without this floor a stream faster than 1/turn would spin the core
+                # sending 2-3 frames per syscall; with it, frames collect into batches.
+                wake = max(wake, now + MIN_WAKE_NS)
             if wake > now2:
-                wait = max(wake - now2, MIN_WAKE_NS)
+                wait = wake - now2
                 ms = wait // 1_000_000
                 if ms >= 1:
                     ready = self._poll.poll(ms)
