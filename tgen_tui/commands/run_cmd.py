@@ -86,6 +86,11 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
         "--dut-netns", help="probe conntrack in this namespace (default: the profile's dut.netns)"
     )
     p.add_argument("--dut-ssh", help="probe a remote DUT: command prefix, e.g. 'ssh root@dut'")
+    p.add_argument(
+        "--flush-dut",
+        action="store_true",
+        help="flush the DUT's conntrack table before sending (lab namespace or --dut-ssh host)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress line, no table")
     p.set_defaults(func=cmd_run)
 
@@ -216,6 +221,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         dut_netns=args.dut_netns,
         dut_ssh=args.dut_ssh,
     )
+    if args.flush_dut:
+        _flush_dut(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
     out = _Outputs(args)
     try:
         result = trio.run(_run, compiled, opts, duration, thresholds, args, out)
@@ -245,6 +252,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"tgen: port(s) {', '.join(failed_ports)} failed", file=sys.stderr)
         return int(ExitCode.ENVIRONMENT)
     return 0
+
+
+def _flush_dut(netns: str | None, ssh: str | None) -> None:
+    """Empty the DUT's conntrack table so that the run's conntrack rise counts only its flows."""
+    import shlex
+    import subprocess
+
+    if netns:
+        from tgen_tui.lab.conntrack import flush
+
+        flush(netns)
+    elif ssh:
+        cp = subprocess.run(
+            [*shlex.split(ssh), "conntrack -F"], capture_output=True, text=True, timeout=15
+        )
+        if cp.returncode != 0:
+            raise EnvironmentProblem(
+                f"--flush-dut over ssh failed: {cp.stderr.strip() or cp.returncode}"
+            )
+    else:
+        raise BadInput(
+            "--flush-dut needs a DUT: dut.netns in the profile, --dut-netns or --dut-ssh"
+        )
 
 
 class _Outputs:

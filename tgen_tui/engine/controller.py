@@ -163,6 +163,13 @@ class Engine:
                 InterfaceProbe.link_state, pr.netns, pr.interface
             )
         self._acc.prime(await self._read_interfaces())
+        await self._baseline_dut()
+
+    async def _baseline_dut(self) -> None:
+        """The DUT's conntrack count before any port starts (the 'rise' is measured from it)."""
+        if self._dut is not None:
+            r = await trio.to_thread.run_sync(self._dut.read)
+            self._acc.ct_start = r.count
 
     async def _read_interfaces(self) -> dict:
         ifc = {}
@@ -314,6 +321,7 @@ class Engine:
             with contextlib.suppress(WorkerDied):
                 await h.send({"cmd": "clear"})
         self._acc.clear(await self._read_interfaces())
+        await self._baseline_dut()
         self._log("counters cleared")
 
     def requested_pps(self, stream_i: int) -> float:

@@ -204,9 +204,11 @@ class Port:
                 first_due_ns = self.t0_ns + int(
                     (st.t_base + st.dt.due_one(st.sent - st.idx_base)) * 1e9
                 )
-                # stamp with the predicted send time: now + the (smoothed) build time
+                # the builder stamps the signature after the fields are built, just before
+                # the checksums (a few µs before sendmmsg): latency can be over-estimated by
+                # those µs, never under-estimated (a predicted send time made some negative)
                 t_a = time.monotonic_ns()
-                buf, lens = st.builder.build(st.sent, n, t_a + st.build_ns)
+                buf, lens = st.builder.build(st.sent, n)
                 send_ns = time.monotonic_ns()
                 took = send_ns - t_a
                 # track near the minimum: overshooting would make latencies negative
