@@ -195,3 +195,31 @@ def test_missing_lab_is_an_environment_error(write_profile):
     assert cp.returncode == 3
     assert "tgen lab up" in cp.stderr and "Traceback" not in cp.stderr
     assert len(cp.stderr.strip().splitlines()) == 1
+
+
+def test_dut_probe_through_a_command_prefix(nat_lab, write_profile):
+    """--dut-ssh takes any command prefix that runs a shell snippet on the DUT; here
+    `ip netns exec NS sh -c` stands in for `ssh root@dut` (no sshd in CI)."""
+    streams = stream_yaml("up", "p0", rx_port="p1", pps=2000)
+    prof = write_profile(profile_yaml(nat_lab, streams, dut=False))
+    cp = _run(
+        [
+            "run",
+            str(prof),
+            "--duration",
+            "1",
+            "--quiet",
+            "--json",
+            "-",
+            "--dut-ssh",
+            f"ip netns exec {nat_lab}-dut sh -c",
+            "--flush-dut",
+        ]
+    )
+    assert cp.returncode == 0, cp.stderr
+    dut = json.loads(cp.stdout)["dut"]
+    assert dut["source"].startswith("ssh:")
+    assert dut["error"] is None
+    assert dut["conntrack_start"] == 0  # flushed through the same prefix
+    assert dut["conntrack_peak"] == 64  # the 64 source ports of the stream
+    assert dut["mem_available_bytes"] > 0
