@@ -174,18 +174,7 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
     )
 
 
-_OPTION_FIELDS = (
-    "conntrack_max",
-    "conntrack_buckets",
-    "ct_limit",
-    "udp_timeout",
-    "udp_stream_timeout",
-    "drop_percent",
-    "rate_limit_pps",
-    "tbf",
-    "filter_rules",
-    "rps_cpus",
-)
+_OPTION_FIELDS = (*labconfig.DUT_FIELDS, "rps_cpus")
 
 
 def _normalise(field: str, value):
