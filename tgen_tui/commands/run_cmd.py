@@ -35,7 +35,9 @@ examples:
   ooo>0, dup>0   out-of-order / duplicate frames
 
 Output: NDJSON and tables on stdout (NDJSON only, if --ndjson -); progress on stderr.
-Exit codes: 0 pass, 1 threshold breached, 2 bad input, 3 environment (not root, no lab).
+Exit codes: 0 pass, 1 threshold breached, 2 bad input, 3 environment (not root, no lab,
+a worker died: its port is marked failed, the other ports keep running). Ctrl-C or
+SIGTERM: the ports stop, the result is written with "partial": true, exit 130 / 143.
 Workers are pinned one per port to --cores (default: every core but the first); with
 fewer cores than ports they share, and tgen says so.
 """
