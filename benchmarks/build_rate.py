@@ -48,7 +48,10 @@ def _stream(src, dst) -> Stream:
 
 def frames_per_second(batch: int, seconds: float = 1.0, runs: int = 5) -> float:
     prog = compile_stream(
-        _stream({"min": 1024, "max": 65535, "mode": "random"}, {"min": 1, "max": 49151, "mode": "random"}),
+        _stream(
+            {"min": 1024, "max": 65535, "mode": "random"},
+            {"min": 1, "max": 49151, "mode": "random"},
+        ),
         0,
         Port(interface="x"),
         seed=1,
@@ -68,7 +71,10 @@ def frames_per_second(batch: int, seconds: float = 1.0, runs: int = 5) -> float:
 
 def stream_unique(n_src: int, n_dst: int, chunk: int = 65536) -> dict:
     prog = compile_stream(
-        _stream({"min": 1024, "max": 1024 + n_src - 1, "mode": "unique"}, {"min": 1, "max": n_dst, "mode": "unique"}),
+        _stream(
+            {"min": 1024, "max": 1024 + n_src - 1, "mode": "unique"},
+            {"min": 1, "max": n_dst, "mode": "unique"},
+        ),
         0,
         Port(interface="x"),
         seed=9693,
@@ -108,8 +114,14 @@ def main() -> int:
         "frame": "64 B IPv4/UDP, RFC 4814 random src+dst ports, 12 B signature, checksums",
         "frames_per_s": {str(bs): round(frames_per_second(bs)) for bs in (256, 1024)},
         # per-call cost at small batches: what a paced low-rate stream pays per wake-up
-        "us_per_call": {str(bs): round(1e6 * bs / frames_per_second(bs, 0.3, 3), 2) for bs in (1, 4, 64)},
-        "unique_stream": [stream_unique(400, 100), stream_unique(4000, 100), stream_unique(4000, 1000)],
+        "us_per_call": {
+            str(bs): round(1e6 * bs / frames_per_second(bs, 0.3, 3), 2) for bs in (1, 4, 64)
+        },
+        "unique_stream": [
+            stream_unique(400, 100),
+            stream_unique(4000, 100),
+            stream_unique(4000, 1000),
+        ],
         "feistel_only_4M_s": None,
     }
     perm = FeistelPermutation(4_000_000, 1)

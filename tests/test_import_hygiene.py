@@ -37,7 +37,9 @@ def test_core_never_imports_textual(module: str) -> None:
 
 
 def test_worker_is_import_light() -> None:
-    loaded = _loaded(["tgen_tui.worker.main", "tgen_tui.packets.batch", "tgen_tui.packets.schedule"])
+    loaded = _loaded(
+        ["tgen_tui.worker.main", "tgen_tui.packets.batch", "tgen_tui.packets.schedule"]
+    )
     assert "numpy" in loaded
     for heavy in ("textual", "trio", "scapy", "pydantic", "psutil", "ruamel"):
         assert heavy not in loaded, f"worker imports {heavy}"
