@@ -167,6 +167,8 @@ def summary_table(result: dict) -> str:
     if result.get("dut"):
         d = result["dut"]
         full = f", full at {d['full_at_s']:.2f} s" if d.get("full_at_s") is not None else ""
+        if d.get("conntrack_rise") is not None:
+            full = f" (+{d['conntrack_rise']:,} during the run{full})"
         lines.append(
             f"DUT conntrack peak {d['conntrack_peak']:,} of max {d['conntrack_max'] or 0:,}{full}"
         )
