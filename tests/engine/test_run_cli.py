@@ -223,3 +223,28 @@ def test_dut_probe_through_a_command_prefix(nat_lab, write_profile):
     assert dut["conntrack_start"] == 0  # flushed through the same prefix
     assert dut["conntrack_peak"] == 64  # the 64 source ports of the stream
     assert dut["mem_available_bytes"] > 0
+
+
+def test_missing_interface_is_one_line_exit_3(nat_lab, write_profile):
+    text = profile_yaml(nat_lab, stream_yaml("up", "p0", rx_port="p1")).replace(
+        "interface: p1,", "interface: p7,"
+    )
+    cp = _run(["run", str(write_profile(text)), "--duration", "1"])
+    assert cp.returncode == 3
+    lines = cp.stderr.strip().splitlines()
+    assert lines == [
+        f"tgen: error: port p1: no interface 'p7' in network namespace '{nat_lab}-tester' (it has: lo, p0, p1)"
+    ]
+
+
+def test_bursts_end_the_run_without_a_duration(nat_lab, write_profile):
+    extra = "    mode: {type: multi_burst, frames: 500, bursts: 4, gap: 100ms}\n"
+    prof = write_profile(
+        profile_yaml(nat_lab, stream_yaml("b", "p0", rx_port="p1", pps=20000, extra=extra))
+    )
+    cp = _run(["run", str(prof), "--quiet", "--json", "-"], timeout=30)
+    assert cp.returncode == 0, cp.stderr
+    r = json.loads(cp.stdout)
+    s = r["streams"]["b"]
+    assert s["tx_frames"] == 2000 and s["rx_frames"] == 2000 and s["lost"] == 0
+    assert r["partial"] is False

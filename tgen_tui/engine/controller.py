@@ -134,7 +134,20 @@ class Engine:
         elif kind == "error":
             self._log(f"worker {st.plan.id}: {ev.get('message')}")
 
+    async def _check_interfaces(self) -> None:
+        """Every port's interface must exist in its namespace: say which one is missing."""
+        ifc = await self._read_interfaces()
+        for pr in self.ports.values():
+            have = ifc.get(pr.netns, {})
+            if pr.interface not in have:
+                where = f"network namespace {pr.netns!r}" if pr.netns else "this namespace"
+                raise EnvironmentProblem(
+                    f"port {pr.name}: no interface {pr.interface!r} in {where} "
+                    f"(it has: {', '.join(sorted(have)) or 'nothing'})"
+                )
+
     async def _spawn(self) -> None:
+        await self._check_interfaces()
         for plan in self.plans:
             st = WorkerState(plan, os.path.join(self.shm_dir, f"tgen-{os.getpid()}-w{plan.id}"))
             h = WorkerHandle(st, self._on_worker_event)
@@ -149,9 +162,12 @@ class Engine:
                 )
             try:
                 await self._nursery.start(h.run, ports, self.n_streams)
-            except WorkerDied as e:
+            except (WorkerDied, BaseExceptionGroup) as e:
+                reason = e
+                while isinstance(reason, BaseExceptionGroup):
+                    reason = reason.exceptions[0]
                 raise EnvironmentProblem(
-                    f"worker for port(s) {', '.join(plan.ports)} could not start: {e}"
+                    f"worker for port(s) {', '.join(plan.ports)} could not start: {reason}"
                 ) from None
             self.workers[plan.id] = h
             self._acc.attach(plan.id, st)
