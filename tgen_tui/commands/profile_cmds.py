@@ -142,7 +142,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_pcap(args: argparse.Namespace) -> int:
     from tgen_tui.packets.compile import compile_profile
-    from tgen_tui.packets.pcap import scheduled_frames, write_pcap
+    from tgen_tui.packets.pcap import iter_scheduled_frames, write_pcap
     from tgen_tui.profiles.loader import load_profile
 
     if args.count < 1:
@@ -158,7 +158,6 @@ def cmd_pcap(args: argparse.Namespace) -> int:
                 f"--streams: unknown stream(s) {', '.join(unknown)} (have: {', '.join(compiled.all_stream_names)})"
             )
         streams = [s for s in streams if s.name in want]
-    recs = scheduled_frames(streams, args.count)
-    n = write_pcap(args.output, recs)
+    n = write_pcap(args.output, iter_scheduled_frames(streams, args.count))
     print(f"wrote {n} frames from {len(streams)} streams to {args.output}", file=sys.stderr)
     return 0

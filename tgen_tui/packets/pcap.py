@@ -8,7 +8,9 @@ of the same profile and seed is byte-identical from run to run. Nanosecond pcap
 
 from __future__ import annotations
 
+import heapq
 import struct
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,25 +23,42 @@ PCAP_NS_MAGIC = 0xA1B23C4D
 LINKTYPE_ETHERNET = 1
 
 
+def _stream_records(
+    p: StreamProgram, count: int, chunk: int = 4096
+) -> Iterator[tuple[float, int, int, bytes]]:
+    """(due, stream index, seq, frame) of one stream's first ``count`` frames, built in chunks."""
+    dt = DueTimes(p.schedule)
+    total = dt.total()
+    n = count if total is None else min(count, total)
+    b = BatchBuilder(p, max_batch=max(1, min(n, chunk)))
+    for start in range(0, n, chunk):
+        k = min(chunk, n - start)
+        due = dt.due(start, k)
+        ts = np.round(due * 1e9).astype(np.uint64)
+        frames = b.frames(start, k, ts)
+        for i in range(k):
+            yield float(due[i]), p.index, start + i, frames[i]
+
+
+def iter_scheduled_frames(
+    streams: list[StreamProgram], count: int
+) -> Iterator[tuple[float, int, bytes]]:
+    """The first ``count`` frames of each stream, merged in due-time order (memory: one chunk per stream)."""
+    merged = heapq.merge(
+        *(_stream_records(p, count) for p in streams), key=lambda r: (r[0], r[1], r[2])
+    )
+    for t, s, _, f in merged:
+        yield t, s, f
+
+
 def scheduled_frames(streams: list[StreamProgram], count: int) -> list[tuple[float, int, bytes]]:
     """(due time s, stream index, frame) for the first ``count`` frames of each stream, in due order."""
-    out: list[tuple[float, int, int, bytes]] = []
-    for p in streams:
-        dt = DueTimes(p.schedule)
-        total = dt.total()
-        n = count if total is None else min(count, total)
-        if n <= 0:
-            continue
-        due = dt.due(0, n)
-        ts = np.round(due * 1e9).astype(np.uint64)
-        frames = BatchBuilder(p, max_batch=min(n, 4096)).frames(0, n, ts)
-        out.extend((float(due[i]), p.index, i, frames[i]) for i in range(n))
-    out.sort(key=lambda r: (r[0], r[1], r[2]))
-    return [(t, s, f) for t, s, _, f in out]
+    return list(iter_scheduled_frames(streams, count))
 
 
-def write_pcap(path: str | Path, records: list[tuple[float, int, bytes]]) -> int:
+def write_pcap(path: str | Path, records: Iterable[tuple[float, int, bytes]]) -> int:
     """Write records to a nanosecond pcap file; returns the number of frames written."""
+    n = 0
     with open(path, "wb") as fh:
         fh.write(struct.pack("<IHHiIII", PCAP_NS_MAGIC, 2, 4, 0, 0, 65535, LINKTYPE_ETHERNET))
         for t, _, frame in records:
@@ -47,4 +66,5 @@ def write_pcap(path: str | Path, records: list[tuple[float, int, bytes]]) -> int
             sec, nsec = divmod(ns, 1_000_000_000)
             fh.write(struct.pack("<IIII", sec, nsec, len(frame), len(frame)))
             fh.write(frame)
-    return len(records)
+            n += 1
+    return n
