@@ -45,10 +45,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tgen_tui.packets.program import (  # noqa: E402
-    CSUM_L4,
-    FieldOp,
-    Schedule,
-    SizeProgram,
     StreamProgram,
     program_to_dict,
 )
@@ -131,35 +127,26 @@ class Pair:
 def udp64_program(
     index: int = 0, pps: float = 1e9, count: int | None = None, size: int = 60
 ) -> StreamProgram:
-    """IPv4/UDP, random ports (RFC 4814 ranges), ``size`` bytes without FCS."""
-    eth = bytes.fromhex(DST_MAC.replace(":", "")) + bytes.fromhex("020000000001") + b"\x08\x00"
-    ip = bytes([0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2])
-    tmpl = eth + ip + bytes(8) + bytes(size - 42)
+    """IPv4/UDP, random ports (RFC 4814 ranges), ``size`` bytes without FCS, via the compiler."""
+    from tgen_tui.packets.compile import compile_stream
+    from tgen_tui.profiles.models import Port, Stream
 
-    def ws(b: bytes) -> int:
-        return int(np.frombuffer(b, dtype=">u2").astype(np.uint64).sum())
-
-    return StreamProgram(
-        index=index,
-        name=f"bench{index}",
-        port="a",
-        template=tmpl,
-        l3=4,
-        l3_offset=14,
-        l4="udp",
-        l4_offset=34,
-        l4_csum_offset=40,
-        ip_csum_base=ws(ip),
-        l4_csum_base=ws(ip[12:20]) + 17,
-        l4_pseudo=True,
-        sizes=SizeProgram(mode="fixed", min=size, max=size),
-        schedule=Schedule(pps=pps, count=count),
-        fields=(
-            FieldOp("sport", 34, 2, "random", 1024, 65535, key=101, csum=CSUM_L4),
-            FieldOp("dport", 36, 2, "random", 1, 49151, key=102, csum=CSUM_L4),
-        ),
-        seed=1,
+    stream = Stream.model_validate(
+        {
+            "name": f"bench{index}",
+            "port": "a",
+            "eth": {"src": "02:00:00:00:00:01", "dst": DST_MAC},
+            "ipv4": {"src": "198.18.0.1", "dst": "198.18.0.2"},
+            "udp": {
+                "src_port": {"min": 1024, "max": 65535, "mode": "random"},
+                "dst_port": {"min": 1, "max": 49151, "mode": "random"},
+            },
+            "size": size + 4,
+            "rate": {"pps": pps},
+            "mode": {"type": "burst", "count": count} if count else "continuous",
+        }
     )
+    return compile_stream(stream, index, Port(interface="a"), seed=1)
 
 
 # ---------------------------------------------------------------------- child: raw tx loop

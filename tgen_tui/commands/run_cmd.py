@@ -359,8 +359,6 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
                 # drain the last snapshots, then stop the consumer
                 await trio.sleep(0)
                 nursery.cancel_scope.cancel()
-        if not final.final:
-            final = await eng._publish(final=True)
         out.snapshot(final)
         result = build_result(
             compiled,

@@ -24,7 +24,7 @@ import math
 import os
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import trio
 
@@ -32,7 +32,7 @@ from tgen_tui.diagnostics import BadInput, EnvironmentProblem
 from tgen_tui.engine import stats
 from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
 from tgen_tui.engine.probes import CpuProbe, DutProbe, InterfaceProbe
-from tgen_tui.engine.snapshot import DutStats, StatsSnapshot
+from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.engine.workers import WorkerDied, WorkerHandle, WorkerState, port_config
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.schedule import DueTimes
@@ -65,6 +65,7 @@ class PortRuntime:
     stopped_at: float | None = None
     active_s: float = 0.0  # accumulated sending time
     streams: list[int] = field(default_factory=list)  # program indexes sent from this port
+    tx_done: bool = False  # the worker said every stream of the port reached its count/stop
 
 
 class Engine:
@@ -131,6 +132,8 @@ class Engine:
                     pr.state = "failed"
                     pr.failure = st.exit_reason
                     self._log(f"port {pn} failed: {st.exit_reason}")
+        elif kind == "tx_done" and ev.get("port") in self.ports:
+            self.ports[ev["port"]].tx_done = True
         elif kind == "error":
             self._log(f"worker {st.plan.id}: {ev.get('message')}")
 
@@ -227,8 +230,6 @@ class Engine:
             ch.close()
         self._acc.close()
         self._ifprobe.close()
-        if self._dut:
-            self._dut.close()
         for st in self.states.values():
             with contextlib.suppress(OSError):
                 os.unlink(st.shm_path)
@@ -253,6 +254,8 @@ class Engine:
         for n in names:
             by_worker.setdefault(self.ports[n].worker, []).append(n)
         for wid, pns in by_worker.items():
+            for pn in pns:
+                self.ports[pn].tx_done = False  # before the command: its tx_done may come fast
             try:
                 await self.workers[wid].send({"cmd": "start", "ports": pns, "t0_ns": now_ns})
             except WorkerDied as e:
@@ -345,26 +348,13 @@ class Engine:
 
     def finite_total(self) -> int | None:
         """Frames all streams will send in total, or None if any runs until stopped."""
-        tot = 0
-        for p in self.programs:
-            n = DueTimes(p.schedule).total()
-            if n is None:
-                return None
-            tot += n
-        return tot
+        totals = [DueTimes(p.schedule).total() for p in self.programs]
+        return None if None in totals else sum(totals)
 
     def ports_done_sending(self) -> bool:
-        """True when every stream with a finite total has sent it (bursts, counts, stop times)."""
-        snap = self.latest
-        if snap is None:
-            return False
-        for i, p in enumerate(self.programs):
-            n = DueTimes(p.schedule).total()
-            if n is None:
-                return False
-            if self._acc.tx_frames(i) < n:
-                return False
-        return True
+        """True when every sending port's worker reported ``tx_done`` (bursts, counts, stop times)."""
+        sending = [pr for pr in self.ports.values() if pr.streams]
+        return bool(sending) and all(pr.tx_done for pr in sending)
 
     # ------------------------------------------------------------------ sampling
     def snapshots(self, buffer: int = 1000) -> trio.MemoryReceiveChannel:
@@ -404,9 +394,6 @@ class Engine:
     def dut_source(self) -> str:
         return self._dut.source if self._dut else "none"
 
-    def dut_stats(self) -> DutStats | None:
-        return self.latest.dut if self.latest else None
-
 
 @contextlib.asynccontextmanager
 async def open_engine(
@@ -426,4 +413,4 @@ async def open_engine(
             nursery.cancel_scope.cancel()
 
 
-__all__ = ["Engine", "EngineOptions", "open_engine", "WorkerPlan", "replace"]
+__all__ = ["Engine", "EngineOptions", "WorkerPlan", "open_engine"]

@@ -135,7 +135,6 @@ class DutProbe:
     def __init__(self, netns: str | None = None, ssh: str | None = None) -> None:
         self.netns = netns
         self.ssh = ssh
-        self._count_fd: int | None = None
         self._max: int | None = None
 
     @property
@@ -150,27 +149,20 @@ class DutProbe:
         return DutReading(None, None, None, "no DUT probe configured")
 
     def _read_netns(self) -> DutReading:
+        from tgen_tui.diagnostics import EnvironmentProblem
+        from tgen_tui.lab.conntrack import conntrack_count  # cached fd, re-opened if the ns changes
+
         try:
-            if self._count_fd is None:
-                self._count_fd = _open_in_netns(self.netns, CT_COUNT)
-                mfd = _open_in_netns(self.netns, CT_MAX)
-                self._max = int(os.pread(mfd, 32, 0))
-                os.close(mfd)
-            count = int(os.pread(self._count_fd, 32, 0))
-        except (OSError, ValueError) as e:
-            self.close()
+            if self._max is None:
+                fd = _open_in_netns(self.netns, CT_MAX)
+                try:
+                    self._max = int(os.pread(fd, 32, 0))
+                finally:
+                    os.close(fd)
+            count = conntrack_count(self.netns)
+        except (OSError, ValueError, EnvironmentProblem) as e:
             return DutReading(None, None, None, f"conntrack probe of netns {self.netns}: {e}")
         return DutReading(count, self._max, psutil.virtual_memory().available)
-
-    def refresh_max(self) -> None:
-        """Re-read nf_conntrack_max (it can change between trials)."""
-        if self.netns:
-            try:
-                mfd = _open_in_netns(self.netns, CT_MAX)
-                self._max = int(os.pread(mfd, 32, 0))
-                os.close(mfd)
-            except (OSError, ValueError):
-                pass
 
     def _read_ssh(self) -> DutReading:
         remote = f"cat {CT_COUNT} {CT_MAX}; grep MemAvailable /proc/meminfo"
@@ -182,11 +174,3 @@ class DutProbe:
             return DutReading(int(lines[0]), int(lines[1]), int(lines[2].split()[1]) * 1024)
         except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
             return DutReading(None, None, None, f"ssh probe failed: {e}")
-
-    def close(self) -> None:
-        if self._count_fd is not None:
-            try:
-                os.close(self._count_fd)
-            except OSError:
-                pass
-            self._count_fd = None

@@ -24,10 +24,11 @@ from tgen_tui.engine.snapshot import (
 )
 from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.worker import counters as C
+from tgen_tui.worker.rxstats import hist_percentile_ns
 
 if TYPE_CHECKING:
     from tgen_tui.engine.controller import Engine
-    from tgen_tui.engine.probes import DutReading, IfCounters
+    from tgen_tui.engine.probes import DutReading
     from tgen_tui.engine.workers import WorkerState
 
 # counters that are monotonic (subtract baselines); everything else is a gauge
@@ -60,33 +61,14 @@ _RX_MONO = [
 ]
 
 
-def hist_edges_ns() -> np.ndarray:
-    """Lower edges (ns) of the latency histogram buckets, plus the final upper edge."""
-    lin = np.arange(C.HIST_SUB, dtype=np.float64) * (1 << C.HIST_LINEAR_SHIFT)
-    logs = []
-    for e in range(C.HIST_MIN_EXP, C.HIST_MAX_EXP + 1):
-        base = float(1 << e)
-        logs.extend(base + base * np.arange(C.HIST_SUB) / C.HIST_SUB)
-    return np.concatenate([lin, np.array(logs), [float(1 << (C.HIST_MAX_EXP + 1))]])
-
-
-_EDGES = hist_edges_ns()
-
-
 def percentile_from_hist(
     hist: np.ndarray, q: float, lo: float | None = None, hi: float | None = None
 ) -> float | None:
-    """The q-quantile (0..1) from bucket counts, interpolated inside the bucket, clamped to [lo, hi]."""
-    n = int(hist.sum())
-    if n == 0:
+    """The q-quantile from the worker's histogram (upper bucket edge, nearest rank as in
+    METHODOLOGY), clamped to the exact min and max the worker also recorded."""
+    v = hist_percentile_ns(hist, q)
+    if v is None:
         return None
-    rank = max(1, int(np.ceil(q * n)))  # sorted[ceil(q*n) - 1], as in METHODOLOGY
-    cum = np.cumsum(hist)
-    b = int(np.searchsorted(cum, rank))
-    before = int(cum[b - 1]) if b > 0 else 0
-    inside = int(hist[b])
-    frac = (rank - before) / inside if inside else 0.0
-    v = _EDGES[b] + frac * (_EDGES[b + 1] - _EDGES[b])
     if lo is not None:
         v = max(v, lo)
     if hi is not None:
@@ -127,7 +109,6 @@ class Accumulator:
         self.ct_start: int | None = None
         self.full_at: float | None = None
         self.cpu_acc: dict[int, list[float]] = {}  # worker -> [n, core sum, proc sum]
-        self._if_last: dict[str, IfCounters] = {}
 
     def attach(self, wid: int, st: WorkerState) -> None:
         view = C.CounterView.open(st.shm_path)
@@ -173,13 +154,6 @@ class Accumulator:
         for w in self.w.values():
             w.view.close()
 
-    def tx_frames(self, i: int) -> int:
-        for w in self.w.values():
-            if i in w.tx_rows:
-                r = w.tx_rows[i]
-                return int(w.view.tx[r, C.T_TX_FRAMES]) - int(self._tx_base(w)[r, C.T_TX_FRAMES])
-        return 0
-
     # ------------------------------------------------------------------ views with baselines
     @staticmethod
     def _split(w: _Worker, arr: np.ndarray):
@@ -195,9 +169,6 @@ class Accumulator:
             v.n_rx, v.n_streams, C.RX_STRIDE
         )
         return ports, tx, rx
-
-    def _tx_base(self, w: _Worker) -> np.ndarray:
-        return self._split(w, w.base)[1]
 
     # ------------------------------------------------------------------ sample
     def sample(

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from tgen_tui.packets.prng import FeistelPermutation, hash_index, splitmix64, uniform_int
+from tgen_tui.packets.prng import FeistelPermutation, splitmix64, uniform_int
 from tgen_tui.packets.program import (
     CSUM_IP,
     CSUM_L4,
@@ -102,7 +102,8 @@ class BatchBuilder:
         self._rand_keys = np.array([[program.fields[i].key] for i in narrow], dtype=np.uint64)
         self._rand_spans = np.array([[program.fields[i].span] for i in narrow], dtype=np.uint64)
         self._rand_mins = np.array([[program.fields[i].min] for i in narrow], dtype=np.uint64)
-        self._fast = self._fixed_size and self._setup_fixed()
+        if self._fixed_size:
+            self._setup_fixed()
 
     # ------------------------------------------------------------------ helpers
     def _view(self, n: int, offset: int, width: int) -> np.ndarray:
@@ -203,7 +204,7 @@ class BatchBuilder:
         return out  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ fixed-size fast path
-    def _setup_fixed(self) -> bool:
+    def _setup_fixed(self) -> None:
         """Precompute everything constant for a fixed frame size.
 
         Lengths, magic and stream index go into the row template once. The checksums are
@@ -295,7 +296,6 @@ class BatchBuilder:
             offset=sig_off + 8,
             strides=(self.stride,),
         )
-        return True
 
     def _build_fixed(self, start: int, n: int, ts_ns) -> tuple[np.ndarray, np.ndarray]:
         p = self.p
@@ -333,15 +333,15 @@ class BatchBuilder:
         """
         if n > self.max_batch:
             raise ValueError(f"batch of {n} exceeds max_batch {self.max_batch}")
-        if self._fast:
+        if self._fixed_size:
             return self._build_fixed(start, n, ts_ns)
+        # variable sizes: rows are rewritten from the template (stale signatures move)
         p = self.p
         buf = self._buf[:n]
         idx = np.arange(start, start + n, dtype=np.uint64)
         lens = self._lengths[:n]
         lens[:] = self.lengths(idx)
-        if not self._fixed_size:
-            buf[:, : self.max_len] = self._template
+        buf[:, : self.max_len] = self._template
 
         ip_sum = np.full(n, p.ip_csum_base, dtype=np.uint64)
         l4_sum = np.full(n, p.l4_csum_base, dtype=np.uint64)
@@ -387,20 +387,9 @@ class BatchBuilder:
         )
         ssum = fold16(ssum)
         sig_off = lens - SIG_LEN
-        if self._fixed_size:
-            np.ndarray(
-                (n,),
-                dtype=_SIG_DTYPE,
-                buffer=self._buf,
-                offset=int(sig_off[0]),
-                strides=(self.stride,),
-            )[:] = sig
-        else:
-            flat = self._buf.reshape(-1)
-            pos = (np.arange(n, dtype=np.int64) * self.stride + sig_off)[:, None] + np.arange(
-                SIG_LEN
-            )
-            flat[pos] = sig.view(np.uint8).reshape(n, SIG_LEN)
+        flat = self._buf.reshape(-1)
+        pos = (np.arange(n, dtype=np.int64) * self.stride + sig_off)[:, None] + np.arange(SIG_LEN)
+        flat[pos] = sig.view(np.uint8).reshape(n, SIG_LEN)
         odd = ((sig_off - p.l4_offset) & 1).astype(bool)
         l4_sum += np.where(odd, ssum, _bswap16(ssum))
 
@@ -425,12 +414,3 @@ class BatchBuilder:
             out.extend(bytes(buf[i, : lens[i]]) for i in range(k))
             done += k
         return out
-
-
-def flow_hash(program: StreamProgram, idx: np.ndarray) -> np.ndarray:
-    """A stable per-frame flow identifier (hash of all varying field values), for tests/tools."""
-    b = BatchBuilder(program, max_batch=max(1, len(idx)))
-    h = np.zeros(len(idx), dtype=np.uint64)
-    for i, v in enumerate(b.field_values(np.asarray(idx, dtype=np.uint64))):
-        h ^= hash_index(i + 1, v)
-    return h

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scapy.layers.inet import ICMP as SICMP
 from scapy.layers.inet import IP, TCP, UDP
@@ -24,7 +24,6 @@ from tgen_tui.packets.prng import mix_key
 from tgen_tui.packets.program import (
     CSUM_BOTH,
     CSUM_L4,
-    CSUM_NONE,
     FCS_LEN,
     FIXED,
     UNIQUE,
@@ -340,16 +339,7 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
 
 
 def _replace_pps(p: StreamProgram, pps: float) -> StreamProgram:
-    from dataclasses import replace
-
     return replace(p, schedule=replace(p.schedule, pps=pps))
 
 
-__all__ = [
-    "CSUM_NONE",
-    "CompiledProfile",
-    "PortSpec",
-    "compile_profile",
-    "compile_stream",
-    "profile_hash",
-]
+__all__ = ["CompiledProfile", "PortSpec", "compile_profile", "compile_stream", "profile_hash"]

@@ -51,11 +51,6 @@ def iter_scheduled_frames(
         yield t, s, f
 
 
-def scheduled_frames(streams: list[StreamProgram], count: int) -> list[tuple[float, int, bytes]]:
-    """(due time s, stream index, frame) for the first ``count`` frames of each stream, in due order."""
-    return list(iter_scheduled_frames(streams, count))
-
-
 def write_pcap(path: str | Path, records: Iterable[tuple[float, int, bytes]]) -> int:
     """Write records to a nanosecond pcap file; returns the number of frames written."""
     n = 0

@@ -71,14 +71,9 @@ class TxStream:
         self.schedule = prog.schedule
         self.paused = False
         self.due_base = 0
-        self.build_ns = 0  # low estimate of the builder's time per batch (tx timestamp)
         self.reset()
-        # warm up (first numpy calls are slow) and learn the build time
-        self.build_ns = 1 << 40
-        for k in (1, 1, 1, min(64, max_batch)):
-            t = time.monotonic_ns()
-            self.builder.build(0, k, t)
-            self.build_ns = min(self.build_ns, time.monotonic_ns() - t)
+        for k in (1, min(64, max_batch)):  # warm up: the first numpy calls are slow
+            self.builder.build(0, k)
 
     def reset(self) -> None:
         self.dt = DueTimes(self.schedule)
@@ -207,14 +202,8 @@ class Port:
                 # the builder stamps the signature after the fields are built, just before
                 # the checksums (a few µs before sendmmsg): latency can be over-estimated by
                 # those µs, never under-estimated (a predicted send time made some negative)
-                t_a = time.monotonic_ns()
                 buf, lens = st.builder.build(st.sent, n)
                 send_ns = time.monotonic_ns()
-                took = send_ns - t_a
-                # track near the minimum: overshooting would make latencies negative
-                st.build_ns = (
-                    took if took < st.build_ns else st.build_ns + ((took - st.build_ns) >> 6)
-                )
                 try:
                     m = self.tx.send(buf, lens)
                 finally:
