@@ -57,6 +57,9 @@ class PortStats:
     if_rx_dropped: int = 0
     if_tx_pps: float = 0.0
     if_rx_pps: float = 0.0
+    speed_bps: float = 0.0  # the port's configured line rate (profile ``speed``)
+    backlog: int = 0  # frames due but not yet sent (the sender is behind by this many)
+    late_max_ns: int = 0  # worst lateness of a batch's first frame against its due time
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,9 @@ class StreamStats:
     duplicates: int = 0
     latency_ns: Latency = field(default_factory=Latency)
     vlan_tci: int | None = None  # last outer VLAN TCI seen on receive
+    due_frames: int = 0  # frames due by the schedule so far (since the last clear)
+    achieved_pps: float = 0.0  # requested × sent / due: what the sender kept up with
+    paused: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,9 @@ class WorkerStats:
     core_cpu_mean: float = 0.0  # means over the samples taken while its ports were running
     proc_cpu_mean: float = 0.0
     exit_reason: str | None = None
+    heartbeat_age_s: float | None = None  # since the worker's loop last turned
+    busy_pct: float = 0.0  # share of wall time the worker spent building/sending/receiving
+    tx_path: str | None = None  # sendmmsg | tx_ring
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,7 @@ class DutStats:
     full_at_s: float | None = None  # seconds since start when count first reached max
     mem_available_bytes: int | None = None
     error: str | None = None
+    settings: tuple[tuple[str, str], ...] = ()  # e.g. (("conntrack_buckets", "65536"), ...)
 
     @property
     def fill_pct(self) -> float | None:
