@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
 from tgen_tui.profiles.units import parse_duration
+from tgen_tui.results.record import add_store_options, record_from_args
 
 RUN_EPILOG = """\
 examples:
@@ -94,6 +95,7 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
         help="flush the DUT's conntrack table before sending (lab namespace or --dut-ssh host)",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress line, no table")
+    add_store_options(p)
     p.set_defaults(func=cmd_run)
 
 
@@ -238,6 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             sys.stdout.write(text)
         else:
             Path(args.json).write_text(text)
+    record_from_args(args, result)  # prints "stored as run N in DB" on stderr unless --quiet
     if not args.quiet:
         table = summary_table(result)
         print(table, file=sys.stderr if (args.ndjson == "-" or args.json == "-") else sys.stdout)

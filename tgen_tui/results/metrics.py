@@ -1,0 +1,207 @@
+"""The metric catalogue and the extraction of metrics from a result document.
+
+A result (``tgen run --json``, see :mod:`tgen_tui.engine.result`) becomes rows of
+``(scope, name, metric, value)``: scope ``run`` (name ``""``) holds the headline figures
+that ``trend`` and ``check`` use, scopes ``port`` and ``stream`` hold the same figures per
+port and per stream. A verb may add its own headline figures in ``result["metrics"]``
+(a flat ``{name: number}``), e.g. ``{"throughput_fps": 81234.0}``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tgen_tui import fmt
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric: what it means, its unit and which way is better."""
+
+    name: str
+    label: str  # the words used in sentences: "rx pps", "latency p99"
+    unit: str  # pps, %, ns, frames, entries, s
+    better: str | None  # "higher", "lower" or None (informational: never a regression)
+    help: str
+
+    def fmt(self, v: float | None) -> str:
+        return format_value(self.unit, v)
+
+
+CATALOGUE: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric("rx_pps", "rx pps", "pps", "higher", "frames received per second (sum over ports)"),
+        Metric("tx_pps", "tx pps", "pps", "higher", "frames sent per second (sum over ports)"),
+        Metric("loss_pct", "loss", "%", "lower", "lost frames as % of sent (all streams)"),
+        Metric(
+            "achieved_pct",
+            "achieved rate",
+            "%",
+            "higher",
+            "achieved send rate as % of requested (worst port)",
+        ),
+        Metric("p50_ns", "latency p50", "ns", "lower", "median latency, worst stream"),
+        Metric("p99_ns", "latency p99", "ns", "lower", "99th percentile latency, worst stream"),
+        Metric(
+            "p999_ns", "latency p99.9", "ns", "lower", "99.9th percentile latency, worst stream"
+        ),
+        Metric("avg_ns", "latency avg", "ns", "lower", "mean latency, worst stream"),
+        Metric("max_ns", "latency max", "ns", "lower", "maximum latency, worst stream"),
+        Metric("jitter_ns", "jitter", "ns", "lower", "RFC 3550 jitter, worst stream"),
+        Metric("tx_frames", "tx frames", "frames", None, "frames sent"),
+        Metric("rx_frames", "rx frames", "frames", None, "frames received"),
+        Metric("lost", "lost frames", "frames", "lower", "frames sent but never received"),
+        Metric("ooo", "out-of-order frames", "frames", "lower", "frames received out of order"),
+        Metric("dup", "duplicate frames", "frames", "lower", "frames received twice"),
+        Metric("conntrack_peak", "conntrack peak", "entries", None, "DUT conntrack peak count"),
+        Metric("conntrack_rise", "conntrack rise", "entries", None, "conntrack rise in the run"),
+        Metric("duration_s", "duration", "s", None, "how long the run sent"),
+    )
+}
+
+# The headline metrics that ``check`` examines by default (every one with a direction).
+CHECKED = [m.name for m in CATALOGUE.values() if m.better is not None]
+
+
+def metric(name: str) -> Metric:
+    """The catalogue entry, or a generic one for a verb's own metric (higher is better)."""
+    if name in CATALOGUE:
+        return CATALOGUE[name]
+    unit = "pps" if name.endswith(("_pps", "_fps")) else "ns" if name.endswith("_ns") else ""
+    if name.endswith("_pct"):
+        unit = "%"
+    return Metric(name, name.replace("_", " "), unit, None, "recorded by the verb")
+
+
+def format_value(unit: str, v: float | None) -> str:
+    """A value with its unit, through the shared formatter."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return fmt.DASH
+    if unit == "pps":
+        return fmt.pps(v)
+    if unit == "%":
+        return fmt.pct(v, 3)
+    if unit == "ns":
+        return fmt.ns(v)
+    if unit in ("frames", "entries"):
+        return fmt.count(v)
+    if unit == "s":
+        return fmt.seconds(v)
+    return f"{v:.6g}"
+
+
+def catalogue_help() -> str:
+    """The metric list for ``--help``."""
+    lines = []
+    for m in CATALOGUE.values():
+        lines.append(f"  {m.name:<15}{m.help} ({m.unit})")
+    return "\n".join(lines)
+
+
+def _num(v) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int | float) and math.isfinite(float(v)):
+        return float(v)
+    return None
+
+
+def _worst(values: list[float | None]) -> float | None:
+    vals = [v for v in values if v is not None]
+    return max(vals) if vals else None
+
+
+def extract(result: dict) -> list[tuple[str, str, str, float]]:
+    """Every metric of a result document as ``(scope, name, metric, value)`` rows."""
+    rows: list[tuple[str, str, str, float]] = []
+    dur = _num(result.get("duration_s")) or 0.0
+    ports = result.get("ports") or {}
+    streams = result.get("streams") or {}
+    run: dict[str, float | None] = {}
+
+    for pname, p in ports.items():
+        if not isinstance(p, dict):
+            continue
+        vals = {
+            "tx_pps": _num(p.get("tx_pps_mean")),
+            "rx_pps": _num(p.get("rx_pps_mean")),
+            "tx_frames": _num(p.get("tx_frames")),
+            "rx_frames": _num(p.get("rx_frames")),
+            "achieved_pct": _num(p.get("achieved_pct")),
+            "requested_pps": _num(p.get("requested_pps")),
+            "rx_drops": _num(p.get("rx_drops")),
+            "tx_errors": _num(p.get("tx_errors")),
+            "if_rx_dropped": _num(p.get("if_rx_dropped")),
+        }
+        rows += [("port", pname, k, v) for k, v in vals.items() if v is not None]
+    lat_by_stream: dict[str, dict[str, float | None]] = {}
+    for sname, s in streams.items():
+        if not isinstance(s, dict):
+            continue
+        lat = s.get("latency_ns") or {}
+        tx, rx = _num(s.get("tx_frames")), _num(s.get("rx_frames"))
+        vals = {
+            "tx_frames": tx,
+            "rx_frames": rx,
+            "tx_pps": tx / dur if tx is not None and dur > 0 else None,
+            "rx_pps": rx / dur if rx is not None and dur > 0 else None,
+            "lost": _num(s.get("lost")),
+            "loss_pct": _num(s.get("loss_pct")),
+            "ooo": _num(s.get("out_of_order")),
+            "dup": _num(s.get("duplicates")),
+        }
+        lats = {f"{k}_ns": _num(lat.get(k)) for k in ("min", "avg", "p50", "p99", "p999", "max")}
+        lats["jitter_ns"] = _num(lat.get("jitter"))
+        lat_by_stream[sname] = lats
+        vals.update(lats)
+        rows += [("stream", sname, k, v) for k, v in vals.items() if v is not None]
+
+    if ports:
+        pv = [p for p in ports.values() if isinstance(p, dict)]
+        run["tx_pps"] = sum(_num(p.get("tx_pps_mean")) or 0.0 for p in pv)
+        run["rx_pps"] = sum(_num(p.get("rx_pps_mean")) or 0.0 for p in pv)
+        run["tx_frames"] = sum(_num(p.get("tx_frames")) or 0.0 for p in pv)
+        run["rx_frames"] = sum(_num(p.get("rx_frames")) or 0.0 for p in pv)
+        ach = [_num(p.get("achieved_pct")) for p in pv]
+        ach_vals = [a for a in ach if a is not None]
+        run["achieved_pct"] = min(ach_vals) if ach_vals else None
+    if streams:
+        sv = [s for s in streams.values() if isinstance(s, dict)]
+        tx = sum(_num(s.get("tx_frames")) or 0.0 for s in sv)
+        lost = sum(_num(s.get("lost")) or 0.0 for s in sv)
+        run["lost"] = lost
+        run["loss_pct"] = 100.0 * lost / tx if tx > 0 else None
+        run["ooo"] = sum(_num(s.get("out_of_order")) or 0.0 for s in sv)
+        run["dup"] = sum(_num(s.get("duplicates")) or 0.0 for s in sv)
+        for k in ("p50_ns", "p99_ns", "p999_ns", "avg_ns", "max_ns", "jitter_ns"):
+            run[k] = _worst([v.get(k) for v in lat_by_stream.values()])
+    dut = result.get("dut") or {}
+    if isinstance(dut, dict):
+        run["conntrack_peak"] = _num(dut.get("conntrack_peak"))
+        run["conntrack_rise"] = _num(dut.get("conntrack_rise"))
+    if dur > 0:
+        run["duration_s"] = dur
+    for k, v in (result.get("metrics") or {}).items():
+        run[str(k)] = _num(v)
+    rows += [("run", "", k, v) for k, v in run.items() if v is not None]
+    return rows
+
+
+def trial_samples(trials: list[dict], name: str) -> list[float]:
+    """The values of metric ``name`` in the trials that are repeats of one measurement.
+
+    A trial counts as a repeat when it carries ``"repeat"`` (its index); its metric values
+    are either top-level numbers or under ``"metrics"``. Other trials (binary-search steps)
+    are kept raw but give no spread.
+    """
+    out = []
+    for t in trials:
+        if not isinstance(t, dict) or "repeat" not in t:
+            continue
+        src = t.get("metrics") if isinstance(t.get("metrics"), dict) else t
+        v = _num(src.get(name))
+        if v is not None:
+            out.append(v)
+    return out

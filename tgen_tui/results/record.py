@@ -1,0 +1,215 @@
+"""Recording a run in the results store: the one entry point for every verb.
+
+``tgen run``, the console and the methodology verbs call :func:`record_run` (or
+:func:`record_from_args` with their parsed options) once they have a result document.
+Storing never makes a run fail: a database that cannot be written costs one warning line
+on stderr and the run keeps its exit code.
+
+Contract for callers:
+  result  the result document (``tgen run --json`` shape; see tgen_tui.engine.result).
+          Optional extras: ``result["metrics"]`` = {name: number} headline figures of the
+          verb (e.g. throughput_fps), ``result["started_at"]`` = ISO 8601 start time.
+  params  the test parameters (JSON-serialisable); default: none.
+  trials  the raw trials, each a JSON-serialisable dict. A trial with a ``"repeat"`` key
+          (its index) is a repeat of the same measurement: its numeric values, top-level
+          or under ``"metrics"``, give the spread that ``compare`` and ``check`` use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import sys
+from pathlib import Path
+
+from tgen_tui.results import metrics as M
+from tgen_tui.results import store
+
+UNKNOWN = "unknown"
+_NOT_PARAMS = {"func", "db", "no_store", "dut", "build", "verb", "quiet", "json", "ndjson"}
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    """--db, --no-store, --dut and --build, for every verb that produces a result."""
+    g = parser.add_argument_group(
+        "results store",
+        "every run is recorded in a SQLite database (see: tgen results --help)",
+    )
+    g.add_argument(
+        "--db",
+        metavar="FILE",
+        help="results database (default: $TGEN_DB, else $XDG_DATA_HOME/tgen/results.db, "
+        "else ~/.local/share/tgen/results.db)",
+    )
+    g.add_argument("--no-store", action="store_true", help="do not record this run")
+    g.add_argument(
+        "--dut",
+        metavar="NAME",
+        help="DUT label the run is filed under (default: the lab DUT's kernel release, "
+        "else 'unknown')",
+    )
+    g.add_argument(
+        "--build",
+        metavar="ID",
+        help="DUT build or release, e.g. b2 or v2.3 (default: the lab DUT's kernel "
+        "version string, else 'unknown')",
+    )
+
+
+def lab_dut(result: dict) -> bool:
+    """True when the result's DUT probe read a tgen lab DUT namespace on this machine."""
+    d = result.get("dut") or {}
+    src = d.get("source") or "" if isinstance(d, dict) else ""
+    return src.startswith("netns:") and src.endswith("-dut")
+
+
+def dut_defaults(result: dict) -> tuple[str, str, str]:
+    """(dut, build, source): the lab DUT shares this kernel, so uname names it; else unknown."""
+    if lab_dut(result):
+        u = os.uname()
+        return u.release, u.version, "lab"
+    return UNKNOWN, UNKNOWN, UNKNOWN
+
+
+def _started_at(result: dict) -> str:
+    s = result.get("started_at")
+    if isinstance(s, str) and s:
+        return s
+    dur = M._num(result.get("duration_s")) or 0.0
+    t = _dt.datetime.now(_dt.UTC) - _dt.timedelta(seconds=dur)
+    return t.isoformat(timespec="seconds")
+
+
+def _profile_text(path: str | None) -> str | None:
+    if not path:
+        return None
+    try:
+        p = Path(path)
+        if p.is_file() and p.stat().st_size <= 1_000_000:
+            return p.read_text(errors="replace")
+    except OSError:
+        return None
+    return None
+
+
+def build_record(
+    result: dict,
+    *,
+    dut: str | None,
+    build: str | None,
+    test: str,
+    params: dict | None,
+) -> store.RunRecord:
+    """The ``runs`` row for a result, with the DUT label and build filled in."""
+    d_dut, d_build, d_src = dut_defaults(result)
+    source = "option" if dut else d_src
+    env = result.get("environment") or {}
+    seed = result.get("seed")
+    passed = result.get("passed")
+    return store.RunRecord(
+        started_at=_started_at(result),
+        test=test,
+        tester=env.get("tester") if isinstance(env, dict) else None,
+        dut=dut or d_dut,
+        build=build or d_build,
+        dut_source=source,
+        profile=result.get("profile"),
+        profile_path=result.get("profile_path"),
+        profile_hash=result.get("profile_hash"),
+        profile_text=_profile_text(result.get("profile_path")),
+        seed=seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+        duration_s=M._num(result.get("duration_s")),
+        partial=bool(result.get("partial")),
+        passed=None if passed is None else bool(passed),
+        params=params or {},
+        result=result,
+    )
+
+
+def record_run(
+    result: dict,
+    *,
+    db: str | None = None,
+    dut: str | None = None,
+    build: str | None = None,
+    test: str = "run",
+    params: dict | None = None,
+    trials: list[dict] | None = None,
+    no_store: bool = False,
+) -> int | None:
+    """Store one result atomically; return its run id, or None (not stored; warned on stderr)."""
+    if no_store:
+        return None
+    path = store.resolve(db)
+    try:
+        rec = build_record(result, dut=dut, build=build, test=test, params=params)
+        rows = M.extract(result)
+        conn = store.connect(path)
+        try:
+            return store.insert_run(conn, rec, rows, trials or [])
+        finally:
+            conn.close()
+    except store.StoreError as e:
+        _warn(f"result not stored: {e}")
+    except Exception as e:  # noqa: BLE001 - storing must never lose the run's exit code
+        _warn(f"result not stored in {path}: {type(e).__name__}: {e}")
+    return None
+
+
+def _warn(msg: str) -> None:
+    print(f"tgen: warning: {msg}", file=sys.stderr)
+
+
+def _params_from_args(args: argparse.Namespace) -> dict:
+    out = {}
+    for k, v in vars(args).items():
+        if k in _NOT_PARAMS or callable(v):
+            continue
+        out[k] = v if isinstance(v, str | int | float | bool | list | type(None)) else str(v)
+    return out
+
+
+def record_from_args(
+    args: argparse.Namespace, result: dict, *, test: str = "run", params=None, trials=None
+) -> int | None:
+    """:func:`record_run` with the store options of ``args``; says where it stored unless --quiet.
+
+    ``params`` defaults to the verb's own options (every parsed option but the store and
+    output ones).
+    """
+    if getattr(args, "no_store", False):
+        return None
+    dut, build = getattr(args, "dut", None), getattr(args, "build", None)
+    db = getattr(args, "db", None)
+    rid = record_run(
+        result,
+        db=db,
+        dut=dut,
+        build=build,
+        test=test,
+        params=params if params is not None else _params_from_args(args),
+        trials=trials,
+    )
+    if rid is not None and not getattr(args, "quiet", False):
+        print(stored_line(rid, db, result, dut=dut, build=build), file=sys.stderr)
+    return rid
+
+
+def stored_line(
+    run_id: int, db: str | None, result: dict, *, dut: str | None, build: str | None
+) -> str:
+    """'stored as run 7 in /root/.local/share/tgen/results.db' (+ how the DUT was labelled)."""
+    line = f"stored as run {run_id} in {store.resolve(db)}"
+    d_dut, d_build, src = dut_defaults(result)
+    missing = [o for o, v in (("--dut", dut), ("--build", build)) if not v]
+    if missing and src == UNKNOWN:
+        line += f" (DUT {UNKNOWN}: give {' and '.join(missing)} to file it under a DUT and build)"
+    elif missing:
+        got = []
+        if not dut:
+            got.append(f"DUT {d_dut}")
+        if not build:
+            got.append(f"build {d_build!r}")
+        line += f" ({' and '.join(got)} from the lab kernel)"
+    return line
