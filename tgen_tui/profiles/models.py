@@ -372,16 +372,32 @@ def _rate_tag(v: Any) -> str:
     return {PpsRate: "pps", BitRateSpec: "bps", PercentRate: "percent"}.get(type(v), "pps")
 
 
+_LAYER_SUFFIX = re.compile(r"^(.*?)\s*[@/ ]\s*(L[12])$", re.IGNORECASE)
+
+
 def _rate_scalar(v: Any) -> Any:
+    """Rates as written by hand: ``5Mpps``, ``100Mbit``, ``100 Mbit/s L2``, ``1G@L1``, ``50%``."""
     if isinstance(v, str):
         s = v.strip()
+        layer = None
+        m = _LAYER_SUFFIX.match(s)
+        if m:
+            s, layer = m.group(1).strip(), m.group(2).upper()
         if s.endswith("%"):
-            return {"percent": s[:-1]}
-        if s.endswith(("pps", "fps")):
-            return {"pps": s[:-3]}
-        if s.endswith(("bit/s", "bps", "b/s")):
-            return {"bps": s}
-        raise ValueError(f"ambiguous rate {v!r}: write e.g. 5Mpps, 100Mbit/s or 50%")
+            out: dict[str, Any] = {"percent": s[:-1]}
+        elif s.endswith(("pps", "fps")):
+            out = {"pps": s[:-3]}
+        elif s.endswith(("bit/s", "bps", "b/s", "bit")):
+            out = {"bps": s}
+        else:
+            raise ValueError(
+                f"ambiguous rate {v!r}: write e.g. 5Mpps, 100Mbit/s, 100Mbit L2 or 50%"
+            )
+        if layer is not None:
+            if "bps" not in out:
+                raise ValueError(f"{v!r}: L1/L2 applies to bit rates only (e.g. 100Mbit L2)")
+            out["layer"] = layer
+        return out
     if isinstance(v, int | float) and not isinstance(v, bool):
         return {"pps": v}
     return v
@@ -394,6 +410,20 @@ Rate = Annotated[
     Discriminator(_rate_tag),
     BeforeValidator(_rate_scalar),
 ]
+
+
+def parse_rate(value: object) -> PpsRate | BitRateSpec | PercentRate:
+    """A rate as the profiles write it (``25kpps``, ``100Mbit L2``, ``10%``, or a number of
+    frames/s), parsed by the same model; ValueError with the model's message otherwise."""
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(Rate).validate_python(value)
+    except ValidationError as e:
+        msgs = "; ".join(
+            str(err.get("msg", "")).removeprefix("Value error, ") for err in e.errors()
+        )
+        raise ValueError(f"rate {value!r}: {msgs}") from None
 
 
 def rate_to_pps(
@@ -614,6 +644,10 @@ class Port(Strict):
     )
     rate: Rate | None = Field(
         None, description="Port total: scale the streams' rates so they sum to this"
+    )
+    tx_path: Literal["auto", "sendmmsg", "tx_ring"] = Field(
+        "auto",
+        description="Send path: auto (what tgen calibrate measured fastest here, else sendmmsg), sendmmsg or tx_ring",
     )
 
 
