@@ -160,7 +160,11 @@ class Engine:
                 spec = self.compiled.ports[pn]
                 ports.append(
                     port_config(
-                        pn, spec.interface, spec.netns, [s for s in self.programs if s.port == pn]
+                        pn,
+                        spec.interface,
+                        spec.netns,
+                        [s for s in self.programs if s.port == pn],
+                        tx_path=spec.tx_path,
                     )
                 )
             try:

@@ -202,13 +202,27 @@ class WorkerHandle:
 
 
 def port_config(
-    name: str, interface: str, netns: str | None, programs: list[StreamProgram]
+    name: str,
+    interface: str,
+    netns: str | None,
+    programs: list[StreamProgram],
+    tx_path: str | None = None,
 ) -> dict:
-    """The ``ports`` entry of a configure command."""
-    return {
+    """The ``ports`` entry of a configure command.
+
+    ``tx_path`` 'auto' (or None) becomes the path ``tgen calibrate`` cached for this host
+    and driver, else the default; the entry says which and why (``tx_path_source``:
+    profile, cache or default; ``tx_path_why``).
+    """
+    from tgen_tui.calibrate.resolve import resolve
+
+    d = {
         "name": name,
         "interface": interface,
         "netns": netns,
         "rx": True,
         "tx_streams": [program_to_dict(p) for p in programs],
     }
+    if programs:
+        d.update(resolve(tx_path, interface, netns).port_fields())
+    return d

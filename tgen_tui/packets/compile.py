@@ -43,6 +43,7 @@ class PortSpec:
     interface: str
     netns: str | None
     speed_bps: float
+    tx_path: str = "auto"  # auto | sendmmsg | tx_ring (the engine resolves auto)
 
 
 @dataclass(frozen=True)
@@ -305,7 +306,8 @@ def compile_stream(
 def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProfile:
     """Compile every enabled stream; apply port totals (``ports.X.rate``) by scaling."""
     ports = {
-        name: PortSpec(name, p.interface, p.netns, p.speed) for name, p in profile.ports.items()
+        name: PortSpec(name, p.interface, p.netns, p.speed, p.tx_path)
+        for name, p in profile.ports.items()
     }
     streams = [
         compile_stream(s, i, profile.ports[s.port], profile.seed, rate_scale)

@@ -1,0 +1,77 @@
+"""What a port's ``tx_path`` becomes: the profile's choice, the calibrated one, or the default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tgen_tui.calibrate import cache, iface
+
+# The general default when nothing was measured on this host: sendmmsg with 1024-frame
+# batches was the fastest or within noise of it on the hosts measured so far (BASELINES.md).
+DEFAULT_PATH = "sendmmsg"
+DEFAULT_BATCH = 1024
+PATHS = ("sendmmsg", "tx_ring")
+
+
+@dataclass(frozen=True)
+class TxChoice:
+    """The concrete send path of one port, and why it was chosen."""
+
+    tx_path: str  # sendmmsg | tx_ring
+    max_batch: int
+    source: str  # profile | cache | default
+    why: str  # one line for people: what was looked up and found
+
+    def port_fields(self) -> dict:
+        """The keys this adds to a worker's port configuration."""
+        return {
+            "tx_path": self.tx_path,
+            "max_batch": self.max_batch,
+            "tx_path_source": self.source,
+            "tx_path_why": self.why,
+        }
+
+
+def resolve(
+    requested: str | None, interface: str, netns: str | None, path: Path | None = None
+) -> TxChoice:
+    """Resolve ``requested`` ('auto', None, or a concrete path) for one port.
+
+    A concrete path from the profile is used as given (with the batch size calibrated for
+    it, when the cache has one). ``auto`` uses the cache entry for this host and driver;
+    without one (or with a stale one) it falls back to :data:`DEFAULT_PATH`.
+    """
+    req = requested or "auto"
+    if req != "auto" and req not in PATHS:
+        raise ValueError(f"unknown tx_path {req!r}; expected auto, {', '.join(PATHS)}")
+    try:
+        drv = iface.driver(interface, netns)
+    except (OSError, ValueError) as e:
+        drv, err = "unknown", str(e)
+    else:
+        err = ""
+    key, entry, stale = cache.lookup(drv, interface, netns, path)
+    if req != "auto":
+        batch = DEFAULT_BATCH
+        if entry and not stale:
+            for row in entry.get("table", []):
+                if row.get("tx_path") == req and row.get("best_for_path"):
+                    batch = int(row["max_batch"])
+        return TxChoice(req, batch, "profile", f"tx_path: {req} in the profile")
+    if entry and not stale:
+        c = entry["choice"]
+        return TxChoice(
+            c["tx_path"],
+            int(c.get("max_batch", DEFAULT_BATCH)),
+            "cache",
+            f"calibrated for {key} at {entry.get('measured_at', '?')}: "
+            f"{c['tx_path']} batch {c.get('max_batch')} at {entry.get('kpps', 0):.0f} kpps",
+        )
+    if stale:
+        why = f"default: cache entry {key} is stale ({stale}); run tgen calibrate"
+    elif err:
+        why = f"default: driver unknown ({err})"
+    else:
+        why = f"default: no calibration for driver {drv} on this host; run tgen calibrate"
+    return TxChoice(DEFAULT_PATH, DEFAULT_BATCH, "default", why)

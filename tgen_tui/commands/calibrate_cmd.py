@@ -1,0 +1,130 @@
+"""``tgen calibrate``: measure the send paths on this host and cache the fastest."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from tgen_tui.diagnostics import BadInput, EnvironmentProblem
+
+EPILOG = """\
+What it does: sends 64-byte UDP frames flat out from one pinned core with each candidate
+send path (AF_PACKET sendmmsg at 256/1024/2048-frame batches, PACKET_TX_RING at
+1024/4096-frame flushes), interleaved ROUNDS times, counts them with the kernel's
+interface counter, and caches the fastest for this host and interface driver in
+~/.cache/tgen/txpath.json ($TGEN_CACHE_DIR overrides). A port with `tx_path: auto`
+(the default) then uses it; `tgen run --json` shows, per worker, which path ran and why
+(profile, cache or default).
+
+By default the frames go into a veth pair of its own, in two namespaces it creates and
+removes, whose far end drops them: never the DUT, no test traffic touched. With
+--interface the frames leave that interface (198.18.0.1 -> 198.18.0.2, to a MAC nobody
+has) and are counted by its tx_packets: use a port whose far end is a sink.
+
+Takes about ROUNDS x 5 x (SECONDS + 0.8) s (about 23 s by default). Needs root.
+
+examples:
+  tgen calibrate                                   # own veth pair; caches for 'veth'
+  tgen calibrate --rounds 3 --seconds 3            # steadier figures on a busy host
+  tgen calibrate --interface p0 --netns lab-tester --json
+
+Exit codes: 0 ok, 2 bad option, 3 environment (not root, no such interface, nothing sent).
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="measure sendmmsg vs TX ring on this host; cache the fastest send path",
+        description="Measure the send paths into a sink and cache the fastest (needs root).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--interface", metavar="IF", help="send on this interface instead of a pair of its own"
+    )
+    p.add_argument("--netns", metavar="NS", help="namespace of --interface (default: this one)")
+    p.add_argument(
+        "--rounds", type=int, default=2, help="interleaved rounds per candidate (default 2)"
+    )
+    p.add_argument(
+        "--seconds", type=float, default=1.5, help="counted window per run, s (default 1.5)"
+    )
+    p.add_argument(
+        "--warm", type=float, default=0.5, help="warm-up before counting, s (default 0.5)"
+    )
+    p.add_argument(
+        "--cpu", type=int, help="CPU to pin the sender to (default: the highest allowed)"
+    )
+    p.add_argument(
+        "--no-cache", action="store_true", help="measure and print, do not write the cache"
+    )
+    p.add_argument("--json", action="store_true", help="print the cache entry as JSON")
+    p.set_defaults(func=cmd_calibrate)
+
+
+def _check(a: argparse.Namespace) -> None:
+    if a.rounds < 1 or a.rounds > 20:
+        raise BadInput(f"--rounds must be 1..20, got {a.rounds}")
+    if not 0.1 <= a.seconds <= 60 or not 0 <= a.warm <= 10:
+        raise BadInput("--seconds must be 0.1..60 and --warm 0..10")
+    if a.netns and not a.interface:
+        raise BadInput("--netns needs --interface")
+    if a.cpu is not None and a.cpu not in os.sched_getaffinity(0):
+        raise BadInput(f"--cpu {a.cpu} is not an allowed CPU ({sorted(os.sched_getaffinity(0))})")
+    if os.geteuid() != 0:
+        raise EnvironmentProblem("tgen calibrate needs root (network namespaces, AF_PACKET)")
+
+
+def table(entry: dict) -> str:
+    rows = entry["table"]
+    lines = [f"{'path':10s} {'batch':>6s} {'kpps':>8s}  runs (kpps)"]
+    for r in rows:
+        runs = " ".join(f"{x:.0f}" for x in r["kpps_runs"])
+        mark = (
+            "  <- fastest"
+            if r["tx_path"] == entry["choice"]["tx_path"]
+            and r["max_batch"] == entry["choice"]["max_batch"]
+            else ""
+        )
+        err = f"  failed: {r['errors'][0]}" if r["errors"] else ""
+        lines.append(f"{r['tx_path']:10s} {r['max_batch']:6d} {r['kpps']:8.1f}  {runs}{mark}{err}")
+    return "\n".join(lines)
+
+
+def cmd_calibrate(a: argparse.Namespace) -> int:
+    _check(a)
+    from tgen_tui.calibrate import cache, iface
+    from tgen_tui.calibrate.measure import calibrate
+
+    if a.interface:
+        try:
+            iface.driver(a.interface, a.netns)
+        except OSError as e:
+            raise EnvironmentProblem(str(e)) from None
+
+    def progress(r: int, row, kpps: float) -> None:
+        if not a.json:
+            print(f"  round {r + 1}: {row.name:14s} {kpps:8.1f} kpps", file=sys.stderr, flush=True)
+
+    try:
+        entry = calibrate(a.interface, a.netns, rounds=a.rounds, seconds=a.seconds,
+                          warm_s=a.warm, cpu=a.cpu, progress=progress)  # fmt: skip
+    except (RuntimeError, OSError) as e:
+        raise EnvironmentProblem(f"calibration failed: {e}") from None
+    written = None
+    if not a.no_cache:
+        ks = cache.keys(entry["driver"], a.interface, a.netns)
+        written = str(cache.store(entry, ks))
+        entry["cache"] = {"path": written, "keys": ks}
+    if a.json:
+        print(json.dumps(entry, indent=2))
+        return 0
+    print(table(entry))
+    c = entry["choice"]
+    print(f"fastest: {c['tx_path']} batch {c['max_batch']} at {entry['kpps']:.1f} kpps "
+          f"(driver {entry['driver']}, CPU {entry['cpu']}, 64 B frames)")  # fmt: skip
+    print(f"cached in {written}" if written else "not cached (--no-cache)")
+    return 0
