@@ -5,7 +5,8 @@
 #   bash bootstrap.sh test   # install, then ruff + the full pytest suite (what CI runs)
 #
 # It installs the apt packages the lab and the tests need (iproute2, nftables, conntrack,
-# tshark, netsniff-ng for the trafgen comparison, tmux), creates .venv next to this file
+# tshark, netsniff-ng for the trafgen comparison, tmux, chromium for the `tgen serve` browser
+# test, driven by Playwright at /usr/bin/chromium: no browser download), creates .venv next to this file
 # and installs the package with its test extras. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,13 +14,14 @@ MODE="${1:-test}"
 export DEBIAN_FRONTEND=noninteractive
 
 need_apt=0
-for bin in ip nft conntrack tshark trafgen tmux tc; do
+for bin in ip nft conntrack tshark trafgen tmux tc chromium; do
     command -v "$bin" >/dev/null 2>&1 || need_apt=1
 done
 if [ "$need_apt" = 1 ]; then
     apt-get update -q
     apt-get install -y -q --no-install-recommends \
-        iproute2 nftables conntrack tshark netsniff-ng tmux procps python3-venv python3-pip
+        iproute2 nftables conntrack tshark netsniff-ng tmux procps python3-venv python3-pip \
+        chromium fonts-dejavu-core
 fi
 
 PY="${PYTHON:-python3}"
