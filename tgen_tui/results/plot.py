@@ -1,0 +1,206 @@
+"""Trend plots over builds: a plain-text terminal plot, an SVG written by hand, and a PNG.
+
+The terminal plot and the SVG need nothing beyond the standard library. PNG uses
+matplotlib when it is installed (``pip install 'tgen-tui[plot]'``) and says so otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+@dataclass
+class Point:
+    """One build on the x axis: its median, its range, how many samples."""
+
+    label: str
+    median: float
+    low: float
+    high: float
+    n: int
+
+
+def sparkline(values: list[float | None]) -> str:
+    """'▁▃▇█' for a list of values (a space where a value is missing)."""
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return ""
+    lo, hi = min(vals), max(vals)
+    out = []
+    for v in values:
+        if v is None:
+            out.append(" ")
+        elif hi == lo:
+            out.append(SPARK[3])
+        else:
+            out.append(SPARK[round((v - lo) / (hi - lo) * (len(SPARK) - 1))])
+    return "".join(out)
+
+
+def _range(points: list[Point]) -> tuple[float, float]:
+    lo = min(p.low for p in points)
+    hi = max(p.high for p in points)
+    if hi == lo:
+        pad = abs(hi) * 0.05 or 1.0
+        return lo - pad, hi + pad
+    pad = (hi - lo) * 0.08
+    return lo - pad, hi + pad
+
+
+def text_plot(
+    points: list[Point],
+    *,
+    title: str,
+    fmt: Callable[[float], str],
+    height: int = 12,
+    col: int = 10,
+) -> str:
+    """A terminal plot: y axis with units, one column per build, ● median and │ range."""
+    if not points:
+        return f"{title}\n(no data)"
+    lo, hi = _range(points)
+    rows = [[" "] * (col * len(points)) for _ in range(height)]
+
+    def row_of(v: float) -> int:
+        return min(height - 1, max(0, round((hi - v) / (hi - lo) * (height - 1))))
+
+    for i, p in enumerate(points):
+        x = i * col + col // 2
+        r_hi, r_lo, r_med = row_of(p.high), row_of(p.low), row_of(p.median)
+        for r in range(r_hi, r_lo + 1):
+            rows[r][x] = "│"
+        rows[r_med][x] = "●"
+        if i > 0:  # a dotted line from the previous median
+            prev = points[i - 1]
+            x0, r0 = (i - 1) * col + col // 2, row_of(prev.median)
+            for xx in range(x0 + 1, x):
+                rr = round(r0 + (r_med - r0) * (xx - x0) / (x - x0))
+                if rows[rr][xx] == " ":
+                    rows[rr][xx] = "·"
+    labels = [fmt(hi - (hi - lo) * r / (height - 1)) for r in range(height)]
+    w = max(len(s) for s in labels)
+    out = [title]
+    for r in range(height):
+        lab = labels[r] if r % 3 == 0 or r == height - 1 else ""
+        out.append(f"{lab:>{w}} ┤{''.join(rows[r])}".rstrip())
+    out.append(" " * w + " └" + "─" * (col * len(points)))
+    out.append(" " * (w + 2) + "".join(f"{p.label[: col - 1]:^{col}}" for p in points).rstrip())
+    out.append(" " * (w + 2) + "".join(f"{('n=' + str(p.n)):^{col}}" for p in points).rstrip())
+    return "\n".join(out)
+
+
+def svg_plot(
+    points: list[Point],
+    *,
+    title: str,
+    ylabel: str,
+    fmt: Callable[[float], str],
+    width: int = 720,
+    height: int = 400,
+) -> str:
+    """An SVG line chart: medians joined, min–max bars, labelled axes."""
+    left, right, top, bottom = 90, 20, 40, 60
+    pw, ph = width - left - right, height - top - bottom
+    lo, hi = _range(points) if points else (0.0, 1.0)
+    n = max(1, len(points))
+
+    def x(i: int) -> float:
+        return left + pw * (i + 0.5) / n
+
+    def y(v: float) -> float:
+        return top + ph * (hi - v) / (hi - lo)
+
+    e = []
+    e.append(
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">'
+    )
+    e.append(f'<rect width="{width}" height="{height}" fill="white"/>')
+    e.append(
+        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15">{escape(title)}</text>'
+    )
+    for k in range(6):
+        v = lo + (hi - lo) * k / 5
+        yy = y(v)
+        e.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#ddd"/>')
+        e.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{escape(fmt(v))}</text>')
+    e.append(
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="black"/>'
+        f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="black"/>'
+    )
+    e.append(
+        f'<text x="16" y="{top + ph / 2}" text-anchor="middle" '
+        f'transform="rotate(-90 16 {top + ph / 2})">{escape(ylabel)}</text>'
+    )
+    e.append(f'<text x="{left + pw / 2}" y="{height - 12}" text-anchor="middle">build</text>')
+    if points:
+        path = " ".join(f"{x(i):.1f},{y(p.median):.1f}" for i, p in enumerate(points))
+        e.append(f'<polyline points="{path}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
+    for i, p in enumerate(points):
+        e.append(
+            f'<line x1="{x(i):.1f}" y1="{y(p.high):.1f}" x2="{x(i):.1f}" y2="{y(p.low):.1f}" '
+            f'stroke="#1f77b4" stroke-width="1"/>'
+        )
+        e.append(f'<circle cx="{x(i):.1f}" cy="{y(p.median):.1f}" r="4" fill="#1f77b4"/>')
+        e.append(
+            f'<text x="{x(i):.1f}" y="{top + ph + 18}" text-anchor="middle">{escape(p.label)}</text>'
+        )
+        e.append(
+            f'<text x="{x(i):.1f}" y="{top + ph + 32}" text-anchor="middle" fill="#666">'
+            f"n={p.n}</text>"
+        )
+    e.append("</svg>")
+    return "\n".join(e) + "\n"
+
+
+class PlotUnavailable(Exception):
+    """The image format needs a library that is not installed."""
+
+
+def png_plot(
+    points: list[Point], *, title: str, ylabel: str, fmt: Callable[[float], str], path: Path
+) -> None:
+    """A PNG through matplotlib (optional dependency)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter
+    except ImportError:
+        raise PlotUnavailable(
+            "writing PNG needs matplotlib (pip install 'tgen-tui[plot]'); "
+            "an .svg --output needs nothing"
+        ) from None
+    fig, ax = plt.subplots(figsize=(7.2, 4.0), dpi=100)
+    xs = list(range(len(points)))
+    meds = [p.median for p in points]
+    ax.plot(xs, meds, marker="o", color="#1f77b4")
+    ax.vlines(xs, [p.low for p in points], [p.high for p in points], color="#1f77b4")
+    ax.set_xticks(xs, [f"{p.label}\nn={p.n}" for p in points])
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt(v)))
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel("build")
+    ax.grid(axis="y", color="#ddd")
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+
+
+def write_image(
+    points: list[Point], *, title: str, ylabel: str, fmt: Callable[[float], str], path: Path
+) -> None:
+    """Write ``path`` as SVG or PNG, chosen by its suffix."""
+    suffix = path.suffix.lower()
+    if suffix == ".svg":
+        path.write_text(svg_plot(points, title=title, ylabel=ylabel, fmt=fmt))
+    elif suffix == ".png":
+        png_plot(points, title=title, ylabel=ylabel, fmt=fmt, path=path)
+    else:
+        raise ValueError(f"--output {path}: give a .svg or .png file name")
