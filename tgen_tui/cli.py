@@ -35,6 +35,7 @@ VERB_MODULES = [
     "tgen_tui.commands.results_cmd",
     "tgen_tui.commands.serve_cmd",
     "tgen_tui.commands.calibrate_cmd",
+    "tgen_tui.ui.cli",
 ]
 
 

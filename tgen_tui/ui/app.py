@@ -1,0 +1,393 @@
+"""The console app: one engine host, six view screens, keys that become engine commands.
+
+A single 10 Hz timer pulls ``engine.latest_snapshot()`` and ``events_since(cursor)``,
+keeps short ring buffers (pps per port, conntrack count), and redraws only the visible
+screen (CONSOLE.md). Every engine command goes through the host, so a refusal becomes
+a notification and a log line, never a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import App
+
+from tgen_tui import fmt
+from tgen_tui.engine.api import EngineDescription, EngineEvent
+from tgen_tui.engine.snapshot import StatsSnapshot
+from tgen_tui.ui.host import AsyncioEngineHost, GuestEngineHost
+from tgen_tui.ui.keymap import APP_BINDINGS
+from tgen_tui.ui.palette import PortCommands, ProfileCommands
+from tgen_tui.ui.screens import VIEW_SCREENS, ConfirmQuit, ProfilePicker, RatePrompt, ViewScreen
+from tgen_tui.ui.session import Session
+
+Host = GuestEngineHost | AsyncioEngineHost
+HostBuilder = Callable[[str], "tuple[Host, object]"]  # profile path -> (host, compiled)
+
+HISTORY = 600  # samples kept per ring buffer (60 s at 10 Hz)
+STEPS = (1.0, 2.0, 5.0)
+
+
+def rate_step(pps: float, direction: int) -> float:
+    """The next rate on the 1-2-5 series above (direction 1) or below (-1) ``pps``."""
+    import math
+
+    if pps <= 0:
+        return 1000.0 if direction > 0 else 0.0
+    e = math.floor(math.log10(pps))
+    grid = sorted({m * 10.0**k for k in (e - 1, e, e + 1) for m in STEPS})
+    if direction > 0:
+        return next(g for g in grid if g > pps * (1 + 1e-9))
+    below = [g for g in grid if g < pps * (1 - 1e-9)]
+    return below[-1] if below else pps / 2
+
+
+class TgenApp(App):
+    """``tgen tui``: Pktgen-style port columns, keys per port, live DUT conntrack."""
+
+    CSS_PATH = "tgen.tcss"
+    TITLE = "tgen-tui"
+    BINDINGS = APP_BINDINGS
+    COMMANDS = App.COMMANDS | {PortCommands, ProfileCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(
+        self,
+        host: Host | None = None,
+        *,
+        compiled=None,
+        profile_path: str | None = None,
+        host_builder: HostBuilder | None = None,
+        keymap: dict[str, str] | None = None,
+        json_path: str | None = None,
+        profiles_dir: str = "profiles",
+        tick_s: float = 0.1,
+    ) -> None:
+        super().__init__()
+        self.host = host
+        self.compiled = compiled
+        self.profile_path = profile_path
+        self.host_builder = host_builder
+        self.keymap_overrides = dict(keymap or {})
+        self.json_path = json_path
+        self.profiles_dir = profiles_dir
+        self.tick_s = tick_s
+        self.selected = 0
+        self.desc: EngineDescription | None = None
+        self.snap: StatsSnapshot | None = None
+        self.port_history: dict[str, deque] = {}
+        self.ct_history: deque = deque(maxlen=HISTORY)
+        self.log_lines: deque = deque(maxlen=2000)
+        self.log_total = 0
+        self._cursor = 0
+        self._engine_ready = False
+        self._setup_done: set[str] = set()
+        self._state_sig: tuple = ()
+        self.session = Session()
+        self.result: dict | None = None
+        self.exit_message: str | None = None
+        self.quitting = False
+
+    # ------------------------------------------------------------------ lifecycle
+    async def on_mount(self) -> None:
+        if self.keymap_overrides:
+            self.set_keymap(self.keymap_overrides)
+        for name, cls in VIEW_SCREENS.items():
+            self.install_screen(cls(), name=name)
+        if self.host is None:
+            files = sorted(str(p) for p in Path(self.profiles_dir).glob("*.yaml"))
+            self.push_screen(ProfilePicker(files), self._picked)
+            return
+        await self._start_host()
+
+    def _picked(self, path: str | None) -> None:
+        if not path:
+            self.exit()
+            return
+        assert self.host_builder is not None
+        try:
+            self.host, self.compiled = self.host_builder(path)
+        except Exception as e:  # noqa: BLE001 - bad profile or environment: say it, stay in the picker
+            self.notify(str(e), severity="error", timeout=8)
+            files = sorted(str(p) for p in Path(self.profiles_dir).glob("*.yaml"))
+            self.push_screen(ProfilePicker(files), self._picked)
+            return
+        self.profile_path = path
+        self.call_later(self._start_host)
+
+    async def _start_host(self) -> None:
+        assert self.host is not None
+        self.host.on_error = self._command_failed
+        self.host.on_ready = lambda: setattr(self, "_engine_ready", True)
+        self.host.on_failed = self._engine_failed
+        if not isinstance(self.screen, ViewScreen):
+            self.push_screen("main")
+        self.set_interval(self.tick_s, self.tick)
+        await self.host.astart()
+
+    def _engine_failed(self, e: BaseException) -> None:
+        self.exit_message = f"tgen: error: {e}"
+        self.call_later(self.exit, 3)
+
+    def _command_failed(self, e: BaseException) -> None:
+        msg = str(e)
+        self._log_line(f"refused: {msg}")
+        self.notify(msg, severity="error", timeout=5)
+
+    async def on_unmount(self) -> None:
+        if self.host is None:
+            return
+        await self.host.aclose()
+        eng = self.host.engine
+        if eng is not None and self.compiled is not None:
+            final = eng.latest_snapshot()
+            if final is not None:
+                self.session.observe(final, time.monotonic())
+                self.result = self.session.result(
+                    self.compiled, final, self.profile_path or "", self.desc, self.log_lines
+                )
+                if self.json_path:
+                    Path(self.json_path).write_text(
+                        json.dumps(self.result, indent=2, default=str) + "\n"
+                    )
+
+    # ------------------------------------------------------------------ the tick
+    def tick(self) -> None:
+        host = self.host
+        if host is None or not self._engine_ready or host.engine is None:
+            return
+        eng = host.engine
+        if self.desc is None:
+            self.desc = eng.describe()
+            self._setup_done.clear()
+        snap = eng.latest_snapshot()
+        self._cursor, events = eng.events_since(self._cursor)
+        for ev in events:
+            self._on_engine_event(ev)
+        if snap is None:
+            return
+        if self.snap is None or snap.seq != self.snap.seq:
+            self._remember(snap)
+        self.snap = snap
+        self.session.observe(snap, time.monotonic())
+        sig = tuple((p.name, p.state) for p in snap.ports) + tuple(
+            (s.name, s.paused) for s in snap.streams
+        )
+        if sig != self._state_sig:
+            self._state_sig = sig
+            self.refresh_bindings()
+        self.redraw_view()
+
+    def redraw_view(self) -> None:
+        scr = self.screen
+        if not isinstance(scr, ViewScreen) or self.desc is None or self.snap is None:
+            return
+        if scr.VIEW not in self._setup_done or scr.desc is not self.desc:
+            scr.setup(self.desc)
+            self._setup_done.add(scr.VIEW)
+        with self.batch_update():
+            scr.set_title(self._title_text(scr.VIEW))
+            scr.update_view(self.snap)
+
+    def _title_text(self, view: str) -> Text:
+        d, s = self.desc, self.snap
+        assert d is not None and s is not None
+        t = Text()
+        t.append(" tgen-tui ", style="bold reverse")
+        t.append(f" {d.profile} ", style="bold")
+        names = [p.name for p in d.ports]
+        sel = names[self.selected] if self.selected < len(names) else "-"
+        t.append(f" port {self.selected}:{sel} ", style="reverse")
+        t.append(f" {view} · t {fmt.seconds(s.t)} · seed {d.seed}")
+        if s.warnings:
+            t.append(f" · {len(s.warnings)} warning(s)", style="yellow")
+        return t
+
+    def _remember(self, snap: StatsSnapshot) -> None:
+        for p in snap.ports:
+            self.port_history.setdefault(p.name, deque(maxlen=HISTORY)).append(p.tx_pps)
+        if snap.dut is not None and snap.dut.conntrack_count is not None:
+            self.ct_history.append(float(snap.dut.conntrack_count))
+
+    def _on_engine_event(self, ev: EngineEvent) -> None:
+        stamp = time.strftime("%H:%M:%S", time.localtime(ev.wall))
+        self._log_line(f"{stamp} [{ev.t:8.2f}s] {ev.kind:<12} {ev.text()}")
+        if ev.kind == "worker_failed":
+            self.notify(ev.text(), severity="error", timeout=10)
+
+    def _log_line(self, line: str) -> None:
+        self.log_lines.append(line)
+        self.log_total += 1
+
+    # ------------------------------------------------------------------ helpers
+    def port_names(self) -> list[str]:
+        return [p.name for p in self.desc.ports] if self.desc else []
+
+    def selected_port(self) -> str | None:
+        names = self.port_names()
+        return names[self.selected] if self.selected < len(names) else None
+
+    def port_state(self, name: str) -> str:
+        if self.snap is None:
+            return "idle"
+        try:
+            return self.snap.port(name).state
+        except StopIteration:
+            return "idle"
+
+    def _eng(self):
+        return self.host.engine if self.host is not None else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if isinstance(self.screen, ConfirmQuit | RatePrompt) and action not in ("quit_console",):
+            return False
+        port_actions = {
+            "start_selected",
+            "stop_selected",
+            "start_all",
+            "stop_all",
+            "rate_step",
+            "rate_prompt",
+            "clear",
+            "select_port",
+        }
+        if action in port_actions and (self.desc is None or self._eng() is None or self.quitting):
+            return None
+        sel = self.selected_port()
+        states = [self.port_state(n) for n in self.port_names()]
+        if action == "start_selected":
+            return True if sel and self.port_state(sel) in ("idle", "stopped") else None
+        if action == "stop_selected":
+            return True if sel and self.port_state(sel) in ("running", "starting") else None
+        if action == "start_all":
+            return True if any(s in ("idle", "stopped") for s in states) else None
+        if action == "stop_all":
+            return True if any(s in ("running", "starting") for s in states) else None
+        if action in ("rate_step", "rate_prompt"):
+            if not sel or self.desc is None:
+                return None
+            return (
+                True if self.desc.port(sel).streams and self.port_state(sel) != "failed" else None
+            )
+        if action == "select_port":
+            (i,) = parameters
+            return True if isinstance(i, int) and i < len(self.port_names()) else None
+        if action == "edit":
+            return True if self.profile_path else None
+        return True
+
+    # ------------------------------------------------------------------ actions
+    def action_select_port(self, i: int) -> None:
+        if i < len(self.port_names()):
+            self.selected = i
+            self.refresh_bindings()
+            self.redraw_view()
+
+    def action_start_selected(self) -> None:
+        if (p := self.selected_port()) and (eng := self._eng()):
+            self.host.submit(eng.start, [p])
+
+    def action_stop_selected(self) -> None:
+        if (p := self.selected_port()) and (eng := self._eng()):
+            self.host.submit(eng.stop, [p])
+
+    def action_start_all(self) -> None:
+        if eng := self._eng():
+            self.host.submit(eng.start, None)
+
+    def action_stop_all(self) -> None:
+        if eng := self._eng():
+            self.host.submit(eng.stop, None)
+
+    def _port_rate(self, name: str) -> float:
+        if self.snap is not None:
+            try:
+                return self.snap.port(name).requested_pps
+            except StopIteration:
+                pass
+        assert self.desc is not None
+        return sum(s.pps for s in self.desc.streams if s.port == name)
+
+    def action_rate_step(self, direction: int) -> None:
+        if (p := self.selected_port()) and (eng := self._eng()):
+            new = rate_step(self._port_rate(p), direction)
+            if new > 0:
+                self.host.submit(eng.set_rate, p, new)
+
+    def action_rate_prompt(self, port: str | None = None) -> None:
+        p = port or self.selected_port()
+        if not p:
+            return
+
+        def done(text: str | None) -> None:
+            if text and (eng := self._eng()):
+                self.host.submit(eng.set_rate, p, text)
+
+        self.push_screen(RatePrompt(p, fmt.pps(self._port_rate(p))), done)
+
+    def action_clear(self) -> None:
+        if eng := self._eng():
+            if self.snap is not None:
+                self.session.before_clear(self.snap)
+            self.host.submit(eng.clear, None, None)
+
+    def action_toggle_pause(self) -> None:
+        scr = self.screen
+        eng = self._eng()
+        if eng is None or not hasattr(scr, "selected_stream"):
+            return
+        name = scr.selected_stream()
+        if not name or self.snap is None:
+            return
+        paused = self.snap.stream(name).paused
+        self.host.submit(eng.resume if paused else eng.pause, name)
+
+    def action_view(self, name: str) -> None:
+        if isinstance(self.screen, ViewScreen) and self.screen.VIEW == name:
+            return
+        if isinstance(self.screen, ViewScreen):
+            self.switch_screen(name)
+        else:
+            self.push_screen(name)
+        self.call_later(self.redraw_view)
+
+    def action_edit(self) -> None:
+        from tgen_tui.ui.editor import EditorScreen
+
+        if self.profile_path:
+            self.push_screen(EditorScreen(self.profile_path))
+
+    def action_quit_console(self) -> None:
+        if self.quitting:
+            return
+        running = [n for n in self.port_names() if self.port_state(n) in ("running", "starting")]
+        if running:
+            if isinstance(self.screen, ConfirmQuit):
+                return
+
+            def answer(yes: bool | None) -> None:
+                if yes:
+                    self.run_worker(self._stop_and_exit(), exclusive=True)
+
+            self.push_screen(ConfirmQuit(running), answer)
+            return
+        self.run_worker(self._stop_and_exit(), exclusive=True)
+
+    async def _stop_and_exit(self) -> None:
+        self.quitting = True
+        eng = self._eng()
+        if eng is not None and self.host is not None and not self.host.closed:
+            try:
+                await asyncio.wait_for(self.host.call(eng.stop, None), timeout=10)
+            except Exception as e:  # noqa: BLE001 - the host's close stops them anyway
+                self._log_line(f"stop on quit: {e}")
+        self.exit()
+
+
+__all__ = ["TgenApp", "rate_step"]

@@ -1,0 +1,136 @@
+"""``tgen tui [PROFILE]``: the console. Textual is imported only inside the command."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from tgen_tui.diagnostics import BadInput, EnvironmentProblem
+
+TUI_EPILOG = """\
+examples:
+  tgen lab up && tgen tui profiles/lab.yaml     # the demo: two ports through the NAT44 DUT
+  tgen tui                                      # choose a profile from profiles/
+  tgen tui profiles/nat44-stateful.yaml --json session.json
+  tgen tui profiles/lab.yaml --keymap my-keys.toml
+  tgen tui profiles/lab.yaml --fake             # simulated engine: no root, no lab
+
+keys (every port starts idle; nothing is sent until you say so):
+  0-9 select a port   s/t start/stop it   S/T start/stop all   c clear counters
+  +/- rate one step (1-2-5 series)   r exact rate: 50kpps, 200Mbit, 10% (of line rate)
+  m main  f streams  d DUT  w workers  l log  ? help  e editor  p pause a stream (streams)
+  ctrl+p command palette   q quit (asks when traffic runs; stops ports, writes --json)
+
+keymap: ~/.config/tgen/keymap.toml (or --keymap FILE) remaps a binding by its id, e.g.
+  "port.start" = "ctrl+s"
+  "view.streams" = "f,F2"
+ids are listed on the Help screen (?).
+Exit codes: 0 ok, 2 bad input (profile, keymap), 3 environment (not root, no lab).
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tui",
+        help="the console: live per-port dashboard, start/stop ports from the keyboard",
+        description="Open the Textual console on a profile. Every port starts idle.",
+        epilog=TUI_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "profile", metavar="PROFILE", nargs="?", help="profile YAML (default: choose one)"
+    )
+    p.add_argument(
+        "--json", metavar="FILE", help="on quit, write the session's result (tgen run's shape)"
+    )
+    p.add_argument(
+        "--keymap", metavar="FILE", help="keymap TOML (default: ~/.config/tgen/keymap.toml)"
+    )
+    p.add_argument("--cores", help="cores for workers, e.g. 1 or 1-3 (default: all but core 0)")
+    p.add_argument("--dut-netns", help="probe conntrack in this namespace (default: the profile's)")
+    p.add_argument("--dut-ssh", help="probe a remote DUT: command prefix, e.g. 'ssh root@dut'")
+    p.add_argument(
+        "--profiles-dir",
+        default="profiles",
+        help="where the picker and palette look (default: profiles)",
+    )
+    p.add_argument("--fake", action="store_true", help="simulated engine (demo, no root, no lab)")
+    p.set_defaults(func=cmd_tui)
+
+
+def _compile(path: str):
+    from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.profiles.loader import load_profile
+
+    return compile_profile(load_profile(path))
+
+
+def _check_environment(compiled) -> None:
+    """Same checks as ``tgen run``: root, and every port's namespace exists."""
+    if os.geteuid() != 0:
+        raise EnvironmentProblem(
+            "tgen tui needs root (AF_PACKET sockets, network namespaces); --fake runs a simulation"
+        )
+    for spec in compiled.ports.values():
+        if spec.netns and not os.path.exists(f"/run/netns/{spec.netns}"):
+            raise EnvironmentProblem(
+                f"port {spec.name}: network namespace {spec.netns!r} does not exist (bring the lab up: tgen lab up)"
+            )
+
+
+def make_host_builder(args: argparse.Namespace):
+    """Profile path -> (host, compiled): the real engine in guest mode, or the fake."""
+    cores = None
+    if args.cores:
+        from tgen_tui.engine.assignment import parse_cores
+
+        try:
+            cores = parse_cores(args.cores)
+        except ValueError as e:
+            raise BadInput(f"--cores: {e}") from None
+
+    def build(path: str):
+        compiled = _compile(path)
+        if args.fake:
+            from tgen_tui.ui.fake import FakeEngine
+            from tgen_tui.ui.host import AsyncioEngineHost, fake_engine_cm
+
+            eng = FakeEngine(compiled, cores=cores)
+            return AsyncioEngineHost(lambda: fake_engine_cm(eng)), compiled
+        _check_environment(compiled)
+        from tgen_tui.engine.controller import EngineOptions, open_engine
+        from tgen_tui.ui.host import GuestEngineHost
+
+        opts = EngineOptions(cores=cores, dut_netns=args.dut_netns, dut_ssh=args.dut_ssh)
+        return GuestEngineHost(lambda: open_engine(compiled, opts)), compiled
+
+    return build
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    from tgen_tui.ui.keymap import load_keymap
+
+    keymap = load_keymap(args.keymap)
+    build = make_host_builder(args)
+    host = compiled = None
+    if args.profile:
+        host, compiled = build(args.profile)  # bad profile: exit 2; no root/lab: exit 3
+    from tgen_tui.ui.app import TgenApp
+
+    app = TgenApp(
+        host,
+        compiled=compiled,
+        profile_path=args.profile,
+        host_builder=build,
+        keymap=keymap,
+        json_path=args.json,
+        profiles_dir=args.profiles_dir,
+    )
+    rc = app.run()
+    if app.exit_message:
+        print(app.exit_message, file=sys.stderr)
+    return int(rc or 0)
+
+
+__all__ = ["cmd_tui", "register"]

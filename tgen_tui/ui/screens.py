@@ -1,0 +1,676 @@
+"""The console's screens: Main, Streams, DUT, Workers, Log, Help, and the small modals.
+
+Every view screen builds its tables once from the engine's description (``setup``) and
+then only updates cells from each snapshot (``update_view``), called by the app's 10 Hz
+tick for the visible screen only. Columns that change have fixed widths, so an update
+never re-measures a column.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import DataTable, Footer, Input, Label, Log, OptionList, Sparkline, Static
+
+from tgen_tui import fmt
+from tgen_tui.engine.api import EngineDescription
+from tgen_tui.engine.snapshot import StatsSnapshot
+from tgen_tui.ui.keymap import ALL_BINDINGS, STREAM_BINDINGS, effective_keys
+from tgen_tui.ui.widgets import ConntrackGauge, state_text
+
+COL = 13  # width of a port column on the Main screen
+
+
+class ViewScreen(Screen):
+    """A screen the tick redraws. Subclasses fill ``setup`` and ``update_view``."""
+
+    VIEW = ""
+
+    def __init__(self) -> None:
+        super().__init__(name=self.VIEW)
+        self.desc: EngineDescription | None = None
+
+    def compose_title(self) -> Static:
+        return Static("tgen-tui: starting the engine…", id="title", classes="title")
+
+    def setup(self, desc: EngineDescription) -> None:
+        self.desc = desc
+
+    def update_view(self, snap: StatsSnapshot) -> None:  # pragma: no cover - overridden
+        pass
+
+    def set_title(self, text: str | Text) -> None:
+        self.query_one("#title", Static).update(text)
+
+
+# ------------------------------------------------------------------------ Main
+MAIN_ROWS = [
+    ("state", "State"),
+    ("link", "Link / core"),
+    ("tx_pps", "Tx pps"),
+    ("rx_pps", "Rx pps"),
+    ("tx_mbps", "Tx Mbit/s"),
+    ("rx_mbps", "Rx Mbit/s"),
+    ("req", "Requested"),
+    ("ach", "Achieved"),
+    ("tx", "Tx frames"),
+    ("rx", "Rx frames"),
+    ("lost", "Lost"),
+    ("errors", "Tx errors"),
+    ("drops", "Rx drops"),
+]
+MAIN_ROWS_LARGE = [
+    ("if_tx", "If tx frames"),
+    ("if_rx", "If rx frames"),
+    ("tx_bytes", "Tx bytes"),
+    ("rx_bytes", "Rx bytes"),
+    ("backlog", "Backlog"),
+    ("late", "Late max"),
+    ("speed", "Line rate"),
+]
+
+
+class MainScreen(ViewScreen):
+    """Pktgen's layout: one column per port plus Total, metrics in rows, pps sparklines."""
+
+    VIEW = "main"
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title()
+        yield DataTable(id="ports", cursor_type="none", zebra_stripes=True, show_cursor=False)
+        yield Vertical(id="sparks")
+        yield ConntrackGauge(id="gauge")
+        yield Footer()
+
+    def setup(self, desc: EngineDescription) -> None:
+        super().setup(desc)
+        self._build()
+
+    def on_resize(self) -> None:
+        if self.desc is not None:
+            self._build()
+
+    def _large(self) -> bool:
+        return self.app.size.height >= 40
+
+    def _build(self) -> None:
+        desc = self.desc
+        assert desc is not None
+        t = self.query_one("#ports", DataTable)
+        t.clear(columns=True)
+        t.add_column("", width=12, key="label")
+        for p in desc.ports:
+            t.add_column(p.name, width=COL, key=p.name)
+        t.add_column("Total", width=COL, key="total")
+        rows = MAIN_ROWS + (MAIN_ROWS_LARGE if self._large() else [])
+        for key, label in rows:
+            t.add_row(label, *["-"] * (len(desc.ports) + 1), key=key)
+        t.styles.height = len(rows) + 1
+        sparks = self.query_one("#sparks", Vertical)
+        sparks.remove_children()
+        h = 3 if self._large() else 1
+        for p in desc.ports:
+            sparks.mount(
+                Horizontal(
+                    Label(f"{p.name} tx pps", classes="spark-label"),
+                    Sparkline([0.0], id=f"spark-{p.name}", summary_function=max),
+                    classes="spark-row",
+                )
+            )
+            sparks.children[-1].styles.height = h
+        self._labels_for: int | None = None
+        self._cells: dict[tuple[str, str], object] = {}
+
+    def _label(self, selected: int) -> None:
+        if self._labels_for == selected or self.desc is None:
+            return
+        self._labels_for = selected
+        t = self.query_one("#ports", DataTable)
+        for i, p in enumerate(self.desc.ports):
+            col = t.columns[p.name]  # type: ignore[index]
+            col.label = Text(
+                f"{i}:{p.name}" + (" ◀" if i == selected else ""),
+                style="reverse bold" if i == selected else "bold",
+            )
+        t.refresh()
+
+    def _set(self, t: DataTable, row: str, col: str, value) -> None:
+        if self._cells.get((row, col)) != value:
+            self._cells[(row, col)] = value
+            t.update_cell(row, col, value)
+
+    def update_view(self, snap: StatsSnapshot) -> None:
+        app = self.app
+        self._label(app.selected)  # type: ignore[attr-defined]
+        t = self.query_one("#ports", DataTable)
+        large = self._large()
+        tot = dict.fromkeys(
+            (
+                "req_sent",
+                "tx_pps",
+                "rx_pps",
+                "tx_bps",
+                "rx_bps",
+                "req",
+                "ach",
+                "tx",
+                "rx",
+                "lost",
+                "err",
+                "drops",
+                "if_tx",
+                "if_rx",
+                "txb",
+                "rxb",
+                "backlog",
+            ),
+            0.0,
+        )
+        lost_by_port: dict[str, int] = {}
+        for s in snap.streams:
+            lost_by_port[s.port] = lost_by_port.get(s.port, 0) + s.lost
+        for p in snap.ports:
+            c = p.name
+            if c not in t.columns:  # type: ignore[operator]
+                continue
+            lost = lost_by_port.get(c, 0)
+            drops = p.rx_drops + p.if_rx_dropped
+            self._set(t, "state", c, state_text(p.state))
+            self._set(t, "link", c, f"{p.link} · c{p.core if p.core is not None else '-'}")
+            self._set(t, "tx_pps", c, fmt.count(round(p.tx_pps)))
+            self._set(t, "rx_pps", c, fmt.count(round(p.rx_pps)))
+            self._set(t, "tx_mbps", c, fmt.mbps(p.tx_bps))
+            self._set(t, "rx_mbps", c, fmt.mbps(p.rx_bps))
+            self._set(t, "req", c, fmt.pps(p.requested_pps))
+            ach = (
+                fmt.pct(100 * p.achieved_pps / p.requested_pps, 1)
+                if p.requested_pps and p.tx_frames
+                else "-"
+            )
+            self._set(t, "ach", c, ach)
+            self._set(t, "tx", c, fmt.count(p.tx_frames))
+            self._set(t, "rx", c, fmt.count(p.rx_frames))
+            self._set(t, "lost", c, Text(fmt.count(lost), style="bold red" if lost else ""))
+            self._set(t, "errors", c, fmt.count(p.tx_errors))
+            self._set(t, "drops", c, fmt.count(drops))
+            if large:
+                self._set(t, "if_tx", c, fmt.count(p.if_tx_frames))
+                self._set(t, "if_rx", c, fmt.count(p.if_rx_frames))
+                self._set(t, "tx_bytes", c, fmt.nbytes(p.tx_bytes))
+                self._set(t, "rx_bytes", c, fmt.nbytes(p.rx_bytes))
+                self._set(t, "backlog", c, fmt.count(p.backlog))
+                self._set(t, "late", c, fmt.ns(p.late_max_ns))
+                self._set(t, "speed", c, fmt.bps(p.speed_bps))
+            for k, v in (
+                ("tx_pps", p.tx_pps),
+                ("rx_pps", p.rx_pps),
+                ("tx_bps", p.tx_bps),
+                ("rx_bps", p.rx_bps),
+                ("req", p.requested_pps),
+                ("ach", p.achieved_pps),
+                ("tx", p.tx_frames),
+                ("rx", p.rx_frames),
+                ("lost", lost),
+                ("err", p.tx_errors),
+                ("drops", drops),
+                ("if_tx", p.if_tx_frames),
+                ("if_rx", p.if_rx_frames),
+                ("txb", p.tx_bytes),
+                ("rxb", p.rx_bytes),
+                ("backlog", p.backlog),
+            ):
+                tot[k] += v
+            if p.tx_frames:
+                tot["req_sent"] += p.requested_pps
+        running = sum(p.state == "running" for p in snap.ports)
+        self._set(
+            t,
+            "state",
+            "total",
+            Text(f"{running} running", style="bold green" if running else "dim"),
+        )
+        self._set(t, "link", "total", f"{len(snap.workers)} workers")
+        self._set(t, "tx_pps", "total", fmt.count(round(tot["tx_pps"])))
+        self._set(t, "rx_pps", "total", fmt.count(round(tot["rx_pps"])))
+        self._set(t, "tx_mbps", "total", fmt.mbps(tot["tx_bps"]))
+        self._set(t, "rx_mbps", "total", fmt.mbps(tot["rx_bps"]))
+        self._set(t, "req", "total", fmt.pps(tot["req"]))
+        self._set(
+            t,
+            "ach",
+            "total",
+            fmt.pct(100 * tot["ach"] / tot["req_sent"], 1) if tot["req_sent"] else "-",
+        )
+        self._set(t, "tx", "total", fmt.count(tot["tx"]))
+        self._set(t, "rx", "total", fmt.count(tot["rx"]))
+        self._set(
+            t,
+            "lost",
+            "total",
+            Text(fmt.count(tot["lost"]), style="bold red" if tot["lost"] else ""),
+        )
+        self._set(t, "errors", "total", fmt.count(tot["err"]))
+        self._set(t, "drops", "total", fmt.count(tot["drops"]))
+        if large:
+            self._set(t, "if_tx", "total", fmt.count(tot["if_tx"]))
+            self._set(t, "if_rx", "total", fmt.count(tot["if_rx"]))
+            self._set(t, "tx_bytes", "total", fmt.nbytes(tot["txb"]))
+            self._set(t, "rx_bytes", "total", fmt.nbytes(tot["rxb"]))
+            self._set(t, "backlog", "total", fmt.count(tot["backlog"]))
+            self._set(t, "late", "total", "")
+            self._set(t, "speed", "total", "")
+        hist = app.port_history  # type: ignore[attr-defined]
+        for p in snap.ports:
+            try:
+                sp = self.query_one(f"#spark-{p.name}", Sparkline)
+            except Exception:  # noqa: BLE001 - a port added by reload, before the rebuild
+                continue
+            buf = hist.get(p.name)
+            if buf:
+                width = max(4, sp.size.width)
+                data = list(buf)[-width:]
+                if data != sp.data:
+                    sp.data = data
+        self.query_one("#gauge", ConntrackGauge).show(snap.dut)
+
+
+# ------------------------------------------------------------------------ Streams
+STREAM_COLS = [
+    ("name", "Stream", 14),
+    ("port", "Port", 9),
+    ("rate", "Rate", 11),
+    ("tx", "Tx", 12),
+    ("rx", "Rx", 12),
+    ("lost", "Lost", 9),
+    ("loss", "Loss", 9),
+    ("ooo", "OOO", 6),
+    ("dup", "Dup", 6),
+    ("lmin", "Lat min", 9),
+    ("lavg", "avg", 9),
+    ("l50", "p50", 9),
+    ("l99", "p99", 9),
+    ("lmax", "max", 9),
+    ("jit", "Jitter", 9),
+    ("state", "", 7),
+]
+
+
+class StreamsScreen(ViewScreen):
+    """Per stream: Tx, Rx, loss, reordering, duplicates, latency and jitter; ``p`` pauses."""
+
+    VIEW = "streams"
+    BINDINGS = STREAM_BINDINGS
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title()
+        yield DataTable(id="streams", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def setup(self, desc: EngineDescription) -> None:
+        super().setup(desc)
+        t = self.query_one("#streams", DataTable)
+        t.clear(columns=True)
+        t.fixed_columns = 1
+        for key, label, w in STREAM_COLS:
+            t.add_column(label, width=w, key=key)
+        for s in desc.streams:
+            t.add_row(
+                s.name, f"{s.port}→{s.rx_port or '-'}", *["-"] * (len(STREAM_COLS) - 2), key=s.name
+            )
+        self._cells: dict[tuple[str, str], object] = {}
+
+    def selected_stream(self) -> str | None:
+        t = self.query_one("#streams", DataTable)
+        if not t.row_count:
+            return None
+        row_key, _ = t.coordinate_to_cell_key((t.cursor_row, 0))
+        return row_key.value
+
+    def update_view(self, snap: StatsSnapshot) -> None:
+        t = self.query_one("#streams", DataTable)
+        for s in snap.streams:
+            if s.name not in t.rows:  # type: ignore[operator]
+                continue
+            lat = s.latency_ns
+            vals = {
+                "rate": fmt.pps(s.requested_pps),
+                "tx": fmt.count(s.tx_frames),
+                "rx": fmt.count(s.rx_frames),
+                "lost": Text(fmt.count(s.lost), style="bold red" if s.lost else ""),
+                "loss": fmt.pct(s.loss_pct, 3),
+                "ooo": fmt.count(s.out_of_order),
+                "dup": fmt.count(s.duplicates),
+                "lmin": fmt.ns(lat.min),
+                "lavg": fmt.ns(lat.avg),
+                "l50": fmt.ns(lat.p50),
+                "l99": fmt.ns(lat.p99),
+                "lmax": fmt.ns(lat.max),
+                "jit": fmt.ns(lat.jitter),
+                "state": Text("PAUSED", style="bold yellow") if s.paused else Text(""),
+            }
+            for col, v in vals.items():
+                if self._cells.get((s.name, col)) != v:
+                    self._cells[(s.name, col)] = v
+                    t.update_cell(s.name, col, v)
+
+
+# ------------------------------------------------------------------------ DUT
+class DutScreen(ViewScreen):
+    """Conntrack count against max (gauge and history), new entries/s, when it filled, memory, settings."""
+
+    VIEW = "dut"
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title()
+        yield ConntrackGauge(id="gauge")
+        yield Label("conntrack entries (history, 10 Hz)", classes="dim")
+        yield Sparkline([0.0], id="ct-history", summary_function=max)
+        yield DataTable(id="dut", cursor_type="none", show_header=False)
+        yield Footer()
+
+    def setup(self, desc: EngineDescription) -> None:
+        super().setup(desc)
+        t = self.query_one("#dut", DataTable)
+        t.clear(columns=True)
+        t.add_column("what", width=22, key="k")
+        t.add_column("value", width=40, key="v")
+        self._rows: set[str] = set()
+        self._cells: dict[str, object] = {}
+
+    def _kv(self, key: str, value: str) -> None:
+        t = self.query_one("#dut", DataTable)
+        if key not in self._rows:
+            self._rows.add(key)
+            t.add_row(key, value, key=key)
+            self._cells[key] = value
+        elif self._cells.get(key) != value:
+            self._cells[key] = value
+            t.update_cell(key, "v", value)
+
+    def update_view(self, snap: StatsSnapshot) -> None:
+        d = snap.dut
+        self.query_one("#gauge", ConntrackGauge).show(d)
+        h = self.query_one("#ct-history", Sparkline)
+        h.styles.height = 8 if self.app.size.height >= 40 else 3
+        buf = self.app.ct_history  # type: ignore[attr-defined]
+        if buf:
+            data = list(buf)[-max(4, h.size.width) :]
+            if data != h.data:
+                h.data = data
+        if d is None:
+            self._kv("source", "none: the profile has no dut: (add dut: {netns: …})")
+            return
+        self._kv("source", d.source)
+        self._kv("conntrack entries", fmt.count(d.conntrack_count))
+        self._kv("conntrack max", fmt.count(d.conntrack_max))
+        self._kv("fill", fmt.pct(d.fill_pct, 1))
+        self._kv("peak", fmt.count(d.conntrack_peak))
+        rise = None if d.conntrack_start is None else d.conntrack_peak - d.conntrack_start
+        self._kv("rise since start", fmt.count(rise))
+        self._kv("new entries/s", f"{d.new_per_s:,.0f}")
+        self._kv(
+            "table filled at", fmt.seconds(d.full_at_s) if d.full_at_s is not None else "not full"
+        )
+        self._kv("free memory", fmt.nbytes(d.mem_available_bytes))
+        for k, v in d.settings:
+            self._kv(k.replace("_", " "), str(v))
+        if d.error:
+            self._kv("probe error", d.error)
+
+
+# ------------------------------------------------------------------------ Workers
+WORKER_COLS = [
+    ("id", "Worker", 7),
+    ("core", "Core", 5),
+    ("ports", "Ports", 10),
+    ("streams", "Streams", 14),
+    ("pps", "Tx pps", 11),
+    ("cpu", "CPU %", 7),
+    ("proc", "Proc %", 7),
+    ("busy", "Busy %", 7),
+    ("hb", "Heartbeat", 10),
+    ("path", "Path", 9),
+    ("alive", "", 10),
+]
+
+
+class WorkersScreen(ViewScreen):
+    """Which core serves which ports and streams, and how busy it is."""
+
+    VIEW = "workers"
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title()
+        yield DataTable(id="workers", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="plan-notes", classes="dim")
+        yield Footer()
+
+    def setup(self, desc: EngineDescription) -> None:
+        super().setup(desc)
+        t = self.query_one("#workers", DataTable)
+        t.clear(columns=True)
+        for key, label, w in WORKER_COLS:
+            t.add_column(label, width=w, key=key)
+        for w in desc.workers:
+            t.add_row(
+                str(w.id),
+                str(w.core),
+                ", ".join(w.ports),
+                ", ".join(w.streams) or "(rx only)",
+                *["-"] * 7,
+                key=str(w.id),
+            )
+        self.query_one("#plan-notes", Static).update(
+            "\n".join(f"warning: {x}" for x in desc.warnings)
+        )
+        self._cells: dict[tuple[str, str], object] = {}
+
+    def update_view(self, snap: StatsSnapshot) -> None:
+        t = self.query_one("#workers", DataTable)
+        for w in snap.workers:
+            k = str(w.id)
+            if k not in t.rows:  # type: ignore[operator]
+                continue
+            hb = "-" if w.heartbeat_age_s is None else fmt.seconds(w.heartbeat_age_s)
+            vals = {
+                "pps": fmt.count(round(w.tx_pps)),
+                "cpu": f"{w.core_cpu_pct:.0f}",
+                "proc": f"{w.proc_cpu_pct:.0f}",
+                "busy": f"{w.busy_pct:.0f}",
+                "hb": hb,
+                "path": w.tx_path or "-",
+                "alive": Text("alive", style="green")
+                if w.alive
+                else Text(w.exit_reason or "dead", style="bold red"),
+            }
+            for col, v in vals.items():
+                if self._cells.get((k, col)) != v:
+                    self._cells[(k, col)] = v
+                    t.update_cell(k, col, v)
+
+
+# ------------------------------------------------------------------------ Log
+class LogScreen(ViewScreen):
+    """The engine's typed events with their times (bounded)."""
+
+    VIEW = "log"
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title()
+        yield Log(id="log", max_lines=2000, auto_scroll=True)
+        yield Footer()
+
+    def setup(self, desc: EngineDescription) -> None:
+        super().setup(desc)
+        self._shown = 0
+
+    def update_view(self, snap: StatsSnapshot) -> None:
+        lines: deque = self.app.log_lines  # type: ignore[attr-defined]
+        total = self.app.log_total  # type: ignore[attr-defined]
+        new = total - getattr(self, "_shown", 0)
+        if new > 0:
+            self.query_one("#log", Log).write_lines(list(lines)[-min(new, len(lines)) :])
+            self._shown = total
+
+
+# ------------------------------------------------------------------------ Help
+ACTION_HELP = {
+    "port.start": "start the selected port",
+    "port.stop": "stop the selected port",
+    "port.start_all": "start every port",
+    "port.stop_all": "stop every port",
+    "rate.up": "raise the selected port's rate one step (1-2-5 series)",
+    "rate.down": "lower the selected port's rate one step",
+    "rate.set": "type an exact rate: 50kpps, 200Mbit, 10% (of line rate), or fps",
+    "counters.clear": "clear counters (sender and receiver together)",
+    "profile.edit": "open the profile editor",
+    "view.main": "Main screen: one column per port",
+    "view.streams": "Streams screen: loss, latency, jitter",
+    "view.dut": "DUT screen: conntrack gauge and history",
+    "view.workers": "Workers screen: cores, CPU, heartbeat",
+    "view.log": "Log screen: engine events",
+    "view.help": "this help",
+    "app.quit": "quit (asks first when traffic runs; stops ports, writes --json)",
+    "app.interrupt": "same as quit",
+    "stream.pause": "pause or resume the highlighted stream (Streams screen)",
+}
+
+
+class HelpScreen(ViewScreen):
+    """Every key, as remapped by the keymap file, with its binding id."""
+
+    VIEW = "help"
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title()
+        yield DataTable(id="help", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.fill()
+
+    def fill(self) -> None:
+        keymap = getattr(self.app, "keymap_overrides", {})
+        t = self.query_one("#help", DataTable)
+        t.clear(columns=True)
+        t.add_column("Keys", width=14, key="keys")
+        t.add_column("Does", width=58, key="does")
+        t.add_column("Binding id", width=18, key="id")
+        digits = [b for b in ALL_BINDINGS if (b.id or "").startswith("port.select")]
+        t.add_row(
+            ", ".join(effective_keys(b, keymap) for b in digits[:3])
+            + " … "
+            + effective_keys(digits[-1], keymap),
+            "select the port at that position (Pktgen numbers ports from 0)",
+            "port.select0 … 9",
+            key="digits",
+        )
+        for b in ALL_BINDINGS:
+            if b in digits:
+                continue
+            t.add_row(
+                effective_keys(b, keymap),
+                ACTION_HELP.get(b.id or "", b.description),
+                b.id or "",
+                key=b.id,
+            )
+        t.add_row(
+            "ctrl+p",
+            "command palette: every action, every port, every profile",
+            "(Textual)",
+            key="palette",
+        )
+
+    def update_view(self, snap: StatsSnapshot) -> None:
+        pass
+
+
+VIEW_SCREENS: dict[str, type[ViewScreen]] = {
+    cls.VIEW: cls
+    for cls in (MainScreen, StreamsScreen, DutScreen, WorkersScreen, LogScreen, HelpScreen)
+}
+
+
+# ------------------------------------------------------------------------ modals
+class ConfirmQuit(ModalScreen[bool]):
+    """Traffic is running: stop every port and quit?"""
+
+    BINDINGS = [("y,enter", "answer(True)", "Yes"), ("n,escape", "answer(False)", "No")]
+
+    def __init__(self, running: list[str]) -> None:
+        super().__init__()
+        self.running = running
+
+    def compose(self) -> ComposeResult:
+        yield Vertical(
+            Label(f"Traffic is running on {', '.join(self.running)}."),
+            Label("Stop every port and quit?  [b]y[/b]es / [b]n[/b]o"),
+            id="dialog",
+        )
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class RatePrompt(ModalScreen[str | None]):
+    """Type an exact rate for a port: 50kpps, 200Mbit, 10% or plain frames/s."""
+
+    BINDINGS = [("escape", "cancel", "Cancel")]
+
+    def __init__(self, port: str, current: str) -> None:
+        super().__init__()
+        self.port = port
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        yield Vertical(
+            Label(f"Rate of {self.port} (now {self.current}): 50kpps, 200Mbit, 10%, or fps"),
+            Input(placeholder="e.g. 50kpps", id="rate"),
+            id="dialog",
+        )
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ProfilePicker(Screen[str]):
+    """No profile was given: choose one of profiles/*.yaml."""
+
+    BINDINGS = [("q,escape", "app.exit", "Quit")]
+
+    def __init__(self, files: list[str]) -> None:
+        super().__init__()
+        self.files = files
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            "tgen-tui: choose a profile (enter opens it; every port starts idle)", classes="title"
+        )
+        yield OptionList(*self.files, id="profiles")
+        yield Static("", id="picker-error", classes="error")
+        yield Footer()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.files[event.option_index])
+
+
+__all__ = [
+    "VIEW_SCREENS",
+    "ConfirmQuit",
+    "DutScreen",
+    "HelpScreen",
+    "LogScreen",
+    "MainScreen",
+    "ProfilePicker",
+    "RatePrompt",
+    "StreamsScreen",
+    "ViewScreen",
+    "WorkersScreen",
+]
