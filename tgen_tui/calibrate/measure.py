@@ -51,6 +51,9 @@ class SinkPair:
         try:
             for ns in (self.ns_a, self.ns_b):
                 _sh("ip", "netns", "add", ns)
+                for k in ("all", "default"):  # no IPv6 chatter (DAD, RS) into the counts
+                    _sh("ip", "netns", "exec", ns, "sysctl", "-qw",
+                        f"net.ipv6.conf.{k}.disable_ipv6=1")  # fmt: skip
             _sh("ip", "link", "add", self.if_a, "netns", self.ns_a, "type", "veth",
                 "peer", "name", self.if_b, "netns", self.ns_b)  # fmt: skip
             for ns, ifn in ((self.ns_a, self.if_a), (self.ns_b, self.if_b)):

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from tgen_tui.diagnostics import BadInput, EnvironmentProblem
+from tgen_tui.diagnostics import EnvironmentProblem, TgenError
 
 EPILOG = """\
 What it does: sends 64-byte UDP frames flat out from one pinned core with each candidate
@@ -67,13 +67,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _check(a: argparse.Namespace) -> None:
     if a.rounds < 1 or a.rounds > 20:
-        raise BadInput(f"--rounds must be 1..20, got {a.rounds}")
+        raise TgenError(f"--rounds must be 1..20, got {a.rounds}")
     if not 0.1 <= a.seconds <= 60 or not 0 <= a.warm <= 10:
-        raise BadInput("--seconds must be 0.1..60 and --warm 0..10")
+        raise TgenError("--seconds must be 0.1..60 and --warm 0..10")
     if a.netns and not a.interface:
-        raise BadInput("--netns needs --interface")
+        raise TgenError("--netns needs --interface")
     if a.cpu is not None and a.cpu not in os.sched_getaffinity(0):
-        raise BadInput(f"--cpu {a.cpu} is not an allowed CPU ({sorted(os.sched_getaffinity(0))})")
+        raise TgenError(f"--cpu {a.cpu} is not an allowed CPU ({sorted(os.sched_getaffinity(0))})")
     if os.geteuid() != 0:
         raise EnvironmentProblem("tgen calibrate needs root (network namespaces, AF_PACKET)")
 

@@ -1,0 +1,175 @@
+"""tgen calibrate: the cache, tx_path resolution, and a real (short) calibration into a sink."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tgen_tui.calibrate import cache
+from tgen_tui.calibrate.resolve import resolve
+
+ROOT = Path(__file__).resolve().parents[2]
+TGEN = [sys.executable, "-m", "tgen_tui"]
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
+
+
+def _entry(path: str = "tx_ring", batch: int = 4096, **host) -> dict:
+    return {
+        "measured_at": "2026-11-30T13:00:00+0000",
+        "host": cache.host_facts() | host,
+        "choice": {"tx_path": path, "max_batch": batch},
+        "kpps": 500.0,
+        "table": [
+            {"tx_path": path, "max_batch": batch, "kpps": 500.0, "best_for_path": True},
+            {"tx_path": "sendmmsg", "max_batch": 2048, "kpps": 400.0, "best_for_path": True},
+        ],
+    }
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TGEN_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_cache_round_trip_most_specific_first(cache_dir):
+    cache.store(_entry("sendmmsg", 256), cache.keys("veth"))
+    cache.store(_entry("tx_ring", 4096), cache.keys("veth", "p0", "lab-tester")[:1])
+    k, e, stale = cache.lookup("veth", "p0", "lab-tester")
+    assert (k.endswith("|veth|lab-tester/p0"), e["choice"]["tx_path"], stale) == (
+        True,
+        "tx_ring",
+        None,
+    )
+    k, e, _ = cache.lookup("veth", "p1", "lab-tester")  # another interface: the driver's entry
+    assert k.endswith("|veth") and e["choice"] == {"tx_path": "sendmmsg", "max_batch": 256}
+    assert cache.lookup("ixgbe", "eth1", None) == (None, None, None)
+
+
+def test_stale_and_corrupt_cache(cache_dir):
+    cache.store(_entry(kernel="0.0.1-other"), cache.keys("veth"))
+    _k, _e, stale = cache.lookup("veth", None, None)
+    assert stale and "kernel changed" in stale
+    (cache_dir / cache.FILE_NAME).write_text("{not json")
+    assert cache.lookup("veth", None, None) == (None, None, None)
+
+
+@needs_root
+def test_resolve_profile_cache_default(cache_dir):
+    from tgen_tui.calibrate.measure import SinkPair
+
+    with SinkPair("tgct") as pair:
+        d = resolve("auto", pair.if_a, pair.ns_a)
+        assert (d.tx_path, d.source) == ("sendmmsg", "default") and "driver veth" in d.why
+        cache.store(_entry("tx_ring", 4096), cache.keys("veth"))
+        c = resolve("auto", pair.if_a, pair.ns_a)
+        assert (c.tx_path, c.max_batch, c.source) == ("tx_ring", 4096, "cache")
+        p = resolve("sendmmsg", pair.if_a, pair.ns_a)  # the profile wins, with its best batch
+        assert (p.tx_path, p.max_batch, p.source) == ("sendmmsg", 2048, "profile")
+        cache.store(_entry("tx_ring", 4096, cpu_model="another CPU"), cache.keys("veth"))
+        s = resolve("auto", pair.if_a, pair.ns_a)
+        assert s.source == "default" and "stale" in s.why
+    with pytest.raises(ValueError, match="unknown tx_path"):
+        resolve("xdp", "lo", None)
+
+
+@needs_root
+def test_worker_uses_the_cached_path(cache_dir):
+    """port_config resolves auto from the cache; the real worker opens that path and sends."""
+    from tgen_tui.calibrate import iface
+    from tgen_tui.calibrate.measure import SinkPair, sink_program
+    from tgen_tui.engine.workers import port_config
+    from tgen_tui.packets.program import program_from_dict
+
+    cache.store(_entry("tx_ring", 4096), cache.keys("veth"))
+    prog = program_from_dict(sink_program())
+    prog = prog.__class__(**{**prog.__dict__, "schedule": prog.schedule.__class__(
+        **{**prog.schedule.__dict__, "pps": 200_000.0, "count": 20_000})})  # fmt: skip
+    shm = f"/dev/shm/tgen-caltest-{os.getpid()}"
+    with SinkPair("tgcw") as pair:
+        spec = port_config("a", pair.if_a, pair.ns_a, [prog]) | {"rx": False}
+        assert (spec["tx_path"], spec["max_batch"], spec["tx_path_source"]) == (
+            "tx_ring",
+            4096,
+            "cache",
+        )
+        rx0 = iface.counters(pair.if_b, pair.ns_b)[0]
+        w = subprocess.Popen([sys.executable, "-m", "tgen_tui.worker"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, cwd=str(ROOT))  # fmt: skip
+
+        def cmd(m: dict, want: str) -> dict:
+            w.stdin.write(json.dumps(m) + "\n")
+            w.stdin.flush()
+            while True:
+                ev = json.loads(w.stdout.readline())
+                assert ev["event"] != "error", ev
+                if ev["event"] == want:
+                    return ev
+
+        try:
+            assert json.loads(w.stdout.readline())["event"] == "hello"
+            ready = cmd({"cmd": "configure", "shm": shm, "n_streams": 1, "ports": [spec]}, "ready")
+            assert ready["tx_path"] == {"a": "tx_ring"}
+            cmd({"cmd": "start", "t0_ns": time.monotonic_ns()}, "tx_done")
+            w.stdin.write(json.dumps({"cmd": "stop", "drain_ms": 0}) + "\n")
+            w.stdin.flush()
+            while (ev := json.loads(w.stdout.readline()))["event"] != "stopped":
+                pass
+            assert ev["counters"]["tx_frames"] == 20_000
+            assert iface.counters(pair.if_b, pair.ns_b)[0] - rx0 == 20_000
+            cmd({"cmd": "quit"}, "bye")
+            w.wait(5)
+        finally:
+            if w.poll() is None:
+                w.kill()
+                w.wait(5)
+            if os.path.exists(shm):
+                os.unlink(shm)
+
+
+@needs_root
+def test_calibrate_cli_writes_cache(cache_dir):
+    before = set(
+        subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    )
+    r = subprocess.run(
+        TGEN + ["calibrate", "--rounds", "1", "--seconds", "0.3", "--warm", "0.1", "--json"],
+        capture_output=True, text=True, cwd=str(ROOT), timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    e = json.loads(r.stdout)
+    rows = {(x["tx_path"], x["max_batch"]): x for x in e["table"]}
+    assert {p for p, _ in rows} == {"sendmmsg", "tx_ring"} and len(rows) == 5
+    assert all(x["kpps"] > 0 and not x["errors"] for x in rows.values()), e["table"]
+    best = max(rows.values(), key=lambda x: x["kpps"])
+    assert e["choice"] == {"tx_path": best["tx_path"], "max_batch": best["max_batch"]}
+    assert e["driver"] == "veth" and e["host"]["kernel"] == os.uname().release
+    k, got, stale = cache.lookup("veth", None, None)
+    assert got["choice"] == e["choice"] and stale is None
+    after = set(
+        subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    )
+    assert not {n for n in after - before if n.startswith("tgcal")}
+
+
+def test_calibrate_bad_input(cache_dir):
+    r = subprocess.run(TGEN + ["calibrate", "--netns", "x"], capture_output=True, text=True,
+                       cwd=str(ROOT))  # fmt: skip
+    assert r.returncode == 2 and r.stderr.strip() == "tgen: error: --netns needs --interface"
+    r = subprocess.run(TGEN + ["calibrate", "--rounds", "0"], capture_output=True, text=True,
+                       cwd=str(ROOT))  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+@needs_root
+def test_calibrate_missing_interface(cache_dir):
+    r = subprocess.run(TGEN + ["calibrate", "--interface", "nope0"], capture_output=True,
+                       text=True, cwd=str(ROOT))  # fmt: skip
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "nope0" in r.stderr
+    assert not (cache_dir / cache.FILE_NAME).exists()
