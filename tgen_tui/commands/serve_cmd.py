@@ -24,6 +24,7 @@ examples:
   tgen serve profiles/lab.yaml --host 0.0.0.0 --token auto
                                                 # prints http://HOST:8000/?token=... once
   TGEN_SERVE_TOKEN=$(cat ~/.tgen-token) tgen serve lab.yaml --host 10.0.0.5
+  tgen serve profiles/lab.yaml --fake           # simulated engine: try it without root
 
 Safety: the page can start traffic. By default the server listens on 127.0.0.1 only
 and answers only to loopback names. Any other --host needs a token: --token TOKEN
@@ -52,9 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("profile", metavar="PROFILE", nargs="?", help="profile the console opens")
-    p.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
-    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument(
         "--port", type=int, default=8000, help="TCP port (default: 8000; 0 = any free port)"
     )
@@ -63,14 +62,26 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=os.environ.get("TGEN_SERVE_TOKEN"),
         help="secret every request must carry; 'auto' generates one (default: $TGEN_SERVE_TOKEN)",
     )
+    console = p.add_argument_group("passed to each console (see tgen tui --help)")
+    console.add_argument("--fake", action="store_true", help="simulated engine: no root, no lab")
+    console.add_argument("--cores", help="cores for workers, e.g. 1 or 1-3")
+    console.add_argument("--dut-netns", help="probe conntrack in this namespace")
+    console.add_argument(
+        "--dut-ssh", help="probe a remote DUT: command prefix, e.g. 'ssh root@dut'"
+    )
     p.set_defaults(func=cmd_serve)
 
 
-def console_command(profile: str | None) -> str:
+def console_command(args: argparse.Namespace) -> str:
     """The shell command textual-serve runs for each browser session."""
     argv = [sys.executable, "-m", "tgen_tui", "tui"]
-    if profile:
-        argv.append(str(Path(profile).resolve()))
+    if args.profile:
+        argv.append(str(Path(args.profile).resolve()))
+    if args.fake:
+        argv.append("--fake")
+    for opt in ("cores", "dut_netns", "dut_ssh"):
+        if getattr(args, opt):
+            argv += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
     return shlex.join(argv)
 
 
@@ -101,7 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     name = Path(args.profile).name if args.profile else ""
     server = ConsoleServer(
-        console_command(args.profile),
+        console_command(args),
         host=args.host,
         port=args.port,
         token=token,
@@ -114,7 +125,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         query = f"?token={token}" if token else ""
         print(f"tgen serve: open http://{shown}:{port}/{query}", flush=True)
         if host != shown:
-            print(f"tgen serve: listening on {host}:{port} (use this machine's address)", flush=True)
+            print(
+                f"tgen serve: listening on {host}:{port} (use this machine's address)", flush=True
+            )
         print("tgen serve: Ctrl-C stops the server and every console it started", flush=True)
 
     asyncio.run(server.run(on_ready=ready))
