@@ -468,7 +468,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             "note: A and B used different profiles (hash differs): the figures may not be comparable"
         )
     print(
-        f"{'':<12}{'metric':<20}{'A median':>13}{'A spread':>12}{'B median':>13}{'B spread':>12}"
+        f"{args.scope if args.scope != 'run' else '':<12}{'metric':<20}{'A median':>13}{'A spread':>12}{'B median':>13}{'B spread':>12}"
         f"{'change':>10}  beyond spread"
     )
     for name, c in rows:
@@ -480,10 +480,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         beyond = {True: f"yes (> {c.factor:g} × spread)", False: "no", None: "? (no repeats)"}[
             c.beyond_spread
         ]
-        if c.worse and c.beyond_spread is not False and c.delta:
-            beyond += "  worse"
+        if c.worse and c.beyond_spread:
+            beyond += ", worse"
         print(
-            f"{_short(name, 11):<12}{md.label:<20}{md.fmt(c.a.median):>13}{_spread(md, c.a):>12}"
+            f"{_short(name, 11) if name else '':<12}{md.label:<20}{md.fmt(c.a.median):>13}{_spread(md, c.a):>12}"
             f"{md.fmt(c.b.median):>13}{_spread(md, c.b):>12}{ch:>10}  {beyond}"
         )
     return 0
@@ -546,7 +546,10 @@ def cmd_trend(args: argparse.Namespace) -> int:
         raise BadInput(
             f"trend: no {args.metric} values for DUT {dut} ({test}, profile {ctx['profile']})"
         )
-    title = f"{md.label} ({md.unit}) by build: DUT {dut}, {test} {ctx['profile']} [{(phash or '-')[:8]}]"
+    title = (
+        f"{md.label} ({md.unit}) by build: DUT {dut}, test {test}, "
+        f"profile {ctx['profile']} [{(phash or '-')[:8]}]"
+    )
     print(P.text_plot(points, title=title, fmt=md.fmt, height=max(4, args.height)))
     print("● median, │ lowest to highest sample, n = samples (runs or repeats)")
     if args.output:
@@ -617,12 +620,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         variance_growth=args.variance_growth,
     )
     changes = A.compare(conn, bg.run_ids, tg.run_ids, factor=args.spread_factor)
-    wanted = args.metric or M.CHECKED
+    wanted = args.metric or []
     unknown = [m for m in wanted if m not in {c.metric for c in changes} and m not in M.CATALOGUE]
     if unknown:
         raise BadInput(
             f"check: unknown metric(s) {', '.join(unknown)}; known: {', '.join(M.CATALOGUE)}"
         )
+    own = [c.metric for c in changes if c.metric not in M.CATALOGUE and M.metric(c.metric).better]
+    wanted = args.metric or [*M.CHECKED, *own]
+    skipped = []
+    if not args.metric:  # latency without repeats is noise: judged only with a spread
+        skipped = [m for m in wanted if m in M.NEEDS_REPEATS and _no_repeats(changes, m)]
+        wanted = [m for m in wanted if m not in skipped]
     checked = [c for c in changes if c.metric in wanted]
     sentences = [s for c in checked for s in A.regression(c, bounds, base)]
     head = (
@@ -640,10 +649,20 @@ def cmd_check(args: argparse.Namespace) -> int:
         for c in checked
         if c.metric in ("rx_pps", "loss_pct", "p99_ns")
         and c.delta is not None
-        and c.pct is not None
+        and (c.pct is not None or M.metric(c.metric).unit == "%")
     )
     print(f"{head}: no regression" + (f" ({summary})" if summary else ""))
+    if skipped:
+        print(
+            f"not checked: {', '.join(M.metric(m).label for m in skipped)} (one run per build "
+            "gives no spread: repeat the run under each build, or name it with --metric)"
+        )
     return 0
+
+
+def _no_repeats(changes: list[A.Change], name: str) -> bool:
+    c = next((c for c in changes if c.metric == name), None)
+    return c is None or c.a.n < 2 or c.b.n < 2
 
 
 def _latency_ns(text: str, parse_duration) -> float:

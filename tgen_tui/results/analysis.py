@@ -208,6 +208,8 @@ def regression(c: Change, bounds: Bounds, since: str) -> list[str]:
             p = c.pct
             over = p is None or abs(p) > bounds.max_change_pct
             words = f"{'rose' if d > 0 else 'fell'} {fmt_pct(p)}"
+            if p is None:
+                words = f"rose from {m.fmt(c.a.median)} to {m.fmt(c.b.median)}"
             bound = f"the {bounds.max_change_pct:g} % bound"
         beyond = c.beyond_spread
         if over and beyond is not False:
@@ -217,10 +219,39 @@ def regression(c: Change, bounds: Bounds, since: str) -> list[str]:
                 else f"beyond {bound}; no repeats, so no spread"
             )
             out.append(f"{m.label} median {words} since build {since} ({why})")
-    va, vb = c.a.variance, c.b.variance
-    if m.better is not None and va and vb is not None and vb / va > bounds.variance_growth:
-        out.append(f"{m.label} variance grew {vb / va:.1f}× since build {since}")
+    if variance_grew(c, bounds):
+        va, vb = c.a.variance or 0.0, c.b.variance or 0.0
+        out.append(
+            f"{m.label} variance grew {vb / va:.1f}× since build {since} (spread "
+            f"{m.fmt(c.a.spread)} → {m.fmt(c.b.spread)}, {c.a.n} and {c.b.n} samples)"
+        )
     return out
+
+
+MIN_VARIANCE_SAMPLES = 3
+
+
+def variance_grew(c: Change, bounds: Bounds) -> bool:
+    """The variance grew beyond ``variance_growth`` and the new spread matters.
+
+    Needs at least three samples a side (a two-sample variance says little), and a new
+    spread large enough to hide a change of the metric's own bound (bound / K): a spread
+    that grows from 1 pps to 17 pps at 5 kpps is not a regression.
+    """
+    m = M.metric(c.metric)
+    va, vb, med = c.a.variance, c.b.variance, c.b.median
+    if m.better is None or not va or vb is None or med is None:
+        return False
+    if min(c.a.n, c.b.n) < MIN_VARIANCE_SAMPLES or vb / va <= bounds.variance_growth:
+        return False
+    if m.unit == "%":
+        material = bounds.max_points
+    elif m.unit == "ns":
+        material = max(bounds.latency_floor_ns, abs(med) * bounds.latency_pct / 100.0)
+    else:
+        material = abs(med) * bounds.max_change_pct / 100.0
+    k = bounds.spread_factor or 1.0
+    return math.sqrt(vb) > material / k
 
 
 def fmt_pct(p: float | None) -> str:

@@ -47,9 +47,10 @@ def _range(points: list[Point]) -> tuple[float, float]:
     hi = max(p.high for p in points)
     if hi == lo:
         pad = abs(hi) * 0.05 or 1.0
-        return lo - pad, hi + pad
-    pad = (hi - lo) * 0.08
-    return lo - pad, hi + pad
+    else:
+        pad = (hi - lo) * 0.08
+    # never pad a non-negative metric (rates, loss, latency) below zero
+    return (max(0.0, lo - pad) if lo >= 0 else lo - pad), hi + pad
 
 
 def text_plot(
