@@ -100,10 +100,10 @@ class ConsoleService(AppService):
                 log.warning("console pid %s did not quit; sending %s", proc.pid, sig.name)
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(sig)
-            with contextlib.suppress(asyncio.TimeoutError):
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), wait)
         if self._task is not None:
-            with contextlib.suppress(asyncio.TimeoutError, Exception):
+            with contextlib.suppress(TimeoutError, Exception):
                 await asyncio.wait_for(self._task, 2.0)
             self._task = None
         self.stderr_path.unlink(missing_ok=True)
@@ -217,7 +217,7 @@ class ConsoleServer(Server):
             if self._live(current):
                 return None
             if current.service is not None and current.service.alive:  # page gone, console stopping
-                with contextlib.suppress(asyncio.TimeoutError):
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(current.done.wait(), HANDOVER_WAIT_S)
                 if current.service.alive:
                     return None  # the old console would not stop

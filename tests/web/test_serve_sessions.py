@@ -1,0 +1,118 @@
+"""One console at a time: the second browser is told who holds it; closing a page ends its console.
+
+Real `tgen serve` and real `tgen tui --fake` consoles (simulated engine: no root, no
+lab), driven over the same websocket protocol the browser page speaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+
+import aiohttp
+
+from .web_helpers import alive, cmdline, descendants, start_serve
+
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+
+
+async def _read_until(ws: aiohttp.ClientWebSocketResponse, needle: str, timeout: float = 20) -> str:
+    """Terminal text (escape codes removed) received until ``needle`` shows up."""
+    buf = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = await ws.receive(timeout=max(0.1, deadline - time.monotonic()))
+        except TimeoutError:
+            break
+        if msg.type == aiohttp.WSMsgType.BINARY:
+            buf += msg.data
+            text = ANSI.sub(b"", buf).decode(errors="replace")
+            if needle in text:
+                return text
+        elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+            break
+    raise AssertionError(f"{needle!r} not seen; got {ANSI.sub(b'', buf)[-600:]!r}")
+
+
+async def _wait_gone(pids: list[int], timeout: float = 20) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        if not left:
+            return []
+        await asyncio.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+def _consoles(server_pid: int) -> list[int]:
+    return [p for p in descendants(server_pid) if " tui " in cmdline(p)]
+
+
+def test_second_browser_is_refused_and_closing_ends_the_console() -> None:
+    srv = start_serve("profiles/lab.yaml", "--fake", "--port", "0")
+    ws_url = srv.base.replace("http", "ws") + "/ws?width=120&height=40"
+    origin = {"Origin": srv.base}
+
+    async def scenario() -> None:
+        async with aiohttp.ClientSession() as s:
+            first = await s.ws_connect(ws_url, headers=origin)
+            await _read_until(first, "Tx pps")  # the port table of the first console
+            consoles = _consoles(srv.proc.pid)
+            assert len(consoles) == 1 and "--fake" in cmdline(consoles[0])
+
+            second = await s.ws_connect(ws_url, headers=origin)
+            text = await _read_until(second, "already open in another browser")
+            assert f"console pid {consoles[0]}" in text and "from 127.0.0.1" in text
+            assert _consoles(srv.proc.pid) == consoles  # nothing spawned for the second
+
+            await first.close()
+            assert await _wait_gone(consoles) == []  # the page went, its console quit
+
+            third = await s.ws_connect(ws_url, headers=origin)  # the console is free again
+            await _read_until(third, "Tx pps")
+            again = _consoles(srv.proc.pid)
+            assert len(again) == 1 and again != consoles
+            await second.close()
+            # the server stops with a console open: it quits that console too
+            assert await asyncio.to_thread(srv.stop) == 0
+            assert await _wait_gone(again) == []
+            await third.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        srv.stop()
+    out = srv.output()
+    assert "refused a second console" in out and "Traceback" not in out
+    assert descendants(srv.proc.pid) == []
+
+
+def test_a_console_that_fails_shows_its_error_in_the_page(tmp_path) -> None:
+    """No --fake and a namespace that does not exist: the console exits, the page says why."""
+    prof = tmp_path / "gone.yaml"
+    prof.write_text(
+        "name: gone\nports:\n  p0: {interface: p0, netns: tgen-web-no-such-ns}\n"
+        "streams:\n  - name: s\n    port: p0\n    eth: {src: 02:00:00:00:00:01, dst: 02:00:00:00:00:02}\n"
+        "    ipv4: {src: 198.18.0.2, dst: 198.19.0.2}\n    udp: {src_port: 1, dst_port: 7}\n"
+        "    size: 64\n    rate: {pps: 10}\n"
+    )
+    srv = start_serve(str(prof), "--port", "0")
+
+    async def scenario() -> str:
+        async with aiohttp.ClientSession() as s:
+            ws = await s.ws_connect(
+                srv.base.replace("http", "ws") + "/ws", headers={"Origin": srv.base}
+            )
+            text = await _read_until(ws, "close or reload this page")
+            await ws.close()
+            return text
+
+    try:
+        text = asyncio.run(scenario())
+    finally:
+        assert srv.stop() == 0
+    assert "tgen: error:" in text
+    assert "tgen-web-no-such-ns" in text or "needs root" in text
+    assert descendants(srv.proc.pid) == []

@@ -1,0 +1,124 @@
+"""Helpers for the `tgen serve` tests: start a server process, read its URL, stop it."""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+URL_RE = re.compile(r"open (http://\S+)")
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen
+    url: str
+    lines: list[str]
+
+    @property
+    def base(self) -> str:
+        return self.url.split("?", 1)[0].rstrip("/")
+
+    @property
+    def port(self) -> int:
+        return int(self.base.rsplit(":", 1)[1])
+
+    def stop(self, timeout: float = 30) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def output(self) -> str:
+        """Everything the server printed (after it stopped)."""
+        rest = self.proc.stdout.read() if self.proc.stdout else ""
+        return "".join(self.lines) + (rest or "")
+
+
+def tgen_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tgen_tui", *args]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "TGEN_SERVE_TOKEN"}
+    env.update(extra)
+    return env
+
+
+def start_serve(*args: str, timeout: float = 20, env: dict | None = None) -> Served:
+    """Run ``tgen serve ARGS`` (stdout+stderr merged) until it prints its URL."""
+    proc = subprocess.Popen(
+        tgen_argv("serve", *args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+        env=env or clean_env(),
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not sel.select(timeout=0.5):
+            if proc.poll() is not None:
+                break
+            continue
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        m = URL_RE.search(line)
+        if m:
+            return Served(proc, m.group(1), lines)
+    proc.kill()
+    proc.wait()
+    raise AssertionError(f"tgen serve printed no URL: {''.join(lines)!r}")
+
+
+def descendants(pid: int) -> list[int]:
+    """Pids of every process below ``pid`` (from /proc, no psutil needed)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
