@@ -249,6 +249,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 # ---------------------------------------------------------------- helpers
 
 
+def _bad(msg: str) -> BadInput:
+    """Bad input: one line 'tgen: error: ...', exit 2."""
+    return BadInput(f"tgen: error: {msg}")
+
+
 def _open(args: argparse.Namespace) -> sqlite3.Connection:
     try:
         return store.connect(args.db, create=False)
@@ -272,7 +277,7 @@ def parse_when(text: str | None, opt: str) -> str | None:
     try:
         when = _dt.datetime.fromisoformat(t)
     except ValueError:
-        raise BadInput(
+        raise _bad(
             f"{opt}: {text!r} is not a time: give 2026-11-30, 2026-11-30T13:00 or 7d / 12h / 30min"
         ) from None
     if when.tzinfo is None:
@@ -342,7 +347,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _get(conn: sqlite3.Connection, run_id: int, args: argparse.Namespace) -> dict:
     run = store.get_run(conn, run_id)
     if run is None:
-        raise BadInput(f"no run {run_id} in {store.resolve(args.db)} (see: tgen results list)")
+        raise _bad(f"no run {run_id} in {store.resolve(args.db)} (see: tgen results list)")
     return run
 
 
@@ -408,12 +413,12 @@ def _side(
     if spec.isdigit():
         run = store.get_run(conn, int(spec))
         if run is None:
-            raise BadInput(f"no run {spec} in {store.resolve(args.db)} (see: tgen results list)")
+            raise _bad(f"no run {spec} in {store.resolve(args.db)} (see: tgen results list)")
         return [run["id"]], f"run {run['id']} (DUT {run['dut']}, build {run['build']})", run
     runs = store.list_runs(conn, dut=args.dut, build=spec)
     runs = [r for r in runs if not r["partial"]] or runs
     if not runs:
-        raise BadInput(f"{spec!r} is neither a run id nor a build in {store.resolve(args.db)}")
+        raise _bad(f"{spec!r} is neither a run id nor a build in {store.resolve(args.db)}")
     newest = runs[0]
     ids = [
         r["id"]
@@ -518,7 +523,7 @@ def _context(conn, args, run_filter: dict) -> dict:
     runs = store.list_runs(conn, limit=1, **run_filter)
     if not runs:
         what = ", ".join(f"{k} {v}" for k, v in run_filter.items() if v is not None) or "any"
-        raise BadInput(f"no stored runs match ({what}) in {store.resolve(args.db)}")
+        raise _bad(f"no stored runs match ({what}) in {store.resolve(args.db)}")
     return runs[0]
 
 
@@ -529,9 +534,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
             m for (m,) in conn.execute("SELECT DISTINCT metric FROM metrics WHERE scope='run'")
         }
         if args.metric not in known:
-            raise BadInput(
-                f"trend: unknown metric {args.metric!r}; known: {', '.join(M.CATALOGUE)}"
-            )
+            raise _bad(f"trend: unknown metric {args.metric!r}; known: {', '.join(M.CATALOGUE)}")
     ctx = _context(conn, args, {"dut": args.dut, "profile": args.profile, "test": args.test})
     dut, test, phash = ctx["dut"], args.test or ctx["test"], ctx["profile_hash"]
     builds = A.builds_in_order(conn, dut=dut, test=test, profile_hash=phash)
@@ -543,7 +546,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
         if s and s.samples:
             points.append(P.Point(b, s.median, min(s.samples), max(s.samples), s.n))
     if not points:
-        raise BadInput(
+        raise _bad(
             f"trend: no {args.metric} values for DUT {dut} ({test}, profile {ctx['profile']})"
         )
     title = (
@@ -559,7 +562,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
                 points, title=title, ylabel=f"{md.label} ({md.unit})", fmt=md.fmt, path=path
             )
         except ValueError as e:
-            raise BadInput(str(e)) from None
+            raise _bad(str(e)) from None
         except P.PlotUnavailable as e:
             raise EnvironmentProblem(str(e)) from None
         except OSError as e:
@@ -578,11 +581,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         floor_ns = _latency_ns(args.latency_floor, parse_duration)
     except ValueError as e:
-        raise BadInput(f"--latency-floor: {e}") from None
+        raise _bad(f"--latency-floor: {e}") from None
     for opt in ("max_change", "max_points", "latency_change", "spread_factor", "variance_growth"):
         v = getattr(args, opt)
         if not v >= 0:
-            raise BadInput(f"--{opt.replace('_', '-')} must be >= 0, got {v}")
+            raise _bad(f"--{opt.replace('_', '-')} must be >= 0, got {v}")
     ctx = _context(
         conn,
         args,
@@ -594,23 +597,23 @@ def cmd_check(args: argparse.Namespace) -> int:
             conn, dut=dut, build=build, test=test, phash=phash, before=ctx["started_at"]
         )
         if base is None:
-            raise BadInput(
+            raise _bad(
                 f"check: DUT {dut} has no earlier build than {build} with {test} profile "
                 f"{ctx['profile']}: nothing to check against (give --against BUILD)"
             )
     else:
         base = args.against
     if base == build:
-        raise BadInput(f"check: --against {base} is the build being checked")
+        raise _bad(f"check: --against {base} is the build being checked")
     tg = A.group_of(conn, dut=dut, build=build, test=test, profile_hash=phash)
     bg = A.group_of(conn, dut=dut, build=base, test=test, profile_hash=phash)
     if not bg.run_ids:
-        raise BadInput(
+        raise _bad(
             f"check: no complete runs of DUT {dut} build {base} with {test} profile {ctx['profile']} "
             f"(hash {(phash or '-')[:8]}) to compare against (see: tgen results list --dut {dut})"
         )
     if not tg.run_ids:
-        raise BadInput(f"check: build {build} has only interrupted runs")
+        raise _bad(f"check: build {build} has only interrupted runs")
     bounds = A.Bounds(
         max_change_pct=args.max_change,
         max_points=args.max_points,
@@ -623,7 +626,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     wanted = args.metric or []
     unknown = [m for m in wanted if m not in {c.metric for c in changes} and m not in M.CATALOGUE]
     if unknown:
-        raise BadInput(
+        raise _bad(
             f"check: unknown metric(s) {', '.join(unknown)}; known: {', '.join(M.CATALOGUE)}"
         )
     own = [c.metric for c in changes if c.metric not in M.CATALOGUE and M.metric(c.metric).better]
