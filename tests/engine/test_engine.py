@@ -11,6 +11,7 @@ import pytest
 import trio
 from engine_helpers import profile_yaml, stream_yaml
 
+from tgen_tui.engine.api import EngineCommandError
 from tgen_tui.engine.controller import EngineOptions, open_engine
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
@@ -134,7 +135,7 @@ async def test_set_rate_and_clear(nat_lab):
         assert s2.stream("up").tx_frames < s.stream("up").tx_frames
         await eng.set_rate("p0", 2000)  # a port total scales its streams
         assert eng.requested_pps(0) == 2000
-        with pytest.raises(Exception, match="unknown stream or port"):
+        with pytest.raises(EngineCommandError, match="nope: no such stream"):
             await eng.set_rate("nope", 10)
         await eng.stop()
         fin = await eng._publish(final=True)

@@ -66,7 +66,13 @@ def test_run_writes_ndjson_and_json_matching_interface_counters(nat_lab, write_p
     assert up["latency_ns"]["p99"] is not None
     assert res["dut"]["conntrack_peak"] >= 64
     assert res["environment"]["kernel"] and res["environment"]["cpu_count"]
-    lines = [json.loads(x) for x in out_nd.read_text().splitlines()]
+    every = [json.loads(x) for x in out_nd.read_text().splitlines()]
+    events = [x for x in every if "event" in x]
+    lines = [x for x in every if "event" not in x]
+    # typed events between the snapshots: both ports went idle -> starting -> running -> ...
+    states = [(e["port"], e["new"]) for e in events if e["event"] == "port_state"]
+    for p in ("p0", "p1"):
+        assert [n for q, n in states if q == p] == ["starting", "running", "stopping", "stopped"]
     assert len(lines) >= 10
     ts = [x["t"] for x in lines]
     assert ts == sorted(ts)
@@ -151,6 +157,7 @@ def test_scheduled_stream_sends_only_in_its_window(nat_lab, write_profile, tmp_p
     cp = _run(["run", str(prof), "--duration", "3", "--ndjson", str(nd), "--quiet"])
     assert cp.returncode == 0, cp.stderr
     snaps = [json.loads(x) for x in nd.read_text().splitlines()]
+    snaps = [s for s in snaps if "event" not in s]
     early = [s["streams"]["late"]["tx_frames"] for s in snaps if s["t"] < 0.9]
     late = [s["streams"]["late"]["tx_frames"] for s in snaps if s["t"] > 2.2]
     assert early and all(x == 0 for x in early)

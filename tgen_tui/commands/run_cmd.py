@@ -305,6 +305,12 @@ class _Outputs:
             sys.stderr.write("\r\x1b[K" + progress_line(snap))
             sys.stderr.flush()
 
+    def event(self, ev) -> None:
+        """A typed engine event as an ``{"event": ...}`` line between the snapshots."""
+        if self.nd is not None:
+            self.nd.write(json.dumps(ev.to_dict(), separators=(",", ":"), default=str) + "\n")
+            self.nd.flush()
+
     def close(self) -> None:
         if self.progress:
             sys.stderr.write("\r\x1b[K")
@@ -325,6 +331,9 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
             if not args.quiet:
                 print(line, file=sys.stderr)
         snaps = eng.snapshots()
+        events = eng.subscribe_events()
+        for ev in eng.events_since(0)[1]:  # what happened while the workers started
+            out.event(ev)
         finite = eng.finite_total() is not None
         if duration is None and not finite:
             raise BadInput("the profile runs until stopped: give --duration (e.g. --duration 10s)")
@@ -333,9 +342,14 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
             async for snap in snaps:
                 out.snapshot(snap)
 
+        async def consume_events() -> None:
+            async for ev in events:
+                out.event(ev)
+
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(consume)
+                nursery.start_soon(consume_events)
                 main_scope = trio.CancelScope()
 
                 async def watch_signals() -> None:
@@ -358,7 +372,7 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
                 sent_for = time.monotonic() - t_start
                 with trio.CancelScope(shield=True):
                     await eng.stop()
-                    final = await eng._publish(final=True)
+                    final = await eng.final_snapshot()
                 # drain the last snapshots, then stop the consumer
                 await trio.sleep(0)
                 nursery.cancel_scope.cancel()
@@ -376,6 +390,10 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
         )
     result["breached"] = evaluate(thresholds, result)
     result["passed"] = not result["breached"]
+    from tgen_tui.engine.api import ThresholdBreached
+
+    for b in result["breached"]:
+        out.event(ThresholdBreached(sent_for, b["threshold"], b["where"], float(b["value"])))
     if interrupted:
         result["signal"] = interrupted[0]
     return result

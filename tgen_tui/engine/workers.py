@@ -39,6 +39,11 @@ class WorkerState:
     stopped_info: dict[str, dict] = field(default_factory=dict)
     layout: dict = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    replies: dict[str, tuple[trio.Event, list[dict]]] = field(default_factory=dict)
+
+
+class CommandRefused(Exception):
+    """The worker answered a command with an error event (its message says why)."""
 
 
 class WorkerDied(Exception):
@@ -64,6 +69,7 @@ class WorkerHandle:
         self._on_event = on_event
         self._proc: trio.Process | None = None
         self._send_lock = trio.Lock()
+        self._next_id = 0
 
     @property
     def plan(self) -> WorkerPlan:
@@ -78,6 +84,32 @@ class WorkerHandle:
                 await self._proc.stdin.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
                 raise WorkerDied(self.state.exit_reason or f"worker pipe closed: {e}") from None
+
+    async def request(self, msg: dict, timeout: float = 5.0) -> dict:
+        """Send a command with a request id and wait (bounded) for the event that echoes it.
+        Raises CommandRefused when the worker answers with an error, WorkerDied when it
+        exits or does not answer within ``timeout`` seconds."""
+        self._next_id += 1
+        rid = f"r{self._next_id}"
+        ev = trio.Event()
+        box: list[dict] = []
+        self.state.replies[rid] = (ev, box)
+        try:
+            await self.send({**msg, "id": rid})
+            with trio.move_on_after(timeout):
+                await ev.wait()
+        finally:
+            self.state.replies.pop(rid, None)
+        if not box:
+            if not self.state.alive:
+                raise WorkerDied(self.state.exit_reason or "worker exited")
+            raise WorkerDied(
+                f"worker {self.state.plan.id} did not acknowledge {msg.get('cmd')!r} within {timeout:g} s"
+            )
+        reply = box[0]
+        if reply.get("event") == "error":
+            raise CommandRefused(str(reply.get("message")))
+        return reply
 
     def kill(self) -> None:
         if self._proc is not None and self._proc.returncode is None:
@@ -155,6 +187,8 @@ class WorkerHandle:
                 self._on_event(st, {"event": "exit", "rc": rc, "reason": st.exit_reason})
                 for ev in st.stopped.values():
                     ev.set()
+                for ev, _box in st.replies.values():
+                    ev.set()
                 nursery.cancel_scope.cancel()
         finally:
             st.alive = False
@@ -172,6 +206,12 @@ class WorkerHandle:
     def _handle(self, ev: dict, ready: trio.Event) -> None:
         st = self.state
         kind = ev.get("event")
+        rid = ev.get("id")
+        if rid is not None and rid in st.replies and kind != "stopped":
+            waiter, box = st.replies[rid]
+            if not box:
+                box.append(ev)
+                waiter.set()
         if kind == "ready":
             st.layout = ev
             ready.set()

@@ -70,24 +70,36 @@ class TxStream:
         self.row[C.T_PORT] = port_idx
         self.schedule = prog.schedule
         self.paused = False
-        self.due_base = 0
-        self.reset()
+        self.sent = 0  # frames sent since configure or the last clear = the next sequence number
+        self.run_first = 0  # ``sent`` when the current run began (due counts from it)
+        self.due_prev = 0  # T_DUE at the start of the current run (the counter is monotonic)
+        self.begin()
         for k in (1, min(64, max_batch)):  # warm up: the first numpy calls are slow
             self.builder.build(0, k)
 
-    def reset(self) -> None:
+    def begin(self) -> None:
+        """A (re)start: the schedule runs again from the port's new t0, but the sequence
+        numbers go on from where they stopped, so the receiver's window stays valid
+        (DESIGN: a restart never creates phantom loss)."""
         self.dt = DueTimes(self.schedule)
-        self.idx_base = 0
+        self.idx_base = self.sent
+        self.run_first = self.sent
+        self.due_prev = int(self.row[C.T_DUE])
         self.t_base = 0.0
-        self.sent = 0
-        self.total = self.dt.total()
-        self.done = self.total == 0
+        t = self.dt.total()
+        self.total = None if t is None else self.sent + t
+        self.done = t == 0
         self.next_due_s = self.dt.due_one(0)
         self.late = 0
         self.first_due_s = self.next_due_s
-        self.row[C.T_REQ_MPPS] = round(self.schedule.pps * 1000)
+        self.row[C.T_REQ_MPPS] = 0 if self.paused else round(self.schedule.pps * 1000)
         self.row[C.T_FIRST_TX_NS] = 0
         self.row[C.T_LAST_TX_NS] = 0
+
+    def clear_sequence(self) -> None:
+        """Sequence numbers start from 0 again (with the receiver's clear; port not sending)."""
+        self.sent = 0
+        self.begin()
 
     def due_count(self, rel_s: float) -> int:
         if self.paused:
@@ -95,10 +107,18 @@ class TxStream:
         n = self.idx_base + self.dt.count_until(rel_s - self.t_base)
         return n
 
-    def set_rate(self, pps: float, rel_s: float) -> None:
-        if pps <= 0:
+    def set_paused(self, paused: bool, rel_s: float) -> None:
+        """Pause (nothing more becomes due) or resume (re-based at the current frame/time)."""
+        if paused:
             self.paused = True
             self.row[C.T_REQ_MPPS] = 0
+        elif self.paused:
+            self.paused = False
+            self.set_rate(self.schedule.pps, rel_s)
+
+    def set_rate(self, pps: float, rel_s: float) -> None:
+        if pps <= 0:
+            self.set_paused(True, rel_s)
             return
         s = self.schedule
         self.schedule = dataclasses.replace(s, pps=float(pps))  # a restart keeps the new rate
@@ -117,20 +137,20 @@ class TxStream:
         t = self.dt.total()
         self.total = None if t is None else self.idx_base + t
         self.done = self.total is not None and self.sent >= self.total
-        self.paused = False
         self.next_due_s = self.t_base + self.dt.due_one(self.sent - self.idx_base)
-        self.row[C.T_REQ_MPPS] = round(pps * 1000)
+        self.row[C.T_REQ_MPPS] = 0 if self.paused else round(pps * 1000)
 
     def achieved_pps(self, stop_ns: int, t0_ns: int) -> float:
-        if self.sent == 0:
+        n = self.sent - self.run_first
+        if n <= 0:
             return 0.0
         first = t0_ns + self.first_due_s * 1e9
         end = int(self.row[C.T_LAST_TX_NS]) if self.done else stop_ns
         el = (end - first) / 1e9
-        if self.sent == 1 or el <= 0:
+        if n == 1 or el <= 0:
             return 0.0
         # frames over the time from the first due to the last send, one interval per frame
-        return (self.sent - 1) / el if self.done else self.sent / el
+        return (n - 1) / el if self.done else n / el
 
 
 # ---------------------------------------------------------------------- ports
@@ -192,7 +212,7 @@ class Port:
             due = st.due_count(rel)
             if st.total is not None:
                 due = min(due, st.total)
-            st.row[C.T_DUE] = st.due_base + due
+            st.row[C.T_DUE] = st.due_prev + (due - st.run_first)
             k = 0
             while st.sent < due and k < MAX_TURN_BATCHES:
                 n = min(due - st.sent, st.max_batch)
@@ -267,8 +287,7 @@ class Port:
             raise WorkerError(f"port {self.name} is already running")
         self.t0_ns = int(t0_ns)
         for st in self.streams:
-            st.reset()
-            st.due_base = int(st.row[C.T_DUE])  # 'due' is a counter: it goes on from here
+            st.begin()
         self.tx_done_sent = False
         self.ctr[C.P_STARTED_NS] = self.t0_ns
         self.state = C.STATE_RUNNING
@@ -289,11 +308,11 @@ class Port:
         self.ctr[C.P_STATE] = self.state
         streams = []
         for st in self.streams:
-            due = int(st.row[C.T_DUE]) - st.due_base
+            due = int(st.row[C.T_DUE]) - st.due_prev
             streams.append(
                 {
                     "stream": st.index,
-                    "tx_frames": st.sent,
+                    "tx_frames": st.sent - st.run_first,
                     "due": due,
                     "requested_pps": st.row[C.T_REQ_MPPS] / 1000.0,
                     "achieved_pps": st.achieved_pps(self.stop_ns, self.t0_ns),
@@ -400,11 +419,44 @@ class Worker:
         elif cmd == "clear":
             self._need_config()
             ps = self._ports(msg)
-            for p in ps:
-                if p.rxstats is not None:
+            only = msg.get("streams")
+            sel = None if only is None else [int(x) for x in only]
+            for p in self.ports:
+                if p.rxstats is not None and (sel is not None or p in ps):
                     p.rx_step(now)  # account what arrived before the clear
-                    p.rxstats.clear()
-            self.emit({"event": "cleared", "ports": [p.name for p in ps], **mid})
+                    p.rxstats.clear(sel)
+            reset = []
+            seq = {}
+            for p in ps if sel is None else self.ports:
+                for st in p.streams:
+                    if sel is not None and st.index not in sel:
+                        continue
+                    # a sending stream keeps its sequence (frames in flight stay valid);
+                    # an idle or stopped one starts again from 0 with the receiver
+                    if p.state not in (C.STATE_RUNNING, C.STATE_DRAINING):
+                        st.clear_sequence()
+                        reset.append(st.index)
+                    seq[st.index] = [st.sent, int(st.row[C.T_TX_FRAMES])]
+            self.emit(
+                {
+                    "event": "cleared",
+                    "ports": [p.name for p in ps],
+                    "streams": sel,
+                    "seq_reset": reset,
+                    "seq": seq,
+                    **mid,
+                }
+            )
+        elif cmd in ("pause", "resume"):
+            self._need_config()
+            s = int(msg["stream"])
+            st = self.by_stream.get(s)
+            if st is None:
+                raise WorkerError(f"stream {s} is not sent by this worker")
+            port = self.ports[int(st.row[C.T_PORT])]
+            rel = (now - port.t0_ns) / 1e9 if port.state == C.STATE_RUNNING else 0.0
+            st.set_paused(cmd == "pause", rel)
+            self.emit({"event": "paused", "stream": s, "paused": st.paused, **mid})
         elif cmd == "ping":
             self.emit({"event": "pong", "t_ns": time.monotonic_ns(), **mid})
         elif cmd == "quit":

@@ -77,7 +77,7 @@ import json
 
 LATE_NS = 1_000_000
 MIN_WAKE_NS = 200_000
-COMMANDS = ("configure", "start", "stop", "set_rate", "clear", "ping", "quit")
+COMMANDS = ("configure", "start", "stop", "set_rate", "pause", "resume", "clear", "ping", "quit")
 EVENTS = (
     "hello",
     "ready",

@@ -133,15 +133,17 @@ class RxStats:
         self.t[:, R_SEQ_WINDOW] = self.window
         self._hist_iota = None
 
-    def clear(self) -> None:
-        """Reset the sequence state (window, highest seq, min/max, jitter chain). Counters stay."""
-        self._win[:] = 0
-        self._last_lat[:] = -1
+    def clear(self, streams: list[int] | None = None) -> None:
+        """Reset the sequence state (window, highest seq, min/max, jitter chain) of every
+        stream, or of ``streams`` (global indexes). Counters stay monotonic."""
+        idx = slice(None) if streams is None else [s for s in streams if 0 <= s < self.n_streams]
+        self._win[idx] = 0
+        self._last_lat[idx] = -1
         t = self.t
-        t[:, R_MAX_SEQ] = -1
-        t[:, R_LAT_MIN] = INT64_MAX
-        t[:, R_LAT_MAX] = -1
-        t[:, R_CLEARS] += 1
+        t[idx, R_MAX_SEQ] = -1
+        t[idx, R_LAT_MIN] = INT64_MAX
+        t[idx, R_LAT_MAX] = -1
+        t[idx, R_CLEARS] += 1
 
     # ------------------------------------------------------------------ the batch
     def add(self, batch) -> tuple[int, int]:
