@@ -1,21 +1,30 @@
 """Transmit rate of tgen's sender against netsniff-ng trafgen, on one core, same run.
 
-A direct veth pair between two fresh namespaces (198.18.0.0/15). 64-byte frames
-(60 without FCS), IPv4/UDP with random source and destination ports. The sender is
-pinned to one CPU (default: the last one). The receiving veth drops the frames (foreign
-destination MAC) and its ``rx_packets`` counts them; each figure is ``delta / seconds``
-over a window after a warm-up. Variants, interleaved, ``--runs`` times each:
+A direct veth pair between two fresh namespaces (198.18.0.0/15) into a sink: 64-byte
+frames (60 without FCS), IPv4/UDP with random source and destination ports, to a MAC
+nobody has, so the receiving veth counts them in ``rx_packets`` and drops them. Each
+figure is that counter's ``delta / seconds`` over a window after a warm-up. The sender
+is pinned to one CPU (default: the last one). Variants, interleaved, ``--runs`` times:
 
-- ``tgen_worker``: the real worker process (``python -m tgen_tui.worker``) with one
-  stream at an unreachable rate (so it sends flat out through its paced loop);
-- ``raw_sendmmsg``: the worker's tx path in a bare loop (BatchBuilder batch of 1024 +
-  ``MmsgTx.send``), no pacing;
-- ``raw_tx_ring`` / ``raw_tx_ring_4096``: the same with ``RingTx`` (1024- and
-  4096-frame flushes);
-- ``raw_sendmmsg_prebuilt``: sendmmsg of one prebuilt batch again and again (the kernel's
-  ceiling for this path);
-- ``trafgen``: ``cpu(N): { ... drnd(2), drnd(2) ... }`` with ``-P 2`` (trafgen ignores
-  taskset), stopped by signalling its process group.
+- ``tgen_worker``: the real worker process (``python -m tgen_tui.worker``), one stream at
+  an unreachable rate (flat out through its paced loop), with ``--tx-path`` (default
+  ``auto``: resolved exactly as the engine does, from the ``tgen calibrate`` cache, else
+  the default; the result says which and why). ``--calibrate`` calibrates first, on this
+  pair, and caches the choice;
+- ``raw_<path>_<batch>``: ``tgen calibrate``'s sender (BatchBuilder batch + one send), no
+  pacing, fresh frames every batch: sendmmsg at 256/1024/2048, TX ring at 1024/4096;
+- ``raw_sendmmsg_prebuilt``: one prebuilt batch sent again and again (the kernel's
+  ceiling for the path: the builder's cost is the gap to it);
+- ``af_xdp_<batch>``: an AF_XDP socket in copy mode (``benchmarks/afxdp.py``), fresh frames;
+- ``trafgen``: ``cpu(N): { ... drnd(2), drnd(2) ... }`` with ``-P <ncpu>`` (trafgen
+  ignores taskset), stopped by signalling its process group.
+
+A run is *valid* only when the counter moved and the sender was still alive at the end of
+the window (and, for trafgen, wrote no "failed" line): a tool that sent nothing is a
+failed measurement, and no ratio is printed from it. Ratios are of medians of valid runs
+in this run: tgen to trafgen, tgen to the best raw path that builds fresh frames, and the
+best fresh path to prebuilt frames. The host (``uname -a``, CPU model), the load before
+the run and each CPU's busy share during every window are recorded with the runs.
 
 Then an rx check: the worker receives on the far veth (rx ring, RPS to another CPU)
 while another worker sends; its count is compared with the interface counter, and its
@@ -149,39 +158,35 @@ def udp64_program(
     return compile_stream(stream, index, Port(interface="a"), seed=1)
 
 
-# ---------------------------------------------------------------------- child: raw tx loop
-def raw_child(kind: str, ns: str, ifn: str, seconds: float, cpu: int, batch: int) -> None:
-    os.sched_setaffinity(0, {cpu})
-    from tgen_tui.packets.batch import BatchBuilder
-    from tgen_tui.worker.netns import enter
-    from tgen_tui.worker.txpath import MmsgTx, RingTx
-
-    enter(ns)
-    b = BatchBuilder(udp64_program(), max_batch=batch)
-    if kind.startswith("raw_tx_ring"):
-        tx = RingTx(ifn, max_batch=batch, max_len=64, ring_frames=max(32768, 4 * batch))
-    else:
-        tx = MmsgTx(ifn, max_batch=batch)
-    prebuilt = kind == "raw_sendmmsg_prebuilt"
-    buf, lens = b.build(0, batch)
-    end = time.monotonic() + seconds
-    k = 0
-    sent = 0
-    while time.monotonic() < end:
-        if not prebuilt:
-            buf, lens = b.build(k, batch)
-        sent += tx.send(buf, lens)
-        k += batch
-    print(json.dumps({"sent": sent, "errors": tx.errors}), flush=True)
+# ---------------------------------------------------------------------- measuring
+def cpu_times() -> list[tuple[int, int]]:
+    """(busy, total) jiffies per CPU from /proc/stat."""
+    out = []
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("cpu") and line[3].isdigit():
+            v = [int(x) for x in line.split()[1:]]
+            idle = v[3] + v[4]
+            out.append((sum(v) - idle, sum(v)))
+    return out
 
 
-# ---------------------------------------------------------------------- variants
-def measure_window(pair: Pair, warm: float, seconds: float) -> float:
+def measure_window(pair: Pair, warm: float, seconds: float, alive=None) -> dict:
+    """rx_packets delta over a window after ``warm``; CPU busy % and load during it."""
     time.sleep(warm)
-    r0, t0 = pair.rx_packets(), time.monotonic()
+    c0, r0, t0 = cpu_times(), pair.rx_packets(), time.monotonic()
     time.sleep(seconds)
-    r1, t1 = pair.rx_packets(), time.monotonic()
-    return (r1 - r0) / (t1 - t0)
+    r1, t1, c1 = pair.rx_packets(), time.monotonic(), cpu_times()
+    busy = [
+        round(100.0 * (b1 - b0) / max(1, (a1 - a0)), 1)
+        for (b0, a0), (b1, a1) in zip(c0, c1, strict=True)
+    ]
+    return {
+        "pps": (r1 - r0) / (t1 - t0),
+        "frames": r1 - r0,
+        "alive_at_end": True if alive is None else bool(alive()),
+        "cpu_busy_pct": busy,
+        "loadavg": list(os.getloadavg()),
+    }
 
 
 def stop_group(p: subprocess.Popen, sig=signal.SIGINT, timeout: float = 5.0) -> None:
@@ -199,21 +204,74 @@ def stop_group(p: subprocess.Popen, sig=signal.SIGINT, timeout: float = 5.0) -> 
         p.wait(5)
 
 
+RAW = {  # variant -> (tx_path, batch, prebuilt)
+    "raw_sendmmsg_256": ("sendmmsg", 256, False),
+    "raw_sendmmsg": ("sendmmsg", 1024, False),
+    "raw_sendmmsg_2048": ("sendmmsg", 2048, False),
+    "raw_tx_ring": ("tx_ring", 1024, False),
+    "raw_tx_ring_4096": ("tx_ring", 4096, False),
+    "raw_sendmmsg_prebuilt": ("sendmmsg", 1024, True),
+}
+
+
 def run_raw(pair: Pair, kind: str, cpu: int, warm: float, seconds: float) -> dict:
-    batch = 4096 if kind.endswith("4096") else 1024
+    """``tgen calibrate``'s sender process: one path flat out, fresh (or prebuilt) frames."""
+    from tgen_tui.calibrate.measure import run_sender, sink_program
+
+    path, batch, prebuilt = RAW[kind]
+    cfg = {"program": sink_program(), "netns": pair.ns_a, "interface": pair.if_a,
+           "tx_path": path, "batch": batch, "cpu": cpu, "prebuilt": prebuilt}  # fmt: skip
+    info: dict = {}
+    marks: list = []
+
+    def counter() -> int:  # called at the start and the end of the window
+        marks.append(cpu_times())
+        return pair.rx_packets()
+
+    t0 = time.monotonic()
+    pps, rep = run_sender(cfg, counter, warm, seconds)
+    info.update(rep)
+    if len(marks) == 2:
+        info["cpu_busy_pct"] = [
+            round(100.0 * (b1 - b0) / max(1, (a1 - a0)), 1)
+            for (b0, a0), (b1, a1) in zip(marks[0], marks[1], strict=True)
+        ]
+    info["loadavg"] = list(os.getloadavg())
+    info["pps"] = pps
+    info["wall_s"] = time.monotonic() - t0
+    info["valid"] = pps > 0 and not rep.get("error") and rep.get("sent", 0) > 0
+    if not info["valid"]:
+        info["why_invalid"] = rep.get("error") or f"sent {rep.get('sent', 0)}, counted {pps:.0f}/s"
+    return info
+
+
+def run_afxdp(pair: Pair, kind: str, cpu: int, warm: float, seconds: float) -> dict:
+    """The AF_XDP copy-mode sender of benchmarks/afxdp.py, fresh frames."""
+    batch = int(kind.rsplit("_", 1)[1])
     p = subprocess.Popen(
-        [sys.executable, __file__, "--child", kind, "--ns", pair.ns_a, "--if", pair.if_a,
-         "--seconds", str(warm + seconds + 1.0), "--cpu", str(cpu), "--batch", str(batch)],
-        stdout=subprocess.PIPE, start_new_session=True, text=True,
+        [sys.executable, str(ROOT / "benchmarks" / "afxdp.py"), "--ns", pair.ns_a,
+         "--if", pair.if_a, "--cpu", str(cpu), "--batch", str(batch),
+         "--seconds", str(warm + seconds + 0.3)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     try:
-        pps = measure_window(pair, warm, seconds)
-        out = json.loads(p.stdout.readline() or "{}")
+        first = p.stdout.readline()
+        if not first.startswith("{") or json.loads(first).get("event") != "ready":
+            p.wait(10)
+            err = (first + (p.stderr.read() or "")).strip()[-300:]
+            return {"pps": 0.0, "valid": False, "why_invalid": err or "no output"}
+        w = measure_window(pair, warm, seconds, alive=lambda: p.poll() is None)
+        line = p.stdout.readline()
         p.wait(10)
+        rep = json.loads(line) if line.startswith("{") else {"error": "no report"}
     finally:
         if p.poll() is None:
             stop_group(p, signal.SIGKILL)
-    return {"pps": pps, **out}
+    w.update(rep)
+    w["valid"] = w["pps"] > 0 and not rep.get("error")
+    if not w["valid"]:
+        w["why_invalid"] = rep.get("error") or "counted nothing"
+    return w
 
 
 class Worker:
@@ -250,18 +308,19 @@ class Worker:
 
 
 def run_worker(
-    pair: Pair, cpu: int, warm: float, seconds: float, pps: float = 1e9, tx_path: str = "sendmmsg"
+    pair: Pair, cpu: int, warm: float, seconds: float, pps: float = 1e9, tx: dict | None = None
 ) -> dict:
+    """The real worker, flat out; ``tx`` holds the resolved tx_path/max_batch (+ source)."""
     shm = tempfile.mktemp(prefix="tgen-bench-", dir="/dev/shm")
     w = Worker(cpu)
     try:
         w.send(cmd="configure", shm=shm, n_streams=1, ports=[
             {"name": "a", "interface": pair.if_a, "netns": pair.ns_a, "rx": False,
-             "tx_streams": [program_to_dict(udp64_program(pps=pps))], "tx_path": tx_path}])  # fmt: skip
-        w.expect("ready")
+             "tx_streams": [program_to_dict(udp64_program(pps=pps))], **(tx or {})}])  # fmt: skip
+        ready = w.expect("ready")
         w.send(cmd="start", t0_ns=time.monotonic_ns() + 20_000_000)
         w.expect("started")
-        rate = measure_window(pair, warm, seconds)
+        res = measure_window(pair, warm, seconds, alive=lambda: w.p.poll() is None)
         w.send(cmd="stop", drain_ms=0)
         st = w.expect("stopped")
     finally:
@@ -269,12 +328,16 @@ def run_worker(
         if os.path.exists(shm):
             os.unlink(shm)
     c = st["counters"]
-    return {
-        "pps": rate,
-        "tx_errors": c["tx_errors"],
-        "late_events": c["late_events"],
-        "tx_frames": c["tx_frames"],
-    }
+    res.update(
+        tx_path_ran=ready.get("tx_path", {}).get("a"),
+        tx_errors=c["tx_errors"],
+        late_events=c["late_events"],
+        tx_frames=c["tx_frames"],
+    )
+    res["valid"] = res["pps"] > 0 and c["tx_frames"] > 0
+    if not res["valid"]:
+        res["why_invalid"] = f"worker sent {c['tx_frames']} frames, counted {res['frames']}"
+    return res
 
 
 TRAFGEN_CFG = """cpu({cpu}): {{
@@ -288,6 +351,7 @@ TRAFGEN_CFG = """cpu({cpu}): {{
 
 
 def run_trafgen(pair: Pair, cpu: int, warm: float, seconds: float) -> dict:
+    """trafgen into the sink; valid only if the counter moved, it lived, and it did not fail."""
     with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
         f.write(TRAFGEN_CFG.format(cpu=cpu))
         cfg = f.name
@@ -297,12 +361,24 @@ def run_trafgen(pair: Pair, cpu: int, warm: float, seconds: float) -> dict:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True, text=True,
     )  # fmt: skip
     try:
-        pps = measure_window(pair, warm, seconds)
+        res = measure_window(pair, warm, seconds, alive=lambda: p.poll() is None)
     finally:
         stop_group(p)
         os.unlink(cfg)
-    err = (p.stderr.read() or "")[-300:]
-    return {"pps": pps, "rc": p.returncode, **({"stderr": err} if "fail" in err.lower() else {})}
+    err = (p.stderr.read() or "").strip()
+    failed = [ln for ln in err.splitlines() if "fail" in ln.lower() or "error" in ln.lower()]
+    res.update(rc=p.returncode, stderr_tail=err[-300:])
+    why = []
+    if res["frames"] <= 0:
+        why.append("the sink counted no frames")
+    if not res["alive_at_end"]:
+        why.append(f"trafgen exited during the window (rc {p.returncode})")
+    if failed:
+        why.append(failed[-1][:200])
+    res["valid"] = not why
+    if why:
+        res["why_invalid"] = "; ".join(why)
+    return res
 
 
 def rx_check(pair: Pair, tx_cpu: int, rx_cpu: int, seconds: float, pps: float) -> dict:
@@ -387,95 +463,156 @@ def parse_cost() -> dict:
     return out
 
 
+def host_facts() -> dict:
+    from tgen_tui.calibrate.cache import cpu_model
+
+    tv = subprocess.run(["trafgen", "-v"], capture_output=True, text=True).stdout.splitlines()
+    return {
+        "uname": sh("uname", "-a").stdout.strip(),
+        "cpu_model": cpu_model(),
+        "cpus": os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "trafgen": tv[0] if tv else None,
+        "loadavg_before": list(os.getloadavg()),
+        "note": "other sessions may run tests on this machine at the same time: see "
+        "each run's cpu_busy_pct (the sender's CPU is pinned; the other is others' work)",
+    }
+
+
+def summarise(runs: dict[str, list[dict]]) -> dict:
+    """Medians of valid runs, the ratios, and what was refused (never a ratio from nothing)."""
+    med: dict[str, float | None] = {}
+    invalid: dict[str, list[str]] = {}
+    for v, rs in runs.items():
+        good = [r["pps"] for r in rs if r.get("valid")]
+        med[v] = statistics.median(good) if good else None
+        bad = [r.get("why_invalid", "?") for r in rs if not r.get("valid")]
+        if bad:
+            invalid[v] = bad
+    fresh = {v: m for v, m in med.items() if m and (v.startswith("af_xdp") or (
+        v.startswith("raw_") and not v.endswith("prebuilt")))}  # fmt: skip
+    best = max(fresh, key=fresh.get) if fresh else None
+    refused = {}
+
+    def ratio(a: str, b: str | None) -> float | None:
+        if b is None or a not in med or b not in med:
+            return None
+        if not med[a] or not med[b]:
+            who = a if not med[a] else b
+            refused[f"{a}/{b}"] = f"{who} has no valid run: {'; '.join(invalid.get(who, []))[:300]}"
+            return None
+        return med[a] / med[b]
+
+    out = {
+        "median_kpps": {v: (m / 1e3 if m else None) for v, m in med.items()},
+        "invalid_runs": invalid,
+        "best_fresh_path": best,
+        "tgen_worker_over_trafgen": ratio("tgen_worker", "trafgen"),
+        "tgen_worker_over_best_fresh": ratio("tgen_worker", best),
+        "best_fresh_over_prebuilt": ratio(best, "raw_sendmmsg_prebuilt") if best else None,
+        "sendmmsg_over_tx_ring": ratio("raw_sendmmsg", "raw_tx_ring"),
+    }
+    out["refused_ratios"] = refused
+    return out
+
+
+DEFAULT_VARIANTS = ["tgen_worker", *RAW, "trafgen"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=5.0)
-    ap.add_argument("--warm", type=float, default=1.0)
+    ap.add_argument("--seconds", type=float, default=5.0, help="counted window per run, s")
+    ap.add_argument("--warm", type=float, default=1.0, help="warm-up before the window, s")
     ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)))
-    ap.add_argument(
-        "--variants",
-        default="tgen_worker,raw_sendmmsg,raw_tx_ring,raw_tx_ring_4096,raw_sendmmsg_prebuilt,trafgen",
-    )
+    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                    help="comma list; also af_xdp_<batch> (e.g. af_xdp_64)")  # fmt: skip
+    ap.add_argument("--tx-path", default="auto", choices=["auto", "sendmmsg", "tx_ring"],
+                    help="the worker's tx_path, resolved as the engine does (default auto)")  # fmt: skip
+    ap.add_argument("--calibrate", action="store_true",
+                    help="run tgen calibrate's measurement on this pair first and cache it")  # fmt: skip
+    ap.add_argument("--no-rx-check", action="store_true")
     ap.add_argument("--out", default=str(RESULTS / "tx_vs_trafgen.json"))
-    ap.add_argument("--child", help=argparse.SUPPRESS)
-    ap.add_argument("--ns", help=argparse.SUPPRESS)
-    ap.add_argument("--if", dest="ifn", help=argparse.SUPPRESS)
-    ap.add_argument("--batch", type=int, default=1024, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.child:
-        raw_child(a.child, a.ns, a.ifn, a.seconds, a.cpu, a.batch)
-        return 0
     if os.geteuid() != 0:
         print("needs root (network namespaces)", file=sys.stderr)
         return 3
+    from tgen_tui.calibrate import cache
+    from tgen_tui.calibrate.measure import measure as cal_measure
+    from tgen_tui.calibrate.resolve import resolve
+
     variants = a.variants.split(",")
+    host = host_facts()
     pair = Pair().up()
     runs: dict[str, list] = {v: [] for v in variants}
-    load = os.getloadavg()
+    cal = None
+    rxc = None
     try:
+        if a.calibrate:
+            rows = cal_measure(pair.if_a, pair.ns_a, pair.rx_packets, cpu=a.cpu)
+            cal = {"table": [{"name": r.name, "kpps": r.kpps, "runs": r.kpps_runs} for r in rows]}
+            entry = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                     "host": cache.host_facts(), "driver": "veth", "cpu": a.cpu,
+                     "choice": {"tx_path": rows[0].tx_path, "max_batch": rows[0].max_batch},
+                     "kpps": rows[0].kpps, "table": [r.__dict__ for r in rows],
+                     "counted_by": "benchmarks/tx_vs_trafgen.py --calibrate"}  # fmt: skip
+            cache.store(entry, cache.keys("veth"))
+            print("calibrated:", entry["choice"], f"{rows[0].kpps:.0f} kpps", flush=True)
+        tx = resolve(a.tx_path, pair.if_a, pair.ns_a)
+        print(f"tgen_worker: tx_path {tx.tx_path}, batch {tx.max_batch} [{tx.why}]")
+        if tx.source == "default" and a.tx_path == "auto":
+            print("  note: no calibration for this host: run `tgen calibrate` or pass --calibrate")
         for r in range(a.runs):
             for v in variants:
                 if v == "trafgen":
                     res = run_trafgen(pair, a.cpu, a.warm, a.seconds)
                 elif v == "tgen_worker":
-                    res = run_worker(pair, a.cpu, a.warm, a.seconds)
+                    res = run_worker(pair, a.cpu, a.warm, a.seconds, tx=tx.port_fields())
+                elif v.startswith("af_xdp_"):
+                    res = run_afxdp(pair, v, a.cpu, a.warm, a.seconds)
                 else:
                     res = run_raw(pair, v, a.cpu, a.warm, a.seconds)
                 runs[v].append(res)
-                print(f"run {r} {v:24s} {res['pps'] / 1e3:8.1f} kpps", flush=True)
-        med = {v: statistics.median(x["pps"] for x in runs[v]) for v in variants}
-        other_cpu = min(os.sched_getaffinity(0)) if os.cpu_count() > 1 else a.cpu
-        rx_pps = 0.5 * med.get("tgen_worker", 400e3)
-        rxc = rx_check(pair, a.cpu, other_cpu, 3.0, rx_pps)
-        print("rx check", rxc, flush=True)
+                flag = "" if res.get("valid") else f"  INVALID: {res.get('why_invalid')}"
+                print(f"run {r} {v:24s} {res['pps'] / 1e3:8.1f} kpps{flag}", flush=True)
+        summ = summarise(runs)
+        if not a.no_rx_check and summ["median_kpps"].get("tgen_worker"):
+            other_cpu = min(os.sched_getaffinity(0)) if os.cpu_count() > 1 else a.cpu
+            rxc = rx_check(pair, a.cpu, other_cpu, 3.0, 0.5e3 * summ["median_kpps"]["tgen_worker"])
+            print("rx check", rxc, flush=True)
     finally:
         pair.down()
-    ratio = None
-    if "tgen_worker" in med and med.get("trafgen"):
-        ratio = med["tgen_worker"] / med["trafgen"]
     res = {
         "benchmark": "tx_vs_trafgen",
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "host": {
-            "kernel": platform.release(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "loadavg_at_start": load,
-        },
+        "host": host | {"loadavg_after": list(os.getloadavg())},
         "setup": {
             "frame_bytes_with_fcs": 64,
             "sender_cpu": a.cpu,
             "seconds": a.seconds,
             "warm_s": a.warm,
             "runs": a.runs,
-            "counted_by": "rx_packets of the receiving veth (frames dropped after it)",
+            "order": "interleaved: every variant once per round",
+            "counted_by": "rx_packets of the receiving veth (a sink: frames dropped after it)",
             "trafgen": "cpu(N): config, drnd(2) ports, -P <ncpu> --no-sock-mem -Q -C; stopped via killpg",
+            "tgen_worker_tx": tx.port_fields(),
         },
+        "calibration": cal,
+        **summ,
         "runs_pps": {v: [x["pps"] for x in runs[v]] for v in variants},
         "runs_detail": runs,
-        "median_kpps": {v: med[v] / 1e3 for v in variants},
-        "tgen_worker_over_trafgen": ratio,
-        "sendmmsg_over_tx_ring": (med["raw_sendmmsg"] / med["raw_tx_ring"])
-        if "raw_sendmmsg" in med and "raw_tx_ring" in med
-        else None,
         "rx_check": rxc,
         "rx_parse_offline": parse_cost(),
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=2) + "\n")
-    print(
-        json.dumps(
-            {
-                k: res[k]
-                for k in ("median_kpps", "tgen_worker_over_trafgen", "sendmmsg_over_tx_ring")
-            },
-            indent=2,
-        )
-    )
+    keys = ("median_kpps", "best_fresh_path", "tgen_worker_over_trafgen",
+            "tgen_worker_over_best_fresh", "best_fresh_over_prebuilt", "refused_ratios")  # fmt: skip
+    print(json.dumps({k: res[k] for k in keys}, indent=2))
     return 0
 
 
