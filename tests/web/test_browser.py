@@ -1,0 +1,220 @@
+"""The served console in headless Chromium, on a real lab (issue 12, "Must show" 1 and 2).
+
+Opens the page, waits for the port table, types 0 then s, sees p0's interface Tx
+counter rise in the lab, saves screenshots/web-console.png, types T and sees the
+counter stop, checks that a second browser is refused, closes the page, and finds no
+console, no worker and no /dev/shm/tgen-* file of that console left.
+
+Chromium is Debian's (/usr/bin/chromium, installed by bootstrap.sh), driven by
+Playwright through executable_path: nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tgen_tui.lab.naming import P0_MAC, P1_MAC
+
+from .web_helpers import REPO, alive, cmdline, descendants, start_serve
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # as root
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOT = REPO / "screenshots" / "web-console.png"
+
+# Keep every byte the console sends to the page; window.__tgenText() is that stream as
+# text, escape codes removed (xterm.js draws on a canvas, so the DOM holds no text).
+CAPTURE_JS = r"""
+(() => {
+  const Native = window.WebSocket;
+  const chunks = [];
+  function Capturing(url, protocols) {
+    const ws = protocols === undefined ? new Native(url) : new Native(url, protocols);
+    ws.addEventListener("message", (e) => {
+      if (typeof e.data !== "string") chunks.push(new Uint8Array(e.data));
+    });
+    return ws;
+  }
+  Capturing.prototype = Native.prototype;
+  Object.assign(Capturing, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
+  window.WebSocket = Capturing;
+  window.__tgenText = () => {
+    const d = new TextDecoder();
+    return chunks.map((c) => d.decode(c)).join("").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
+  };
+})();
+"""
+
+
+def _profile(prefix: str) -> str:
+    ns = f"{prefix}-tester"
+    return f"""name: web
+seed: 7
+ports:
+  p0: {{interface: p0, netns: {ns}}}
+  p1: {{interface: p1, netns: {ns}}}
+streams:
+  - name: web-p0
+    port: p0
+    rx_port: p1
+    eth: {{src: "{P0_MAC}", dst: "{P1_MAC}"}}
+    ipv4: {{src: 198.18.0.2, dst: 198.19.0.2}}
+    udp: {{src_port: {{min: 10000, max: 10063, mode: inc}}, dst_port: 7}}
+    size: 64
+    rate: {{pps: 2000}}
+"""
+
+
+def _tx_packets(prefix: str) -> int:
+    out = subprocess.run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            f"{prefix}-tester",
+            "cat",
+            "/sys/class/net/p0/statistics/tx_packets",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
+    return int(out.stdout)
+
+
+def _open_files(pid: int) -> list[str]:
+    try:
+        return [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return []
+
+
+def _wait(cond, timeout: float, step: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(step)
+    return cond()
+
+
+@pytest.fixture
+def web_lab():
+    """A direct lab (p0 <-> p1 veth in one tester namespace) with a unique prefix."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: creates network namespaces and sends on AF_PACKET sockets")
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"needs Debian's chromium at {CHROMIUM} (bash bootstrap.sh installs it)")
+    from tgen_tui.lab import topology
+    from tgen_tui.lab.config import LabConfig
+
+    prefix = "w" + secrets.token_hex(3)[:5]
+    try:
+        topology.up(LabConfig(prefix=prefix, topology="direct"))
+        yield prefix
+    finally:
+        topology.down(prefix)
+
+
+@pytest.mark.root
+@pytest.mark.slow
+def test_browser_starts_and_stops_p0_and_leaves_nothing(web_lab: str, tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright  # a test dependency: fail if missing
+
+    prefix = web_lab
+    profile = tmp_path / "web.yaml"
+    profile.write_text(_profile(prefix))
+    srv = start_serve(str(profile), "--port", "0", "--cores", "1")
+    profile_dir = tempfile.mkdtemp(prefix="tgen-web-chromium-")
+    console: int | None = None
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch_persistent_context(
+                profile_dir,  # a fresh --user-data-dir
+                executable_path=CHROMIUM,
+                args=CHROMIUM_ARGS,
+                headless=True,
+                viewport={"width": 1400, "height": 900},
+            )
+            browser.add_init_script(CAPTURE_JS)
+            page = browser.new_page()
+            page.goto(srv.url)
+            page.wait_for_function(
+                "() => window.__tgenText && /Tx pps/.test(__tgenText()) && /0:p0/.test(__tgenText())",
+                timeout=30_000,
+            )
+            consoles = [p for p in descendants(srv.proc.pid) if " tui " in cmdline(p)]
+            assert len(consoles) == 1
+            console = consoles[0]
+
+            before = _tx_packets(prefix)
+            page.click("#terminal")
+            page.keyboard.press("0")
+            page.keyboard.press("s")
+            risen = _wait(lambda: _tx_packets(prefix) - before >= 500, timeout=20)
+            assert risen, f"p0 tx_packets rose by only {_tx_packets(prefix) - before} after 0 s"
+            workers = [p for p in descendants(console) if "tgen_tui.worker" in cmdline(p)]
+            assert workers, "no worker process under the console"
+            # the engine unlinks each counter file once mapped; the workers still hold it
+            shm = [f for p in workers for f in _open_files(p) if f.startswith("/dev/shm/tgen-")]
+            assert len(shm) == len(workers), f"workers without a counter file: {shm}"
+            page.wait_for_function("() => /running/.test(__tgenText())", timeout=10_000)
+            page.wait_for_timeout(1500)  # a few redraws with the rates on screen
+            SCREENSHOT.parent.mkdir(exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT))
+
+            page.keyboard.press("T")
+
+            def stopped() -> bool:
+                a = _tx_packets(prefix)
+                time.sleep(0.7)
+                return _tx_packets(prefix) == a
+
+            assert _wait(stopped, timeout=15), "p0 kept sending after T"
+            settled = _tx_packets(prefix)
+            time.sleep(1.0)
+            assert _tx_packets(prefix) == settled
+
+            # a second browser gets the explanation, not a second console
+            other = browser.new_page()
+            other.goto(srv.url)
+            other.wait_for_function(
+                "() => window.__tgenText && /already open in another browser/.test(__tgenText())",
+                timeout=15_000,
+            )
+            assert f"console pid {console}" in other.evaluate("__tgenText()")
+            assert [p for p in descendants(srv.proc.pid) if " tui " in cmdline(p)] == [console]
+            other.close()
+
+            page.close()
+            gone = _wait(lambda: not any(alive(p) for p in [console, *workers]), timeout=30)
+            assert gone, f"left running: {[cmdline(p) for p in [console, *workers] if alive(p)]}"
+            assert glob.glob(f"/dev/shm/tgen-{console}-*") == []
+            browser.close()
+        assert SCREENSHOT.stat().st_size > 10_000
+    finally:
+        rc = srv.stop()
+        shutil.rmtree(profile_dir, ignore_errors=True)
+    assert rc == 0
+    out = srv.output()
+    assert f"console pid {console} ended" in out and "Traceback" not in out
+    assert descendants(srv.proc.pid) == []
