@@ -593,8 +593,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     dut, build, test, phash = ctx["dut"], ctx["build"], ctx["test"], ctx["profile_hash"]
     if args.against == "last":
-        base = _previous_build(
-            conn, dut=dut, build=build, test=test, phash=phash, before=ctx["started_at"]
+        base = A.previous_build(
+            conn,
+            dut=dut,
+            build=build,
+            test=test,
+            profile_hash=phash,
+            before=ctx["started_at"],
+            before_id=ctx["id"],
         )
         if base is None:
             raise _bad(
@@ -623,20 +629,14 @@ def cmd_check(args: argparse.Namespace) -> int:
         variance_growth=args.variance_growth,
     )
     changes = A.compare(conn, bg.run_ids, tg.run_ids, factor=args.spread_factor)
-    wanted = args.metric or []
-    unknown = [m for m in wanted if m not in {c.metric for c in changes} and m not in M.CATALOGUE]
+    known = {c.metric for c in changes} | set(M.CATALOGUE)
+    unknown = [m for m in args.metric or [] if m not in known]
     if unknown:
         raise _bad(
             f"check: unknown metric(s) {', '.join(unknown)}; known: {', '.join(M.CATALOGUE)}"
         )
-    own = [c.metric for c in changes if c.metric not in M.CATALOGUE and M.metric(c.metric).better]
-    wanted = args.metric or [*M.CHECKED, *own]
-    skipped = []
-    if not args.metric:  # latency without repeats is noise: judged only with a spread
-        skipped = [m for m in wanted if m in M.NEEDS_REPEATS and _no_repeats(changes, m)]
-        wanted = [m for m in wanted if m not in skipped]
-    checked = [c for c in changes if c.metric in wanted]
-    sentences = [s for c in checked for s in A.regression(c, bounds, base)]
+    verdict = A.judge(changes, bounds, base, args.metric)
+    checked, skipped, sentences = verdict.checked, verdict.skipped, verdict.sentences
     head = (
         f"DUT {dut}: build {build} ({len(tg.run_ids)} run(s)) against build {base} "
         f"({len(bg.run_ids)} run(s)), {test} {ctx['profile']}, {len(checked)} metrics"
@@ -663,11 +663,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _no_repeats(changes: list[A.Change], name: str) -> bool:
-    c = next((c for c in changes if c.metric == name), None)
-    return c is None or c.a.n < 2 or c.b.n < 2
-
-
 def _latency_ns(text: str, parse_duration) -> float:
     t = text.strip()
     if re.fullmatch(r"\d+(\.\d+)?", t):
@@ -677,15 +672,6 @@ def _latency_ns(text: str, parse_duration) -> float:
     if t.endswith("us") or t.endswith("µs"):
         return float(t[:-2]) * 1000.0
     return parse_duration(t) * 1e9
-
-
-def _previous_build(conn, *, dut, build, test, phash, before) -> str | None:
-    row = conn.execute(
-        "SELECT build FROM runs WHERE dut = ? AND test = ? AND profile_hash IS ? AND build != ?"
-        " AND partial = 0 AND started_at <= ? ORDER BY started_at DESC, id DESC LIMIT 1",
-        (dut, test, phash, build, before),
-    ).fetchone()
-    return row[0] if row else None
 
 
 # ---------------------------------------------------------------- export

@@ -256,3 +256,87 @@ def variance_grew(c: Change, bounds: Bounds) -> bool:
 
 def fmt_pct(p: float | None) -> str:
     return "-" if p is None or not math.isfinite(p) else f"{abs(p):.1f} %"
+
+
+def previous_build(
+    conn: sqlite3.Connection,
+    *,
+    dut: str,
+    build: str,
+    test: str,
+    profile_hash: str | None,
+    before: str,
+    before_id: int,
+) -> str | None:
+    """The build of the DUT's newest complete run with another build that started before
+    run ``before_id`` (started at ``before``; ties broken by run id)."""
+    row = conn.execute(
+        "SELECT build FROM runs WHERE dut = ? AND test = ? AND profile_hash IS ? AND build != ?"
+        " AND partial = 0 AND (started_at < ? OR (started_at = ? AND id < ?))"
+        " ORDER BY started_at DESC, id DESC LIMIT 1",
+        (dut, test, profile_hash, build, before, before, before_id),
+    ).fetchone()
+    return row[0] if row else None
+
+
+@dataclass
+class Verdict:
+    """The outcome of checking one build (or run) against a baseline build."""
+
+    since: str
+    sentences: list[str]
+    checked: list[Change]
+    skipped: list[str]  # latency metrics left out for want of repeats
+
+
+def judge(
+    changes: list[Change], bounds: Bounds, since: str, metrics: list[str] | None = None
+) -> Verdict:
+    """Apply the bounds to ``changes`` (baseline = a, checked = b).
+
+    Default metrics: :data:`metrics.CHECKED` plus a verb's own metrics that have a
+    direction; latency ones only where both sides have repeats.
+    """
+    skipped: list[str] = []
+    if metrics:
+        wanted = list(metrics)
+    else:
+        own = [
+            c.metric for c in changes if c.metric not in M.CATALOGUE and M.metric(c.metric).better
+        ]
+        wanted = [*M.CHECKED, *own]
+        by = {c.metric: c for c in changes}
+        skipped = [
+            m
+            for m in wanted
+            if m in M.NEEDS_REPEATS and (m not in by or by[m].a.n < 2 or by[m].b.n < 2)
+        ]
+        wanted = [m for m in wanted if m not in skipped]
+    checked = [c for c in changes if c.metric in wanted]
+    sentences = [s for c in checked for s in regression(c, bounds, since)]
+    return Verdict(since, sentences, checked, skipped)
+
+
+def run_verdict(
+    conn: sqlite3.Connection, run: dict, bounds: Bounds | None = None
+) -> Verdict | None:
+    """One run against the previous build of its DUT (same test and profile); None if none."""
+    if run.get("partial"):
+        return None
+    prev = previous_build(
+        conn,
+        dut=run["dut"],
+        build=run["build"],
+        test=run["test"],
+        profile_hash=run["profile_hash"],
+        before=run["started_at"],
+        before_id=run["id"],
+    )
+    if prev is None:
+        return None
+    g = group_of(
+        conn, dut=run["dut"], build=prev, test=run["test"], profile_hash=run["profile_hash"]
+    )
+    if not g.run_ids:
+        return None
+    return judge(compare(conn, g.run_ids, [run["id"]]), bounds or Bounds(), prev)

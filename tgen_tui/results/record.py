@@ -78,7 +78,7 @@ def _started_at(result: dict) -> str:
         return s
     dur = M._num(result.get("duration_s")) or 0.0
     t = _dt.datetime.now(_dt.UTC) - _dt.timedelta(seconds=dur)
-    return t.isoformat(timespec="seconds")
+    return t.isoformat(timespec="milliseconds")
 
 
 def _profile_text(path: str | None) -> str | None:

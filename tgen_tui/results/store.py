@@ -231,7 +231,7 @@ def create_v1(path: str | os.PathLike) -> sqlite3.Connection:
 
 
 def now_iso() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
 
 @dataclass
