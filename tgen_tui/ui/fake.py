@@ -123,9 +123,12 @@ class FakeEngine:
         loss: float = 0.0,
         conntrack_max: int = 65536,
         cores: list[int] | None = None,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self.compiled = compiled
         self.clock = clock
+        self.wall = wall
+        self._cores = cores
         self.loss = loss
         self._desc = describe_compiled(compiled, cores)
         self._t0 = clock()
@@ -304,7 +307,7 @@ class FakeEngine:
                 p.sent_before[s] = self._sent(s)
             p.since = None
         p.state = new
-        self._emit(PortStateChanged(self._now(), name, str(old), str(new)))
+        self._emit(PortStateChanged(self._now(), name, str(old), str(new), wall=self.wall()))
 
     async def start(self, ports: list[str] | None = None) -> None:
         self.calls.append(("start", ports))
@@ -359,7 +362,13 @@ class FakeEngine:
             self._rates[s] = old * new / old_total
             self._emit(
                 RateChanged(
-                    self._now(), s, self._desc.stream(s).port, old, self._rates[s], str(rate)
+                    self._now(),
+                    s,
+                    self._desc.stream(s).port,
+                    old,
+                    self._rates[s],
+                    str(rate),
+                    wall=self.wall(),
                 )
             )
         return new
@@ -379,7 +388,7 @@ class FakeEngine:
         if not self._paused[stream]:
             self._freeze(stream)
             self._paused[stream] = True
-            self._emit(StreamPaused(self._now(), stream, True))
+            self._emit(StreamPaused(self._now(), stream, True, wall=self.wall()))
 
     async def resume(self, stream: str) -> None:
         self.calls.append(("resume", stream))
@@ -388,7 +397,7 @@ class FakeEngine:
         if self._paused[stream]:
             self._freeze(stream)
             self._paused[stream] = False
-            self._emit(StreamPaused(self._now(), stream, False))
+            self._emit(StreamPaused(self._now(), stream, False, wall=self.wall()))
 
     async def clear(self, ports: list[str] | None = None, streams: list[str] | None = None) -> None:
         self.calls.append(("clear", ports, streams))
@@ -396,7 +405,7 @@ class FakeEngine:
         for s in names:
             self._base[s] = self._sent(s)
         self._full_at = None
-        self._emit(CountersCleared(self._now(), tuple(self._ports), tuple(names)))
+        self._emit(CountersCleared(self._now(), tuple(self._ports), tuple(names), wall=self.wall()))
 
     async def reload(self, compiled: CompiledProfile) -> None:
         self.calls.append(("reload", compiled.name))
@@ -404,6 +413,13 @@ class FakeEngine:
         for n in running:
             self._move(n, PortState.STOPPED)
         calls, events = self.calls, self._events
-        self.__init__(compiled, clock=self.clock, loss=self.loss, conntrack_max=self.conntrack_max)  # type: ignore[misc]
+        self.__init__(  # type: ignore[misc]
+            compiled,
+            clock=self.clock,
+            loss=self.loss,
+            conntrack_max=self.conntrack_max,
+            cores=self._cores,
+            wall=self.wall,
+        )
         self.calls, self._events = calls, events
-        self._emit(EngineNotice(self._now(), f"reloaded profile {compiled.name}"))
+        self._emit(EngineNotice(self._now(), f"reloaded profile {compiled.name}", wall=self.wall()))

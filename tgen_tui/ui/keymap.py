@@ -44,7 +44,7 @@ APP_BINDINGS: list[Binding] = [
 ]
 
 STREAM_BINDINGS: list[Binding] = [
-    Binding("p", "toggle_pause", "Pause/resume", id="stream.pause"),
+    Binding("p", "app.toggle_pause", "Pause/resume", id="stream.pause"),
 ]
 
 ALL_BINDINGS = APP_BINDINGS + STREAM_BINDINGS
@@ -68,7 +68,7 @@ def load_keymap(path: str | Path | None) -> dict[str, str]:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise BadInput(f"{p}: {e}") from None
-    table = data.get("keymap", data)
+    table = {k: v for k, v in data.items() if k != "keymap"} | dict(data.get("keymap", {}))
     out: dict[str, str] = {}
     for k, v in table.items():
         if k not in BINDING_IDS:

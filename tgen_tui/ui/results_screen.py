@@ -14,26 +14,27 @@ import sqlite3
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Label, Sparkline, Static
+from textual.widgets import DataTable, Footer, Static
 
 from tgen_tui.results import analysis as A
 from tgen_tui.results import metrics as M
 from tgen_tui.results import store
+from tgen_tui.results.plot import sparkline
 
 SPARK_METRICS = ("rx_pps", "tx_pps", "loss_pct", "p99_ns")
 COLUMNS = (
     ("id", 5),
     ("started (UTC)", 16),
     ("test", 7),
-    ("DUT", 16),
-    ("build", 12),
-    ("profile", 12),
-    ("rx pps", 11),
+    ("DUT", 14),
+    ("build", 10),
+    ("profile", 10),
+    ("rx pps", 10),
     ("loss", 9),
     ("p99", 9),
-    ("vs previous build", 44),
+    ("vs previous build", 36),
 )
 
 
@@ -55,8 +56,6 @@ class ResultsScreen(Screen):
     ResultsScreen #rs-title { height: 1; background: $boost; text-style: bold; padding: 0 1; }
     ResultsScreen #rs-trends { height: auto; max-height: 6; padding: 0 1; }
     ResultsScreen .rs-trend { height: 1; }
-    ResultsScreen .rs-trend Label { width: 34; }
-    ResultsScreen .rs-trend Sparkline { width: 1fr; height: 1; }
     ResultsScreen #rs-table { height: 1fr; }
     ResultsScreen #rs-detail { height: auto; max-height: 8; padding: 0 1; border-top: solid $primary; }
     """
@@ -68,14 +67,13 @@ class ResultsScreen(Screen):
         self.runs: list[dict] = []
         self.verdicts: dict[int, A.Verdict | None] = {}
         self._last_id: int | None = None
+        self.trends: dict[str, list[float]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("Results", id="rs-title")
         with Vertical(id="rs-trends"):
             for name in SPARK_METRICS:
-                with Horizontal(classes="rs-trend"):
-                    yield Label("", id=f"rs-lab-{name}")
-                    yield Sparkline([0.0], id=f"rs-spark-{name}", summary_function=max)
+                yield Static("", id=f"rs-trend-{name}", classes="rs-trend")
         table = DataTable(id="rs-table", cursor_type="row", zebra_stripes=True)
         for label, width in COLUMNS:
             table.add_column(label, width=width, key=label)
@@ -136,9 +134,9 @@ class ResultsScreen(Screen):
                 str(r["id"]),
                 r["started_at"][:16].replace("T", " "),
                 _cut(r["test"], 7),
-                _cut(r["dut"], 16),
-                _cut(r["build"], 12),
-                _cut(r["profile"], 12),
+                _cut(r["dut"], 14),
+                _cut(r["build"], 10),
+                _cut(r["profile"], 10),
                 M.metric("rx_pps").fmt(m.get("rx_pps")),
                 M.metric("loss_pct").fmt(m.get("loss_pct")),
                 M.metric("p99_ns").fmt(m.get("p99_ns")),
@@ -155,9 +153,7 @@ class ResultsScreen(Screen):
         if v is None:
             return Text("- (first build)", style="dim")
         if v.sentences:
-            first = v.sentences[0].split(" since build")[0]
-            more = f" +{len(v.sentences) - 1}" if len(v.sentences) > 1 else ""
-            return Text(f"▼ WORSE than {v.since}: {first}{more}", style="bold red")
+            return Text(f"▼ worse vs {v.since}: {v.short()}", style="bold red")
         return Text(f"ok vs {v.since}", style="green")
 
     def _show_trends(self, run: dict) -> None:
@@ -185,14 +181,19 @@ class ResultsScreen(Screen):
                         series[n].append(med)
         finally:
             conn.close()
+        self.trends = series
+        head = f"DUT {run['dut']}, {run['test']} {run['profile'] or '-'}: medians by build"
         for n in SPARK_METRICS:
             md = M.metric(n)
             vals = series[n]
-            last = md.fmt(vals[-1]) if vals else "-"
-            self.query_one(f"#rs-lab-{n}", Label).update(
-                f"{md.label:<12}{last:>11} {len(vals):>2} builds"
-            )
-            self.query_one(f"#rs-spark-{n}", Sparkline).data = vals or [0.0]
+            line = Text(f"{md.label:<12}", style="bold")
+            line.append(f"{sparkline(vals):<24}", style="cyan")
+            if vals:
+                line.append(f" {md.fmt(vals[0])} → {md.fmt(vals[-1])}  ({len(vals)} builds")
+                line.append(f": {builds[0]} … {builds[-1]})" if len(builds) > 1 else ")")
+            if n == SPARK_METRICS[0]:
+                line.append(f"   {head}", style="dim")
+            self.query_one(f"#rs-trend-{n}", Static).update(line)
 
     # ------------------------------------------------------------ selection
 

@@ -1,0 +1,89 @@
+"""Keymap file (remap by binding id; footer and Help show the new key), bad keymaps, and
+the command palette (ports, actions, profiles)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from textual.widgets import DataTable
+from textual.widgets._footer import FooterKey
+
+from tgen_tui.diagnostics import BadInput
+from tgen_tui.ui.keymap import load_keymap
+
+from .conftest import make_app, settle
+
+
+def test_keymap_file_remaps_start_and_footer_and_help_show_it(tmp_path) -> None:
+    km = tmp_path / "keymap.toml"
+    km.write_text('# my keys\n"port.start" = "x"\n[keymap]\n"view.streams" = "F,f2"\n')
+    keymap = load_keymap(km)
+    assert keymap == {"port.start": "x", "view.streams": "F,f2"}
+
+    async def go():
+        app, eng = make_app(keymap=keymap)
+        async with app.run_test(size=(100, 24)) as pilot:
+            await settle(pilot, app, lambda: app.snap is not None)
+            footer = {k.action: k.key_display for k in app.screen.query(FooterKey)}
+            assert footer.get("start_selected") == "x"
+            await pilot.press("s")  # the old key does nothing now
+            await pilot.pause(0.2)
+            assert eng.calls == []
+            await pilot.press("0", "x")
+            await settle(pilot, app, lambda: app.port_state("p0") == "running")
+            assert eng.calls == [("start", ["p0"])]
+            await pilot.press("question_mark")
+            await pilot.pause(0.2)
+            t = app.screen.query_one("#help", DataTable)
+            assert t.get_row("port.start")[0] == "x"
+            assert t.get_row("view.streams")[0] == "F, f2"
+            await pilot.press("f2")
+            await pilot.pause(0.2)
+            assert app.screen.VIEW == "streams"
+
+    asyncio.run(go())
+
+
+def test_bad_keymaps_are_bad_input(tmp_path) -> None:
+    bad = tmp_path / "k.toml"
+    bad.write_text('"port.launch" = "x"\n')
+    with pytest.raises(BadInput, match="unknown binding id 'port.launch'"):
+        load_keymap(bad)
+    bad.write_text('"port.start" = \n')
+    with pytest.raises(BadInput, match=str(bad)):
+        load_keymap(bad)
+    with pytest.raises(BadInput, match="no such file"):
+        load_keymap(tmp_path / "missing.toml")
+
+
+def test_palette_lists_ports_actions_and_profiles_and_runs_start_p1() -> None:
+    async def go():
+        from tgen_tui.ui.palette import PortCommands, ProfileCommands
+
+        app, eng = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot, app, lambda: app.snap is not None)
+            texts = [t for t, _, _ in PortCommands(app.screen)._commands()]
+            for want in (
+                "start p0",
+                "start p1",
+                "stop p1",
+                "set rate of p0…",
+                "start all ports",
+                "clear counters",
+                "show DUT",
+                "quit",
+            ):
+                assert want in texts
+            profiles = ProfileCommands(app.screen)._profiles()
+            assert any(p.endswith("nat44-stateful.yaml") for p in profiles)
+            await pilot.press("ctrl+p")
+            await pilot.pause(0.3)
+            await pilot.press(*"start p1")
+            await pilot.pause(0.5)
+            await pilot.press("enter")
+            await settle(pilot, app, lambda: app.port_state("p1") == "running")
+            assert eng.calls == [("start", ["p1"])]
+
+    asyncio.run(go())
