@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import glob
 import os
-import secrets
 import shutil
 import subprocess
 import tempfile
@@ -22,9 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tgen_tui.lab.naming import P0_MAC, P1_MAC
-
-from .web_helpers import REPO, alive, cmdline, descendants, start_serve
+from .web_helpers import REPO, alive, cmdline, descendants, lab_profile, start_serve
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -60,25 +57,6 @@ CAPTURE_JS = r"""
     return chunks.map((c) => d.decode(c)).join("").replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "");
   };
 })();
-"""
-
-
-def _profile(prefix: str) -> str:
-    ns = f"{prefix}-tester"
-    return f"""name: web
-seed: 7
-ports:
-  p0: {{interface: p0, netns: {ns}}}
-  p1: {{interface: p1, netns: {ns}}}
-streams:
-  - name: web-p0
-    port: p0
-    rx_port: p1
-    eth: {{src: "{P0_MAC}", dst: "{P1_MAC}"}}
-    ipv4: {{src: 198.18.0.2, dst: 198.19.0.2}}
-    udp: {{src_port: {{min: 10000, max: 10063, mode: inc}}, dst_port: 7}}
-    size: 64
-    rate: {{pps: 2000}}
 """
 
 
@@ -118,31 +96,25 @@ def _wait(cond, timeout: float, step: float = 0.2):
 
 
 @pytest.fixture
-def web_lab():
-    """A direct lab (p0 <-> p1 veth in one tester namespace) with a unique prefix."""
+def chromium() -> str:
+    """Debian's chromium, checked before the lab is built."""
     if os.geteuid() != 0:
         pytest.skip("needs root: creates network namespaces and sends on AF_PACKET sockets")
     if not os.access(CHROMIUM, os.X_OK):
         pytest.skip(f"needs Debian's chromium at {CHROMIUM} (bash bootstrap.sh installs it)")
-    from tgen_tui.lab import topology
-    from tgen_tui.lab.config import LabConfig
-
-    prefix = "w" + secrets.token_hex(3)[:5]
-    try:
-        topology.up(LabConfig(prefix=prefix, topology="direct"))
-        yield prefix
-    finally:
-        topology.down(prefix)
+    return CHROMIUM
 
 
 @pytest.mark.root
 @pytest.mark.slow
-def test_browser_starts_and_stops_p0_and_leaves_nothing(web_lab: str, tmp_path: Path) -> None:
+def test_browser_starts_and_stops_p0_and_leaves_nothing(
+    chromium: str, web_lab: str, tmp_path: Path
+) -> None:
     from playwright.sync_api import sync_playwright  # a test dependency: fail if missing
 
     prefix = web_lab
     profile = tmp_path / "web.yaml"
-    profile.write_text(_profile(prefix))
+    profile.write_text(lab_profile(prefix))
     srv = start_serve(str(profile), "--port", "0", "--cores", "1")
     profile_dir = tempfile.mkdtemp(prefix="tgen-web-chromium-")
     console: int | None = None
@@ -150,7 +122,7 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(web_lab: str, tmp_path: 
         with sync_playwright() as pw:
             browser = pw.chromium.launch_persistent_context(
                 profile_dir,  # a fresh --user-data-dir
-                executable_path=CHROMIUM,
+                executable_path=chromium,
                 args=CHROMIUM_ARGS,
                 headless=True,
                 viewport={"width": 1400, "height": 900},

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
 import time
+from pathlib import Path
 
 import aiohttp
 
-from .web_helpers import alive, cmdline, descendants, start_serve
+from .web_helpers import REPO, alive, cmdline, descendants, lab_profile, start_serve, tgen_argv
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
@@ -116,3 +118,48 @@ def test_a_console_that_fails_shows_its_error_in_the_page(tmp_path) -> None:
     assert "tgen: error:" in text
     assert "tgen-web-no-such-ns" in text or "needs root" in text
     assert descendants(srv.proc.pid) == []
+
+
+def test_a_second_server_on_the_same_ports_is_refused_by_the_port_lock(
+    web_lab: str, tmp_path: Path
+) -> None:
+    """Two servers (or a server and `tgen run`) never drive the same ports: the lock says who."""
+    profile = tmp_path / "web.yaml"
+    profile.write_text(lab_profile(web_lab))
+    a = start_serve(str(profile), "--port", "0", "--cores", "1")
+    b = start_serve(str(profile), "--port", "0", "--cores", "1")
+
+    async def scenario() -> tuple[int, str, subprocess.CompletedProcess]:
+        async with aiohttp.ClientSession() as s:
+            ws_a = await s.ws_connect(
+                a.base.replace("http", "ws") + "/ws", headers={"Origin": a.base}
+            )
+            await _read_until(ws_a, "Tx pps")
+            (holder,) = _consoles(a.proc.pid)
+            ws_b = await s.ws_connect(
+                b.base.replace("http", "ws") + "/ws", headers={"Origin": b.base}
+            )
+            text = await _read_until(ws_b, "close or reload this page")
+            run = await asyncio.to_thread(
+                subprocess.run,
+                tgen_argv("run", str(profile), "--duration", "1", "--quiet"),
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=REPO,
+            )
+            await ws_b.close()
+            await ws_a.close()
+            assert await _wait_gone([holder]) == []
+            return holder, text, run
+
+    try:
+        holder, text, run = asyncio.run(scenario())
+    finally:
+        assert a.stop() == 0 and b.stop() == 0
+    assert f"port p0 is in use by tgen pid {holder} (tgen tui web.yaml" in text.replace("\r\n", " ")
+    assert run.returncode == 3
+    assert run.stderr.startswith(
+        f"tgen: error: port p0 is in use by tgen pid {holder} (tgen tui web.yaml"
+    )
+    assert descendants(a.proc.pid) == [] and descendants(b.proc.pid) == []

@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tgen_tui.lab.naming import P0_MAC, P1_MAC
+
 REPO = Path(__file__).resolve().parents[2]
 URL_RE = re.compile(r"open (http://\S+)")
 
@@ -122,3 +124,23 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def lab_profile(prefix: str, pps: int = 2000) -> str:
+    """One stream p0 -> p1 through the direct lab's veth pair, 198.18.0.0/15 addresses."""
+    ns = f"{prefix}-tester"
+    return f"""name: web
+seed: 7
+ports:
+  p0: {{interface: p0, netns: {ns}}}
+  p1: {{interface: p1, netns: {ns}}}
+streams:
+  - name: web-p0
+    port: p0
+    rx_port: p1
+    eth: {{src: "{P0_MAC}", dst: "{P1_MAC}"}}
+    ipv4: {{src: 198.18.0.2, dst: 198.19.0.2}}
+    udp: {{src_port: {{min: 10000, max: 10063, mode: inc}}, dst_port: 7}}
+    size: 64
+    rate: {{pps: {pps}}}
+"""

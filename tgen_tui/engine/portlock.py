@@ -146,8 +146,11 @@ def _cmdline(pid: int) -> str:
     except OSError:
         return ""
     args = [a.decode(errors="replace") for a in raw.split(b"\0") if a]
-    # "python -m tgen_tui tui x.yaml" or ".venv/bin/tgen run x.yaml": show from the verb on
+    # "python -m tgen_tui tui /x/lab.yaml --cores 1" or ".venv/bin/tgen run lab.yaml": "tgen tui lab.yaml"
     for i, a in enumerate(args):
-        if a.endswith("/tgen") or a == "tgen" or a == "tgen_tui":
-            return " ".join(["tgen", *args[i + 1 : i + 4]])
-    return " ".join(args[:4])[:80]
+        if a.endswith("/tgen") or a in ("tgen", "tgen_tui"):
+            rest = args[i + 1 :]
+            words = ["tgen", *rest[:1]]
+            words += [Path(x).name for x in rest[1:] if not x.startswith("-")][:1]
+            return " ".join(words)
+    return Path(args[0]).name if args else ""

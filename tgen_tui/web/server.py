@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import re
@@ -48,6 +49,7 @@ class ConsoleService(AppService):
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.quitting = False
+        self.exit_requested = False
         fd, name = tempfile.mkstemp(prefix="tgen-serve-", suffix=".stderr")
         os.close(fd)
         self.stderr_path = Path(name)
@@ -64,6 +66,13 @@ class ConsoleService(AppService):
     def alive(self) -> bool:
         return self._process is None or self._process.returncode is None
 
+    async def on_meta(self, data: bytes) -> None:
+        """Hold the console's "exit" until it has exited: a failure is shown, not closed over."""
+        if json.loads(data).get("type") == "exit":
+            self.exit_requested = True
+            return
+        await super().on_meta(data)
+
     async def run(self) -> None:
         await super().run()  # returns when the console closes its stdout
         assert self._process is not None
@@ -71,11 +80,14 @@ class ConsoleService(AppService):
         tail = self.stderr_tail()
         if tail:
             log.warning("console pid %s (exit %s) said: %s", self._process.pid, rc, tail[-1])
-        if rc != 0 and not self.quitting:
-            text = "\r\n".join(tail[-8:]) or f"the console exited with status {rc}"
-            msg = f"\x1b[0m\x1b[2J\x1b[H\x1b[1;31m{text}\x1b[0m\r\n\r\n(close or reload this page)\r\n"
+        if rc == 0 or self.quitting:  # q in the console: the page shows "Session ended"
             with contextlib.suppress(Exception):
-                await self.remote_write_bytes(msg.encode())
+                await self.remote_close()
+            return
+        text = "\r\n".join(tail[-8:]) or f"the console exited with status {rc}"
+        msg = f"\x1b[0m\x1b[2J\x1b[H\x1b[1;31m{text}\x1b[0m\r\n\r\n(close or reload this page)\r\n"
+        with contextlib.suppress(Exception):
+            await self.remote_write_bytes(msg.encode())
 
     def stderr_tail(self) -> list[str]:
         try:
