@@ -1,0 +1,609 @@
+"""``tgen rfc2544 …``, ``tgen rfc9693 …`` and ``tgen scaleup …``: the test methodology.
+
+Each verb parses its options (METHODOLOGY.md's defaults), runs the procedure of
+:mod:`tgen_tui.methodology.run` under trio, and writes the report three ways: JSON with
+every trial (``--json``), Markdown and CSV tables laid out like USERS.md §1 (``--md``,
+``--csv``), and plots in the terminal and as SVG/PNG files (``--plots DIR``). Ctrl-C or
+SIGTERM ends the run cleanly and the report keeps every trial so far, marked partial.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import sys
+from pathlib import Path
+
+from tgen_tui.diagnostics import BadInput, ExitCode
+from tgen_tui.profiles.units import parse_duration
+
+COMMON_EPILOG = """\
+Rates are frames/s per direction (RFC 2544) or connections/s (RFC 9693). Durations take
+units: 60s, 500ms, 2min (a bare number is seconds).
+
+Validity: a trial is invalid (and counts as failed) when the sender had not sent every
+frame by duration x (1 + --tolerance). siitperf uses 1e-5; a Python sender wakes every
+0.2-1 ms, so tgen defaults to 1e-3 (2 ms on a 2 s trial, 60 ms on 60 s).
+
+--quick: 2 s trials, 3 repeats, 0.5 s timeout and settle (marked in the report).
+Output: progress on stderr (trial, l, h, time left); --ndjson FILE: one line per trial;
+--json FILE (- for stdout): the report with every trial; --md/--csv: tables; --plots DIR:
+SVG plots (PNG with --plot-format png). Exit: 0 done, 2 bad input, 3 environment (not
+root, no lab), 130/143 interrupted (the report is written, "partial": true).
+"""
+
+RFC2544_EPILOG = """\
+examples:
+  tgen lab up --prefix t1 && tgen lab set --prefix t1 --rate-limit 50000
+  tgen rfc2544 throughput profiles/lab.yaml --error 1000 --quick --json tp.json
+  tgen rfc2544 throughput profiles/lab.yaml --frame-sizes rfc2544 --max-rate 200k
+  tgen rfc2544 loss profiles/lab.yaml --max-rate 100k --duration 10s --plots out/
+  tgen rfc2544 latency profiles/lab.yaml --rate 40000 --duration 120s --delay 60s
+  tgen rfc2544 pdv profiles/lab.yaml --rate 40000 --duration 60s --repeats 20
+
+throughput: binary search (max first; l = highest passing, h = lowest failing rate),
+  repeated --repeats times; median, min, max (p1, p99 from 10 runs); l confirmed with a
+  full-length trial.
+loss: from 100 % of the maximum rate down in --step % steps until two trials lose nothing.
+latency: RFC 8219: at the throughput rate (or --rate) for --duration; frames after --delay
+  are the tagged ones (every frame carries a timestamp); TL = median, WCL = 99.9th;
+  a lost tagged frame counts as (duration - delay) + timeout.
+pdv: PDV = D99.9th - Dmin over every frame of the trial (negative delays clamped to 0).
+"""
+
+RFC9693_EPILOG = """\
+examples:
+  tgen lab up --prefix t2 --conntrack-max 20000
+  tgen rfc9693 cps profiles/nat44-stateful.yaml --quick --max-rate 300k
+  tgen rfc9693 capacity profiles/rfc9693-capacity.yaml --quick --c0 5000 --max-rate 300k
+  tgen rfc9693 teardown profiles/nat44-stateful.yaml --rate 50k --repeats 5
+
+cps: phase 1 at rate r with N unique (source, destination port) tuples, the DUT's
+  conntrack flushed before each trial; a trial passes when all N frames arrived, the
+  sender kept the rate, and conntrack rose by N ("failed to fill the state table"
+  otherwise). Binary-searched; median, min, max over --repeats.
+capacity: R0 = cps with C0 connections (C0 halved while nothing passes), then C doubled
+  while a trial at beta x R0 passes, then binary-searched with trials at gamma x R0 until
+  the width is <= E.
+teardown: load N connections, time a full flush (T_N) and an empty flush (T_0):
+  rate = N / (T_N - T_0).
+Phase 2 (the Responder replying to learned tuples) is not implemented yet: the report
+says so.
+"""
+
+SCALEUP_EPILOG = """\
+examples:
+  tgen scaleup rfc9693-cps --cores 1,2 profiles/nat44-stateful.yaml --quick --max-rate 300k
+  tgen scaleup rfc2544-throughput --cores 1,2 profiles/lab.yaml --quick --plots out/
+
+Runs the test once per core count k, with the tester's workers pinned to the last k cores,
+and prints rate_k and the relative scale-up rate_k / (k x rate_1), as in USERS.md §1.
+"""
+
+TESTS = {
+    "rfc2544-throughput": ("run_throughput", "fps"),
+    "rfc9693-cps": ("run_cps", "conn/s"),
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "rfc2544",
+        help="RFC 2544 throughput (binary search), frame loss, latency (RFC 8219), PDV",
+        description="RFC 2544 benchmarks on the real data path (METHODOLOGY.md).",
+        epilog=RFC2544_EPILOG + "\n" + COMMON_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s2 = p.add_subparsers(dest="test", metavar="TEST")
+    for name, helptext in (
+        ("throughput", "highest rate with no loss: repeated binary search"),
+        ("loss", "frame loss rate from 100 %% down until two clean trials"),
+        ("latency", "TL and WCL (RFC 8219) at the throughput rate"),
+        ("pdv", "packet delay variation D99.9 - Dmin at the throughput rate"),
+    ):
+        q = s2.add_parser(
+            name,
+            help=helptext,
+            description=helptext,
+            epilog=RFC2544_EPILOG + "\n" + COMMON_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        _common(q, repeats=20 if name in ("latency", "pdv") else 10)
+        if name in ("latency", "pdv"):
+            q.set_defaults(duration="120s" if name == "latency" else "60s")
+        q.set_defaults(func=cmd_method, verb_name=f"rfc2544-{name}")
+    p.set_defaults(func=_need_test(p))
+
+    p = sub.add_parser(
+        "rfc9693",
+        help="RFC 9693 stateful NAT: connection rate, table capacity, tear-down rate",
+        description="RFC 9693 stateful NATxy benchmarks (METHODOLOGY.md).",
+        epilog=RFC9693_EPILOG + "\n" + COMMON_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    s3 = p.add_subparsers(dest="test", metavar="TEST")
+    for name, helptext in (
+        ("cps", "maximum connection establishment rate (binary search, phase 1)"),
+        ("capacity", "conntrack table capacity (C0, beta/gamma doubling and search)"),
+        ("teardown", "connection tear-down rate from timed flushes"),
+    ):
+        q = s3.add_parser(
+            name,
+            help=helptext,
+            description=helptext,
+            epilog=RFC9693_EPILOG + "\n" + COMMON_EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        _common(q, repeats=1 if name == "capacity" else 10)
+        _stateful(q)
+        q.set_defaults(func=cmd_method, verb_name=f"rfc9693-{name}")
+    p.set_defaults(func=_need_test(p))
+
+    p = sub.add_parser(
+        "scaleup",
+        help="run a test with 1, 2, ... tester cores: table with relative scale-up",
+        description="Scale-up over cores: rate_k and rate_k / (k x rate_1).",
+        epilog=SCALEUP_EPILOG + "\n" + COMMON_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("scale_test", metavar="TEST", choices=sorted(TESTS), help=", ".join(TESTS))
+    _common(p, repeats=10, cores_option=False)
+    _stateful(p)
+    p.add_argument(
+        "--cores",
+        dest="core_counts",
+        default="1,2",
+        help="core counts to run, e.g. 1,2,4 (default: 1,2; at most this machine's CPUs)",
+    )
+    p.set_defaults(func=cmd_scaleup, verb_name="scaleup")
+
+
+def _need_test(parser: argparse.ArgumentParser):
+    def f(args: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+
+    return f
+
+
+def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = True) -> None:
+    p.add_argument("profile", metavar="PROFILE", help="profile YAML (e.g. profiles/lab.yaml)")
+    g = p.add_argument_group("trial")
+    g.add_argument("--duration", "-d", default="60s", help="trial length (default: %(default)s)")
+    g.add_argument(
+        "--search-duration",
+        help="length of search trials (default: --duration); l is confirmed at full length",
+    )
+    g.add_argument(
+        "--timeout", default="2000ms", help="keep counting after sending (default: %(default)s)"
+    )
+    g.add_argument(
+        "--settle", default="2s", help="pause for the DUT between trials (default: %(default)s)"
+    )
+    g.add_argument(
+        "--repeats", type=int, default=repeats, help="whole searches/runs (default: %(default)s)"
+    )
+    g.add_argument(
+        "--max-rate",
+        help="highest rate tried, e.g. 200k or 1.5M fps (default: the port's line rate at "
+        "the frame size: 14,880,952 fps for 64 B at 10 Gbit/s)",
+    )
+    g.add_argument("--error", default="1000", help="search stopping width, fps (default: 1000)")
+    g.add_argument(
+        "--frame-sizes",
+        help="comma-separated bytes incl. FCS, or 'rfc2544' for 64,128,256,512,1024,1280,1518 "
+        "(default: the profile's sizes)",
+    )
+    g.add_argument(
+        "--loss-tolerance",
+        default="0",
+        help="frames (e.g. 10) or percent (0.001%%) a passing trial may lose (default: 0; "
+        "non-zero is reported as a deviation)",
+    )
+    g.add_argument(
+        "--direction",
+        choices=("forward", "reverse", "bidirectional"),
+        default="forward",
+        help="forward: streams of the profile's first port; reverse: the others; "
+        "bidirectional: both, each at the full rate (default: %(default)s)",
+    )
+    g.add_argument("--seed", type=int, help="PRNG seed (default: the profile's)")
+    g.add_argument(
+        "--tolerance",
+        type=float,
+        default=1e-3,
+        help="validity: sending may take duration x (1 + tolerance) (default: 1e-3)",
+    )
+    g.add_argument(
+        "--max-late",
+        default="10ms",
+        help="a failing trial whose sender stalled longer than this (it then sends the "
+        "backlog as a burst) is invalid and run again (default: 10ms; 0 = off)",
+    )
+    g.add_argument("--retries", type=int, default=2, help="re-runs of such a trial (default: 2)")
+    if cores_option:
+        g.add_argument("--cores", help="cores for workers, e.g. 1 or 0-1 (default: all but 0)")
+    g.add_argument(
+        "--no-early-stop",
+        dest="early_stop",
+        action="store_false",
+        help="run every trial to the end even once its loss already fails it",
+    )
+    g.add_argument(
+        "--quick", action="store_true", help="2 s trials, 3 repeats (marked in the report)"
+    )
+    g.add_argument(
+        "--rate", help="latency/pdv: rate to run at (default: search the throughput first)"
+    )
+    g.add_argument(
+        "--delay", default="60s", help="latency: tagging starts after this (default: 60s)"
+    )
+    g.add_argument(
+        "--step", type=float, default=10.0, help="loss: load step in %% (default: 10, max 10)"
+    )
+    d = p.add_argument_group("DUT")
+    d.add_argument("--dut-netns", help="the DUT namespace (default: the profile's dut.netns)")
+    d.add_argument("--dut-ssh", help="remote DUT: command prefix, e.g. 'ssh root@dut'")
+    d.add_argument(
+        "--dut-reset",
+        metavar="COMMAND",
+        help="shell command that empties the DUT's state, e.g. 'ssh root@dut conntrack -F'",
+    )
+    o = p.add_argument_group("output")
+    o.add_argument("--json", metavar="FILE", help="report with every trial (- for stdout)")
+    o.add_argument("--ndjson", metavar="FILE", help="one line per trial (- for stdout)")
+    o.add_argument("--md", metavar="FILE", help="Markdown tables (USERS.md §1 layout)")
+    o.add_argument("--csv", metavar="FILE", help="the same tables as CSV")
+    o.add_argument("--plots", metavar="DIR", help="write plots here (created if missing)")
+    o.add_argument("--plot-format", choices=("svg", "png"), default="svg")
+    o.add_argument("--no-plot", action="store_true", help="no terminal plot")
+    o.add_argument("--quiet", "-q", action="store_true", help="no progress, no tables")
+    try:
+        from tgen_tui.results.record import add_store_options
+
+        add_store_options(p)
+    except ImportError:  # the results store is optional at this layer
+        pass
+
+
+def _stateful(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("RFC 9693")
+    g.add_argument("-N", dest="n", help="connections per trial (default: the unique port space)")
+    g.add_argument("-M", dest="m", help="Responder state table size (default: N)")
+    g.add_argument("-R", dest="r", help="teardown: phase-1 load rate (default: 50k or max)")
+    g.add_argument("-T", dest="t", default="500ms", help="phase-1 receive timeout (default: 500ms)")
+    g.add_argument("-D", dest="dd", help="phase-2 start after phase 1 started (default: N/R + T)")
+    g.add_argument("--alpha", type=float, default=1.0, help="phase-2 rate factor (default: 1)")
+    g.add_argument("--beta", type=float, default=0.2, help="capacity doubling (default: 0.2)")
+    g.add_argument("--gamma", type=float, default=0.4, help="capacity search (default: 0.4)")
+    g.add_argument("-E", dest="e", default="1000", help="capacity width, connections (1000)")
+    g.add_argument(
+        "--c0",
+        default="1000000",
+        help="capacity: first table size (default: 1,000,000; use e.g. 5000 in the lab)",
+    )
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+def _count(text: str | None, what: str) -> float | None:
+    """``200k``, ``1.5M``, ``40000`` → number."""
+    if text is None:
+        return None
+    t = str(text).strip().lower().replace(",", "").replace("_", "")
+    for suf in ("fps", "pps", "/s", "cps"):
+        t = t.removesuffix(suf)
+    mult = 1.0
+    if t and t[-1] in "kmg":
+        mult = {"k": 1e3, "m": 1e6, "g": 1e9}[t[-1]]
+        t = t[:-1]
+    try:
+        v = float(t) * mult
+    except ValueError:
+        raise BadInput(f"{what}: {text!r} is not a number (e.g. 50000, 50k, 1.5M)") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise BadInput(f"{what}: must be > 0, got {text!r}")
+    return v
+
+
+def _dur(text: str, what: str) -> float:
+    try:
+        v = parse_duration(text)
+    except ValueError as e:
+        raise BadInput(f"{what}: {e}") from None
+    if v < 0:
+        raise BadInput(f"{what}: must not be negative")
+    return v
+
+
+def _loss_tol(text: str):
+    from tgen_tui.methodology.search import LossTolerance
+
+    t = text.strip()
+    try:
+        if t.endswith("%"):
+            v = float(t[:-1])
+            if not 0 <= v < 100:
+                raise ValueError
+            return LossTolerance(percent=v)
+        v = int(t)
+        if v < 0:
+            raise ValueError
+        return LossTolerance(frames=v)
+    except ValueError:
+        raise BadInput(
+            f"--loss-tolerance: {text!r}: give frames (10) or a percentage (0.01%)"
+        ) from None
+
+
+def _sizes(text: str | None) -> list[int] | None:
+    from tgen_tui.methodology.run import RFC2544_SIZES
+
+    if not text:
+        return None
+    if text.strip().lower() == "rfc2544":
+        return list(RFC2544_SIZES)
+    try:
+        out = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise BadInput(f"--frame-sizes: {text!r}: give bytes such as 64,128,1518") from None
+    bad = [s for s in out if not 64 <= s <= 9216]
+    if bad or not out:
+        raise BadInput(f"--frame-sizes: sizes must be 64..9216 bytes, got {text!r}")
+    return out
+
+
+def params_from_args(args: argparse.Namespace):
+    from tgen_tui.engine.assignment import parse_cores
+    from tgen_tui.methodology.run import Params
+
+    if args.repeats < 1:
+        raise BadInput("--repeats must be at least 1")
+    if not (0 <= args.tolerance < 1):
+        raise BadInput("--tolerance must be in [0, 1)")
+    p = Params(
+        profile=args.profile,
+        duration_s=_dur(args.duration, "--duration"),
+        search_duration_s=_dur(args.search_duration, "--search-duration")
+        if args.search_duration
+        else None,
+        timeout_s=_dur(args.timeout, "--timeout"),
+        settle_s=_dur(args.settle, "--settle"),
+        repeats=args.repeats,
+        max_rate=_count(args.max_rate, "--max-rate"),
+        error=_count(args.error, "--error") or 1000.0,
+        frame_sizes=_sizes(args.frame_sizes),
+        loss_tolerance=_loss_tol(args.loss_tolerance),
+        direction=args.direction,
+        seed=args.seed,
+        tolerance=args.tolerance,
+        early_stop=args.early_stop,
+        max_late_s=_dur(args.max_late, "--max-late"),
+        retries=max(0, args.retries),
+        quick=args.quick,
+        rate=_count(args.rate, "--rate"),
+        delay_s=_dur(args.delay, "--delay"),
+        step_pct=args.step,
+        dut_netns=args.dut_netns,
+        dut_ssh=args.dut_ssh,
+        dut_reset=args.dut_reset,
+    )
+    if getattr(args, "cores", None):
+        try:
+            p.cores = parse_cores(args.cores)
+        except ValueError as e:
+            raise BadInput(f"--cores: {e}") from None
+    if not 0 < p.step_pct <= 10:
+        raise BadInput("--step must be in (0, 10] %")
+    if hasattr(args, "c0"):
+        p.n = int(_count(args.n, "-N")) if args.n else None
+        p.m = int(_count(args.m, "-M")) if args.m else None
+        p.r = _count(args.r, "-R") or p.rate
+        p.t_ms = _dur(args.t, "-T") * 1000
+        p.d_ms = _dur(args.dd, "-D") * 1000 if args.dd else None
+        p.alpha, p.beta, p.gamma = args.alpha, args.beta, args.gamma
+        p.e = int(_count(args.e, "-E"))
+        p.c0 = int(_count(args.c0, "--c0"))
+        if not (0 < p.beta < 1 and 0 < p.gamma < 1):
+            raise BadInput("--beta and --gamma must be between 0 and 1")
+    if p.quick:
+        d = "--duration" not in sys.argv and "-d" not in sys.argv
+        if d:
+            p.duration_s = 2.0
+            p.delay_s = min(p.delay_s, 0.5)
+        if "--repeats" not in sys.argv:
+            p.repeats = 3
+        if "--timeout" not in sys.argv:
+            p.timeout_s = 0.5
+        if "--settle" not in sys.argv:
+            p.settle_s = 0.5
+    if p.delay_s >= p.duration_s and args.verb_name == "rfc2544-latency":
+        raise BadInput(
+            f"--delay ({p.delay_s:g} s) must be shorter than --duration ({p.duration_s:g} s)"
+        )
+    return p
+
+
+# ---------------------------------------------------------------------------- running
+
+
+def _open_out(path: str | None):
+    if not path:
+        return None
+    if path == "-":
+        return sys.stdout
+    return open(path, "w")  # noqa: SIM115 - closed by the caller
+
+
+def _execute(test: str, func_name: str, params, args) -> tuple[dict, object, str | None]:
+    """Run one procedure under trio with SIGINT/SIGTERM handling; return (doc, session, sig)."""
+    import trio
+
+    from tgen_tui.methodology import run as R
+    from tgen_tui.methodology.progress import Progress
+
+    nd = _open_out(args.ndjson)
+    session = R.Session(test=test, params=params)
+    session.progress = Progress(1, ndjson=nd, quiet=args.quiet)
+    interrupted: list[str] = []
+
+    async def main() -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+            async with trio.open_nursery() as nursery:
+
+                async def watch() -> None:
+                    async for s in sigs:
+                        interrupted.append(signal.Signals(s).name)
+                        nursery.cancel_scope.cancel()
+                        return
+
+                nursery.start_soon(watch)
+                await getattr(R, func_name)(session)
+                nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(main)
+    finally:
+        session.progress.end_line()
+        if nd is not None and nd is not sys.stdout:
+            nd.close()
+    sig = interrupted[0] if interrupted else None
+    doc = R.build_document(session, partial=bool(sig), signal_name=sig)
+    return doc, session, sig
+
+
+def cmd_method(args: argparse.Namespace) -> int:
+    params = params_from_args(args)
+    if os.geteuid() != 0:
+        from tgen_tui.diagnostics import EnvironmentProblem
+
+        raise EnvironmentProblem(
+            f"tgen {args.verb_name.replace('-', ' ')} needs root (AF_PACKET, namespaces)"
+        )
+    func = {
+        "rfc2544-throughput": "run_throughput",
+        "rfc2544-loss": "run_loss",
+        "rfc2544-latency": "run_latency",
+        "rfc2544-pdv": "run_pdv",
+        "rfc9693-cps": "run_cps",
+        "rfc9693-capacity": "run_capacity",
+        "rfc9693-teardown": "run_teardown",
+    }[args.verb_name]
+    doc, session, sig = _execute(args.verb_name, func, params, args)
+    _finish(args, doc, session)
+    return _exit(sig)
+
+
+def _exit(sig: str | None) -> int:
+    if sig == "SIGINT":
+        return 130
+    if sig:
+        return 143
+    return 0
+
+
+def _finish(args: argparse.Namespace, doc: dict, session) -> None:
+    from tgen_tui.methodology import output
+
+    text = output.render(doc)
+    plots_text = output.plots(doc, args.plots, args.plot_format)
+    if args.json:
+        body = json.dumps(doc, indent=2, default=str) + "\n"
+        if args.json == "-":
+            sys.stdout.write(body)
+        else:
+            Path(args.json).write_text(body)
+    tables = output.tables(doc)
+    from tgen_tui.methodology.report import write_tables
+
+    write_tables(args.md, args.csv, tables)
+    if not args.quiet:
+        out = sys.stderr if args.json == "-" or args.ndjson == "-" else sys.stdout
+        print(text, file=out)
+        if plots_text and not args.no_plot:
+            print(plots_text, file=out)
+    _store(args, doc, session)
+
+
+def _store(args: argparse.Namespace, doc: dict, session) -> None:
+    """Record the run in the results store (tgen_tui.results), when that module exists."""
+    try:
+        from tgen_tui.results.record import record_from_args
+    except ImportError:
+        return
+    from tgen_tui.methodology.run import flat_trials
+
+    params = {k: v for k, v in (doc.get("parameters") or {}).items() if k != "profile"}
+    trials = flat_trials(session) if session is not None else None
+    record_from_args(args, doc, test=doc["test"], params=params, trials=trials)
+
+
+def cmd_scaleup(args: argparse.Namespace) -> int:
+    from tgen_tui.methodology.procedures import relative_scaleup
+
+    try:
+        counts = sorted({int(x) for x in args.core_counts.split(",") if x.strip()})
+    except ValueError:
+        raise BadInput(f"--cores: {args.core_counts!r}: give core counts such as 1,2,4") from None
+    avail = sorted(os.sched_getaffinity(0))
+    if not counts or counts[0] < 1 or counts[-1] > len(avail):
+        raise BadInput(
+            f"--cores: core counts must be 1..{len(avail)} on this machine, got {args.core_counts!r}"
+        )
+    args.verb_name = args.scale_test
+    params = params_from_args(args)
+    if os.geteuid() != 0:
+        from tgen_tui.diagnostics import EnvironmentProblem
+
+        raise EnvironmentProblem("tgen scaleup needs root (AF_PACKET, namespaces)")
+    func, unit = TESTS[args.scale_test]
+    runs = []
+    sig = None
+    for k in counts:
+        params.cores = avail[-k:]
+        if not args.quiet:
+            print(f"scaleup: {args.scale_test} with {k} core(s): {params.cores}", file=sys.stderr)
+        doc, session, sig = _execute(args.scale_test, func, params, args)
+        runs.append({"cores": k, "core_list": list(params.cores), "report": doc})
+        if sig:
+            break
+    med = {r["cores"]: r["report"].get("summary", {}).get("median") for r in runs}
+    rel = relative_scaleup(med)
+    doc = {
+        "test": f"scaleup-{args.scale_test}",
+        "partial": bool(sig),
+        "quick": params.quick,
+        "unit": unit,
+        "scaled": "tester worker cores (pinned to the last k cores)",
+        "cores": counts,
+        "rows": [
+            {
+                "cores": r["cores"],
+                "core_list": r["core_list"],
+                "median": med[r["cores"]],
+                "min": r["report"].get("summary", {}).get("min"),
+                "max": r["report"].get("summary", {}).get("max"),
+                "relative_scaleup": rel.get(r["cores"]),
+            }
+            for r in runs
+        ],
+        "runs": runs,
+        "seed": runs[0]["report"].get("seed") if runs else None,
+        "dut": runs[0]["report"].get("dut") if runs else None,
+        "profile_path": args.profile,
+        "profile_hash": runs[0]["report"].get("profile_hash") if runs else None,
+        "warnings": [
+            f"this machine has {len(avail)} CPUs: the tester's workers, the kernel's veth "
+            "receive work and the DUT namespace share them, so scale-up here measures "
+            "contention, not the DUT"
+        ]
+        if len(avail) <= 2
+        else [],
+        "metrics": {f"rate_{k}c": v for k, v in med.items() if v is not None},
+    }
+    _finish(args, doc, None)
+    return _exit(sig)

@@ -1,0 +1,295 @@
+"""The real trial runner: one trial = one fresh engine on the lab (or real ports).
+
+A trial at rate r sends ``r × duration`` frames per direction as count-limited streams,
+paced against absolute deadlines, and keeps counting for the timeout after sending ends
+(METHODOLOGY "wait after sending"). It is **invalid** when the sender had not sent every
+frame by ``duration × (1 + tolerance)`` after its start (read from the worker counters at
+that instant); an invalid trial counts as failed. With ``early_stop`` a trial whose loss
+already exceeds the tolerance is stopped at once: it cannot pass any more, and searches
+from a line-rate maximum then cost seconds, not minutes. Between trials the runner waits
+``settle`` seconds for the DUT.
+
+Each trial opens its own engine (about 0.35 s here): sequence numbers, counters and
+histograms start at zero, so no trial inherits anything from the one before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import trio
+
+from tgen_tui.methodology.dut import DutControl
+from tgen_tui.methodology.search import LossTolerance, TrialResult, judge
+from tgen_tui.packets.compile import CompiledProfile
+from tgen_tui.packets.program import StreamProgram
+
+DIRECTIONS = ("forward", "reverse", "bidirectional")
+START_LEAD_S = 0.02  # the engine schedules the first frame 20 ms after the start command
+
+
+def select_streams(compiled: CompiledProfile, direction: str) -> dict[str, list[StreamProgram]]:
+    """Streams per direction: forward = sent from the profile's first port, reverse = from
+    the others, bidirectional = both (each direction gets the full rate)."""
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}")
+    first = next(iter(compiled.ports))
+    fwd = [s for s in compiled.streams if s.port == first]
+    rev = [s for s in compiled.streams if s.port != first]
+    out = {}
+    if direction in ("forward", "bidirectional") and fwd:
+        out["forward"] = fwd
+    if direction in ("reverse", "bidirectional") and rev:
+        out["reverse"] = rev
+    return out
+
+
+def scaled_programs(
+    groups: dict[str, list[StreamProgram]],
+    rate: float,
+    duration_s: float,
+    *,
+    count: int | None = None,
+) -> list[StreamProgram]:
+    """Each direction's streams share ``rate`` in proportion to their profile rates; each
+    stream sends its share for ``duration_s`` (or ``count`` frames per direction)."""
+    out = []
+    for progs in groups.values():
+        total = sum(p.schedule.pps for p in progs) or 1.0
+        for p in progs:
+            share = p.schedule.pps / total if total else 1.0 / len(progs)
+            pps = rate * share
+            n = round(count * share) if count is not None else round(pps * duration_s)
+            sc = dataclasses.replace(
+                p.schedule, pps=float(pps), count=max(1, n), stop_s=None, on_s=0.0, off_s=0.0
+            )
+            out.append(dataclasses.replace(p, schedule=sc))
+    return out
+
+
+@dataclass
+class TrialRunner:
+    """Runs trials of one compiled profile on the engine. All times in seconds."""
+
+    compiled: CompiledProfile
+    direction: str = "forward"
+    duration_s: float = 60.0  # full length (confirmation, latency, ...)
+    search_duration_s: float = 60.0  # search trials may be shorter
+    timeout_s: float = 2.0  # keep counting after sending ends
+    settle_s: float = 2.0  # pause before the next trial
+    tolerance: float = 1e-3  # validity: sending may take duration × (1 + tolerance)
+    loss_tolerance: LossTolerance = field(default_factory=LossTolerance)
+    cores: list[int] | None = None
+    early_stop: bool = True
+    dut: DutControl | None = None
+    max_late_s: float = 0.010  # a failing trial whose sender stalled longer is retried
+    retries: int = 2
+    trials_run: int = 0
+    _last_end: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.groups = select_streams(self.compiled, self.direction)
+        if not self.groups:
+            raise ValueError(f"the profile has no streams for direction {self.direction!r}")
+
+    @property
+    def stream_names(self) -> list[str]:
+        return [p.name for ps in self.groups.values() for p in ps]
+
+    def duration_for(self, kind: str) -> float:
+        return self.search_duration_s if kind in ("search", "upper_bound") else self.duration_s
+
+    async def throughput_trial(self, rate: float, kind: str = "search") -> TrialResult:
+        """RFC 2544 trial: rate per direction for the kind's duration."""
+        return await self.with_retries(
+            lambda: self.run(rate, kind, duration_s=self.duration_for(kind))
+        )
+
+    async def with_retries(self, attempt) -> TrialResult:
+        """Run ``attempt()``; a trial that failed while the sender stalled (its catch-up
+        burst, not the requested rate, met the DUT) is invalid and is run again, up to
+        ``retries`` times. Every attempt stays in the final trial's ``extra["retried"]``."""
+        earlier: list[dict] = []
+        while True:
+            t = await attempt()
+            if not t.extra.get("sender_stalled") or len(earlier) >= self.retries:
+                break
+            d = t.to_dict()
+            d.get("extra", {}).pop("streams", None)
+            earlier.append(d)
+        if earlier:
+            t.extra["retried"] = earlier
+        return t
+
+    async def run(
+        self,
+        rate: float,
+        kind: str,
+        *,
+        duration_s: float | None = None,
+        count: int | None = None,
+        reset_dut: bool = False,
+        clear_at_s: float | None = None,
+        early_stop: bool | None = None,
+    ) -> TrialResult:
+        """One trial. ``count``: frames per direction (stateful trials: N tuples);
+        ``clear_at_s``: zero the counters then (RFC 8219 latency delay)."""
+        from tgen_tui.engine.controller import EngineOptions, open_engine
+
+        d = duration_s if duration_s is not None else (count / rate if count else 0.0)
+        if d <= 0:
+            raise ValueError("a trial needs a positive duration or count")
+        progs = scaled_programs(self.groups, rate, d, count=count)
+        compiled = dataclasses.replace(self.compiled, streams=progs)
+        wait = self._last_end + self.settle_s - time.monotonic()
+        if self.trials_run and wait > 0:
+            await trio.sleep(wait)
+        ct_reset_s = None
+        if reset_dut and self.dut is not None:
+            ct_reset_s = await trio.to_thread.run_sync(self.dut.reset)
+        ct_before = await self._count()
+        early = self.early_stop if early_stop is None else early_stop
+        expected = {p.name: p.schedule.count for p in progs}
+        t = TrialResult(rate_pps=rate, kind=kind, duration_s=d)
+        t.extra["wall_start"] = time.time()
+        opts = EngineOptions(
+            cores=self.cores,
+            interval=0.1,
+            drain_ms=int(self.timeout_s * 1000),
+            dut_netns=self.dut.netns if self.dut else None,
+            dut_ssh=self.dut.ssh if self.dut else None,
+        )
+        try:
+            async with open_engine(compiled, opts) as eng:
+                await eng.start()
+                t_start = time.monotonic() + START_LEAD_S
+                last_start = max(p.schedule.start_s for p in progs)
+                deadline = t_start + last_start + d * (1 + self.tolerance)
+                cleared = clear_at_s is None
+                t_done = None
+                while True:
+                    now = time.monotonic()
+                    if eng.ports_done_sending():
+                        t_done = now
+                        break
+                    if now >= deadline:
+                        break
+                    if not cleared and now >= t_start + clear_at_s:
+                        await eng.clear()
+                        cleared = True
+                    snap = _latest(eng)
+                    if early and snap is not None:
+                        lost = sum(snap.stream(n).lost for n in expected)
+                        sent = sum(snap.stream(n).tx_frames for n in expected)
+                        if not self.loss_tolerance.allows(lost, sent):
+                            t.stopped_early = True
+                            t.extra["early_stop_at_s"] = round(now - t_start, 3)
+                            break
+                    left = deadline - now
+                    await trio.sleep(min(0.05, left) if left > 0.15 else min(0.005, left))
+                at_deadline = await _fresh(eng)
+                sent_by_deadline = sum(at_deadline.stream(n).tx_frames for n in expected)
+                await eng.stop()
+                final = await _final(eng)
+        finally:
+            self._last_end = time.monotonic()
+            self.trials_run += 1
+        allowed = d * (1 + self.tolerance)
+        want_total = sum(expected.values())
+        complete = sent_by_deadline >= want_total
+        if t_done is not None:
+            t.send_time_s = round(min(t_done - t_start - last_start, allowed), 4)
+        elif complete:
+            t.send_time_s = round(allowed, 4)  # done by the deadline (tx_done not seen yet)
+        per = {}
+        for n, want in expected.items():
+            s = final.stream(n)
+            per[n] = {
+                "requested_pps": s.requested_pps,
+                "count": want,
+                "tx_frames": s.tx_frames,
+                "rx_frames": s.rx_frames,
+                "lost": s.lost,
+                "out_of_order": s.out_of_order,
+                "duplicates": s.duplicates,
+                "latency_ns": dataclasses.asdict(s.latency_ns),
+            }
+        t.tx_frames = sum(v["tx_frames"] for v in per.values())
+        t.rx_frames = sum(v["rx_frames"] for v in per.values())
+        t.lost = sum(v["lost"] for v in per.values())
+        # achieved: the schedule's rate when every frame went out in time; otherwise what
+        # the sender managed within the allowed time (frames per direction per second)
+        n_dir = len(self.groups)
+        if complete or t.stopped_early:
+            t.achieved_pps = rate
+        else:
+            t.achieved_pps = round(sent_by_deadline / n_dir / allowed, 1)
+        t.extra["sent_by_deadline"] = sent_by_deadline
+        t.extra["streams"] = per
+        t.extra["ports"] = {
+            p.name: {
+                "tx_frames": p.tx_frames,
+                "rx_frames": p.rx_frames,
+                "if_tx_frames": p.if_tx_frames,
+                "if_rx_frames": p.if_rx_frames,
+                "rx_drops": p.rx_drops,
+                "late_max_ns": getattr(p, "late_max_ns", None),
+            }
+            for p in final.ports
+        }
+        if not t.stopped_early and not complete:
+            t.valid = False
+            t.reason = (
+                f"invalid: the sender had sent {sent_by_deadline:,} of {want_total:,} frames "
+                f"after {allowed:.3f} s (achieved "
+                f"{100 * t.achieved_pps / rate if rate else 0:.1f} % of the rate)"
+            )
+        elif t.stopped_early:
+            t.reason = (
+                f"lost {t.lost:,} frames by {t.extra['early_stop_at_s']} s: stopped early "
+                f"(sent {t.tx_frames:,} of {want_total:,})"
+            )
+        late = max((v["late_max_ns"] or 0) for v in t.extra["ports"].values()) / 1e9
+        t.extra["sender_late_max_s"] = round(late, 6)
+        if self.max_late_s and late > self.max_late_s and t.lost > 0 and t.valid:
+            t.extra["sender_stalled"] = True
+            t.valid = False
+            t.reason = (
+                f"invalid: the sender stalled {late * 1000:.0f} ms (a catch-up burst of about "
+                f"{late * rate:,.0f} frames) and {t.lost:,} frames were lost"
+            )
+        ct_after = await self._count()
+        if ct_before is not None or ct_after is not None:
+            t.extra["conntrack"] = {
+                "before": ct_before,
+                "after": ct_after,
+                "rise": (ct_after - ct_before)
+                if (ct_after is not None and ct_before is not None)
+                else None,
+                "reset_s": ct_reset_s,
+            }
+        return judge(t, self.loss_tolerance)
+
+    async def _count(self) -> int | None:
+        if self.dut is None or not self.dut.can_count:
+            return None
+        return await trio.to_thread.run_sync(self.dut.count)
+
+
+# The engine is being reworked (issue 7): these three adapters are the only places that
+# reach past its stable names, and they prefer the new public ones when present.
+def _latest(eng):
+    f = getattr(eng, "latest_snapshot", None)
+    return f() if callable(f) else eng.latest
+
+
+async def _fresh(eng):
+    """A sample taken now (the validity check reads the sender's counters at the deadline)."""
+    return await eng._publish()
+
+
+async def _final(eng):
+    f = getattr(eng, "final_snapshot", None)
+    return await f() if callable(f) else await eng._publish(final=True)
