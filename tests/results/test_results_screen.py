@@ -36,7 +36,7 @@ def save_screenshot(db: str, path: Path, size: tuple[int, int] = (150, 34)) -> s
             await pilot.pause()
             table = screen.query_one("#rs-table", DataTable)
             cells = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
-            sparks = {n: list(screen.query_one(f"#rs-spark-{n}").data) for n in ("rx_pps",)}
+            sparks = screen.trends
             app.save_screenshot(filename=path.name, path=str(path.parent))
             await pilot.press("escape")
             return cells + [f"spark {len(sparks['rx_pps'])}"]
@@ -53,12 +53,12 @@ def test_results_screen_marks_the_worse_build(tmp_path, db):
     cells = save_screenshot(str(db), shot)
     # newest first: b4 (interrupted), b3 (worse), b2 (ok), b1 (first)
     assert cells[0].startswith("interrupted")
-    assert cells[1].startswith("▼ WORSE than b2: rx pps median fell 10.2 %")
+    assert cells[1] == "▼ worse vs b2: rx pps -10.2 %, loss +10.10 pt"
     assert cells[2] == "ok vs b1"
     assert cells[3].startswith("- (first build)")
     assert cells[4] == "spark 3"  # one median per build of the DUT
     svg = shot.read_text()
-    assert "WORSE" in svg and "natbox" in svg
+    assert "worse" in svg and "natbox" in svg and "█" in svg
 
 
 def test_results_screen_imports_nothing_else_from_the_ui():

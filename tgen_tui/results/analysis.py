@@ -287,6 +287,18 @@ class Verdict:
     sentences: list[str]
     checked: list[Change]
     skipped: list[str]  # latency metrics left out for want of repeats
+    flagged: list[Change] = field(default_factory=list)  # the metrics that regressed
+
+    def short(self) -> str:
+        """'rx pps -8.9 %, loss +8.90 pt': the regressed metrics in a few characters."""
+        parts = []
+        for c in self.flagged:
+            m = M.metric(c.metric)
+            if m.unit == "%" or c.pct is None:
+                parts.append(f"{m.label} {c.delta:+.2f}{' pt' if m.unit == '%' else ''}")
+            else:
+                parts.append(f"{m.label} {c.pct:+.1f} %")
+        return ", ".join(parts) or "variance"
 
 
 def judge(
@@ -313,8 +325,9 @@ def judge(
         ]
         wanted = [m for m in wanted if m not in skipped]
     checked = [c for c in changes if c.metric in wanted]
-    sentences = [s for c in checked for s in regression(c, bounds, since)]
-    return Verdict(since, sentences, checked, skipped)
+    per = [(c, regression(c, bounds, since)) for c in checked]
+    sentences = [s for _, ss in per for s in ss]
+    return Verdict(since, sentences, checked, skipped, [c for c, ss in per if ss])
 
 
 def run_verdict(

@@ -25,12 +25,17 @@ class Point:
     n: int
 
 
-def sparkline(values: list[float | None]) -> str:
-    """'▁▃▇█' for a list of values (a space where a value is missing)."""
+def sparkline(values: list[float | None], min_span: float = 0.05) -> str:
+    """'▁▃▇█' for a list of values (a space where a value is missing).
+
+    The scale spans at least ``min_span`` of the largest value, so that jitter of a few
+    per mille between builds does not look like a trend.
+    """
     vals = [v for v in values if v is not None]
     if not vals:
         return ""
     lo, hi = min(vals), max(vals)
+    lo = min(lo, hi - min_span * abs(hi))
     out = []
     for v in values:
         if v is None:

@@ -34,7 +34,7 @@ COLUMNS = (
     ("rx pps", 10),
     ("loss", 9),
     ("p99", 9),
-    ("vs previous build", 36),
+    ("vs previous build", 44),
 )
 
 
@@ -187,7 +187,8 @@ class ResultsScreen(Screen):
             md = M.metric(n)
             vals = series[n]
             line = Text(f"{md.label:<12}", style="bold")
-            line.append(f"{sparkline(vals):<24}", style="cyan")
+            wide = "".join(ch * 2 + " " for ch in sparkline(vals[-8:]))  # one bar per build
+            line.append(f"{wide:<25}", style="cyan")
             if vals:
                 line.append(f" {md.fmt(vals[0])} → {md.fmt(vals[-1])}  ({len(vals)} builds")
                 line.append(f": {builds[0]} … {builds[-1]})" if len(builds) > 1 else ")")
