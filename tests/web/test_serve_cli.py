@@ -77,8 +77,8 @@ def test_public_host_without_token_refuses_to_start(host: str) -> None:
 
 
 def test_bad_token_profile_and_port_are_one_line_errors(tmp_path) -> None:
-    short = _run("serve", "--host", "0.0.0.0", "--token", "abc")
-    assert short.returncode == 2 and short.stderr.startswith("tgen: error: --token is too short")
+    spaced = _run("serve", "--host", "0.0.0.0", "--token", "two words")
+    assert spaced.returncode == 2 and spaced.stderr.startswith("tgen: error: --token must be")
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nports: 7\n")
     prof = _run("serve", str(bad))
@@ -138,6 +138,16 @@ def test_public_host_with_token_answers_403_without_it() -> None:
         assert _get(f"{base}/?token={token}")[0] == 200
     finally:
         assert srv.stop() == 0
+
+
+def test_short_token_works_with_a_warning() -> None:
+    srv = start_serve("--host", "127.0.0.1", "--port", "0", "--token", "secret", "--fake")
+    try:
+        assert srv.url.endswith("/?token=secret")
+        assert _get(srv.base + "/")[0] == 403 and _get(srv.url)[0] == 200
+    finally:
+        assert srv.stop() == 0
+    assert "warning: a 6-character token is easy to guess" in srv.output()
 
 
 def test_loopback_rejects_other_host_names_and_cross_site_websockets() -> None:

@@ -28,7 +28,7 @@ examples:
 
 Safety: the page can start traffic. By default the server listens on 127.0.0.1 only
 and answers only to loopback names. Any other --host needs a token: --token TOKEN
-(16+ characters), --token auto (generated, printed once) or $TGEN_SERVE_TOKEN. Every
+(16+ characters advised), --token auto (generated, printed once) or $TGEN_SERVE_TOKEN. Every
 request must carry it (?token=... in the URL; the page keeps it in a cookie), else
 the answer is 403 and nothing starts. Websockets from other sites are refused.
 On a machine shared with other users, use a token on loopback too.
@@ -40,7 +40,8 @@ a `tgen run` on the same ports. Closing the page quits its console, which stops
 its workers. Ctrl-C or SIGTERM stops the server and every console it started.
 
 Exit codes: 0 stopped, 2 bad input (profile, no token for a public --host),
-3 environment (address in use, textual-serve not installed).
+3 environment (address in use, textual-serve not installed); a console's own errors
+(not root, a port in use) appear in its page and in the server's log.
 """
 
 
@@ -86,11 +87,13 @@ def console_command(args: argparse.Namespace) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from tgen_tui.web.access import resolve_token
+    from tgen_tui.web.access import resolve_token, weak_token
 
     if not 0 <= args.port <= 65535:
         raise TgenError(f"--port {args.port}: must be 0..65535", ExitCode.BAD_INPUT)
     token = resolve_token(args.host, args.token)
+    if warning := weak_token(token):
+        print(f"tgen serve: warning: {warning}", file=sys.stderr)
     if args.profile:
         from tgen_tui.profiles.loader import load_profile
 
@@ -128,6 +131,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(
                 f"tgen serve: listening on {host}:{port} (use this machine's address)", flush=True
             )
+        if os.geteuid() != 0 and not args.fake:
+            print("tgen serve: not root: each console will say it needs root (or use --fake)")
         print("tgen serve: Ctrl-C stops the server and every console it started", flush=True)
 
     asyncio.run(server.run(on_ready=ready))

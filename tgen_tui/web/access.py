@@ -4,7 +4,8 @@ The page can start traffic, so the rules are strict and checked before anything 
 
 - Without ``--host`` the server listens on 127.0.0.1 only, and requests must name a
   loopback host in their ``Host`` header (a DNS-rebinding page cannot pose as it).
-- Any other ``--host`` needs ``--token`` (``auto`` generates one); every request must
+- Any other ``--host`` needs ``--token`` (``auto`` generates one; a short one is
+  accepted with a warning); every request must
   then carry it in the URL (``?token=...``) or in the cookie the page got with it.
 - Browsers send ``Origin`` with every websocket: it must be the page's own origin, so
   another site open in the operator's browser cannot drive the console.
@@ -49,9 +50,19 @@ def resolve_token(host: str, token: str | None) -> str | None:
         return None
     if token == "auto":
         return secrets.token_urlsafe(24)
-    if len(token) < MIN_TOKEN:
-        raise _bad(f"--token is too short: use at least {MIN_TOKEN} characters, or --token auto")
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise _bad("--token must be printable characters without spaces (or --token auto)")
     return token
+
+
+def weak_token(token: str | None) -> str | None:
+    """A warning for a short token (guessable over many requests), else None."""
+    if token is not None and len(token) < MIN_TOKEN:
+        return (
+            f"a {len(token)}-character token is easy to guess; --token auto makes a "
+            f"strong one ({MIN_TOKEN}+ characters recommended)"
+        )
+    return None
 
 
 def token_ok(expected: str | None, presented: str | None) -> bool:
