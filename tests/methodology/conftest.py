@@ -1,0 +1,34 @@
+"""Fixtures for the methodology tests: a NAT lab with a unique prefix and DUT limits."""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+import pytest
+
+
+def lab(**kw):
+    if os.geteuid() != 0:
+        pytest.skip("needs root: creates network namespaces, veths and AF_PACKET sockets")
+    from tgen_tui.lab import topology as topo
+    from tgen_tui.lab.config import LabConfig
+
+    prefix = "m" + secrets.token_hex(3)[:5]
+    try:
+        topo.up(LabConfig(prefix=prefix, topology="nat", **kw))
+        yield prefix
+    finally:
+        topo.down(prefix)
+
+
+@pytest.fixture
+def limited_lab():
+    """A NAT lab whose DUT forwards at most 5,000 frames/s (nftables limit)."""
+    yield from lab(rate_limit_pps=5000)
+
+
+@pytest.fixture
+def ct_limited_lab():
+    """A NAT lab whose DUT tracks at most 3,000 new flows (nftables ct count)."""
+    yield from lab(ct_limit=3000)

@@ -1,0 +1,118 @@
+"""The methodology verbs against lab DUTs of known capacity (root, real kernel data path).
+
+The DUT's own limits are the reference: an nftables rate limit of 5,000 frames/s must be
+found by the throughput search, and a ct count cap of 3,000 flows must fail the
+connection-rate trials that need more. Numbers are counts, never timings.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lab_profiles import forward_profile, unique_profile
+
+pytestmark = pytest.mark.root
+
+FAST = ["--duration", "1s", "--timeout", "300ms", "--settle", "200ms", "--no-store", "--quiet"]
+
+
+def tgen(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tgen_tui", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_throughput_search_finds_the_rate_limit(limited_lab, tmp_path: Path):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(forward_profile(limited_lab))
+    out = tmp_path / "r.json"
+    nd = tmp_path / "t.ndjson"
+    cp = tgen(
+        "rfc2544", "throughput", str(prof), "--max-rate", "20000", "--error", "500",
+        "--repeats", "1", "--json", str(out), "--ndjson", str(nd), "--md", str(tmp_path / "t.md"),
+        "--plots", str(tmp_path / "plots"), *FAST,
+    )  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(out.read_text())
+    assert doc["test"] == "rfc2544-throughput" and doc["partial"] is False
+    assert doc["seed"] == 11 and doc["dut"]["lab"]["rate_limit_pps"] == 5000
+    assert doc["dut"]["conntrack_max"] > 0 and doc["dut"]["kernel"]
+    (s,) = doc["searches"]
+    assert s["l_pps"] <= 5000 <= s["h_pps"] and s["h_pps"] - s["l_pps"] <= 500
+    assert doc["summary"]["median"] == s["l_pps"] and doc["summary"]["n"] == 1
+    kinds = [t["kind"] for t in s["trials"]]
+    assert kinds[0] == "upper_bound" and kinds[-1] == "confirm"
+    assert s["trials"][-1]["rate_pps"] == s["l_pps"]
+    for t in s["trials"]:
+        assert t["tx_frames"] > 0 and t["rx_frames"] + t["lost"] == t["tx_frames"]
+        assert t["achieved_pps"] > 0
+        p1 = t["extra"]["ports"]["p1"]
+        assert p1["rx_frames"] == t["rx_frames"] == p1["if_rx_frames"]  # ring == interface
+        if t["verdict"] == "pass":
+            assert t["lost"] == 0 and t["tx_frames"] == round(t["rate_pps"] * 1.0)
+    assert s["trials"][0]["verdict"] in ("fail", "invalid")  # 20,000 fps cannot pass
+    lines = [json.loads(x) for x in nd.read_text().splitlines()]
+    assert len(lines) == len(s["trials"]) and all(x["event"] == "trial" for x in lines)
+    assert "| frame size (B) | 64 |" in (tmp_path / "t.md").read_text()
+    assert (tmp_path / "plots" / "throughput_vs_frame_size.svg").stat().st_size > 1000
+
+
+def test_loss_steps_down_to_two_clean_trials(limited_lab, tmp_path: Path):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(forward_profile(limited_lab))
+    out = tmp_path / "r.json"
+    cp = tgen("rfc2544", "loss", str(prof), "--max-rate", "8000", "--json", str(out), *FAST)
+    assert cp.returncode == 0, cp.stderr
+    (curve,) = json.loads(out.read_text())["frame_loss"]
+    pts = curve["points"]
+    loads = [p["load_pct"] for p in pts]
+    assert loads[:2] == [100.0, 90.0] and all(
+        a - b == 10 for a, b in zip(loads[:-1], loads[1:], strict=True)
+    )
+    assert pts[0]["flr_pct"] > 20  # 8,000 offered, 5,000 forwarded (+ the limiter's burst)
+    assert [p["trial"]["lost"] for p in pts[-2:]] == [0, 0]
+    assert all(p["trial"]["lost"] > 0 for p in pts[:-2])
+    assert pts[-1]["rate_pps"] <= 5000
+
+
+def test_cps_fails_when_the_state_table_cannot_hold_n(ct_limited_lab, tmp_path: Path):
+    """5,000 unique tuples through a DUT that tracks at most 3,000: no rate passes; with
+    -N 2000 the search passes and conntrack rises by exactly N in passing trials."""
+    prof = tmp_path / "p.yaml"
+    prof.write_text(unique_profile(ct_limited_lab))
+    out = tmp_path / "r.json"
+    cp = tgen(
+        "rfc9693", "cps", str(prof), "--max-rate", "40000", "--error", "10000",
+        "--repeats", "1", "-N", "2000", "--json", str(out), *FAST,
+    )  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(out.read_text())
+    (s,) = doc["searches"]
+    assert s["l_pps"] > 0 and doc["connections"] == 2000 and doc["unique_space"] == 5000
+    for t in s["trials"]:
+        if t["verdict"] == "pass":
+            assert t["extra"]["conntrack"]["rise"] == 2000 and t["rx_frames"] == 2000
+    cp = tgen(
+        "rfc9693", "cps", str(prof), "--max-rate", "40000", "--error", "10000",
+        "--repeats", "1", "--json", str(out), *FAST,
+    )  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(out.read_text())
+    (s,) = doc["searches"]
+    assert s["status"] == "no passing rate" and s["l_pps"] == 0
+    assert all(t["verdict"] != "pass" for t in s["trials"])
+    assert any(t["lost"] > 0 for t in s["trials"])  # the ct count cap drops new flows
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path: Path):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(forward_profile("nolab"))
+    cp = tgen("rfc2544", "throughput", str(prof), "--max-rate", "fast")
+    assert cp.returncode == 2
+    assert cp.stderr.strip().count("\n") == 0 and "--max-rate" in cp.stderr
+    cp = tgen("rfc2544", "throughput", str(prof), "--loss-tolerance", "x%")
+    assert cp.returncode == 2 and "--loss-tolerance" in cp.stderr
