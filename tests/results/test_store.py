@@ -254,6 +254,15 @@ def test_trend_terminal_plot_and_svg(db, capsys, tmp_path):
     assert len(root.findall(f"{ns}circle")) == 3
     texts = [t.text for t in root.iter(f"{ns}text")]
     assert "v2.2" in texts and any("Mpps" in (t or "") for t in texts)
+    assert "7.4 Mpps" in texts and "8.0 Mpps" in texts  # round ticks, one scale
+    png = tmp_path / "t.png"
+    rc, out, err = tgen(capsys, "results", "trend", "rx_pps", "-o", str(png), "--db", str(db))
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:  # the optional dependency is missing: one line, exit 3
+        assert rc == 3 and "matplotlib" in err and not png.exists()
+    else:
+        assert rc == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_export_csv_and_json(db, capsys, tmp_path):

@@ -553,13 +553,13 @@ def cmd_trend(args: argparse.Namespace) -> int:
         f"{md.label} ({md.unit}) by build: DUT {dut}, test {test}, "
         f"profile {ctx['profile']} [{(phash or '-')[:8]}]"
     )
-    print(P.text_plot(points, title=title, fmt=md.fmt, height=max(4, args.height)))
+    print(P.text_plot(points, title=title, unit=md.unit, height=max(4, args.height)))
     print("● median, │ lowest to highest sample, n = samples (runs or repeats)")
     if args.output:
         path = Path(args.output)
         try:
             P.write_image(
-                points, title=title, ylabel=f"{md.label} ({md.unit})", fmt=md.fmt, path=path
+                points, title=title, ylabel=f"{md.label} ({md.unit})", unit=md.unit, path=path
             )
         except ValueError as e:
             raise _bad(str(e)) from None

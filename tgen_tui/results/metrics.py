@@ -215,3 +215,44 @@ def trial_samples(trials: list[dict], name: str) -> list[float]:
         if v is not None:
             out.append(v)
     return out
+
+
+def tick_formatter(unit: str, hi: float, step: float):
+    """A formatter for axis ticks ``step`` apart: one scale for the whole axis (chosen by the
+    largest value ``hi``) and enough decimals to tell neighbouring ticks apart."""
+    mag = abs(hi) or abs(step) or 1.0
+    if unit in ("pps", "ns"):
+        if unit == "pps":
+            scales = ((1e9, "Gpps"), (1e6, "Mpps"), (1e3, "kpps"), (1.0, "pps"))
+        else:
+            scales = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
+        scale, suffix = next(((s, u) for s, u in scales if mag >= s), scales[-1])
+    elif unit == "%":
+        scale, suffix = 1.0, "%"
+    else:
+        scale, suffix = 1.0, unit
+    rel = abs(step) / scale if step else 1.0
+    # the fewest decimals that write the step exactly (2.5 → 1, 0.005 → 3)
+    dec = next((d for d in range(7) if abs(round(rel * 10**d) - rel * 10**d) < 1e-6), 6)
+
+    def f(v: float) -> str:
+        return f"{v / scale:,.{dec}f} {suffix}".rstrip()
+
+    return f
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> tuple[list[float], float]:
+    """About ``n`` ticks at round values (1, 2, 5 × 10^k apart) covering [lo, hi]."""
+    span = hi - lo
+    if span <= 0:
+        span = abs(hi) or 1.0
+    raw = span / max(1, n)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.ceil(lo / step) * step
+    ticks = []
+    v = first
+    while v <= hi + step * 1e-9:
+        ticks.append(round(v, 12))
+        v += step
+    return ticks, step

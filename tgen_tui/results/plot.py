@@ -6,10 +6,13 @@ matplotlib when it is installed (``pip install 'tgen-tui[plot]'``) and says so o
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
+
+from tgen_tui.results import metrics as M
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -47,6 +50,19 @@ def sparkline(values: list[float | None], min_span: float = 0.05) -> str:
     return "".join(out)
 
 
+def axis(points: list[Point], unit: str, n: int = 5) -> tuple[float, float, list[float], Callable]:
+    """(lo, hi, ticks, tick formatter): the data range widened to round tick values."""
+    lo, hi = _range(points) if points else (0.0, 1.0)
+    ticks, step = M.nice_ticks(lo, hi, n)
+    lo2 = math.floor(lo / step + 1e-9) * step
+    hi2 = math.ceil(hi / step - 1e-9) * step
+    if hi2 <= lo2:
+        hi2 = lo2 + step
+    ticks, _ = M.nice_ticks(lo2, hi2, n)
+    ticks = [t for t in ticks if lo2 - 1e-9 * step <= t <= hi2 + 1e-9 * step] or [lo2, hi2]
+    return lo2, hi2, ticks, M.tick_formatter(unit, max(abs(lo2), abs(hi2)), step)
+
+
 def _range(points: list[Point]) -> tuple[float, float]:
     lo = min(p.low for p in points)
     hi = max(p.high for p in points)
@@ -62,14 +78,14 @@ def text_plot(
     points: list[Point],
     *,
     title: str,
-    fmt: Callable[[float], str],
+    unit: str,
     height: int = 12,
     col: int = 10,
 ) -> str:
     """A terminal plot: y axis with units, one column per build, ● median and │ range."""
     if not points:
         return f"{title}\n(no data)"
-    lo, hi = _range(points)
+    lo, hi, ticks, tick = axis(points, unit, n=max(3, height // 2))
     rows = [[" "] * (col * len(points)) for _ in range(height)]
 
     def row_of(v: float) -> int:
@@ -88,12 +104,14 @@ def text_plot(
                 rr = round(r0 + (r_med - r0) * (xx - x0) / (x - x0))
                 if rows[rr][xx] == " ":
                     rows[rr][xx] = "·"
-    labels = [fmt(hi - (hi - lo) * r / (height - 1)) for r in range(height)]
+    labels = [""] * height
+    for t in ticks:
+        labels[row_of(t)] = tick(t)
     w = max(len(s) for s in labels)
     out = [title]
     for r in range(height):
-        lab = labels[r] if r % 3 == 0 or r == height - 1 else ""
-        out.append(f"{lab:>{w}} ┤{''.join(rows[r])}".rstrip())
+        mark = "┤" if labels[r] else "│"
+        out.append(f"{labels[r]:>{w}} {mark}{''.join(rows[r])}".rstrip())
     out.append(" " * w + " └" + "─" * (col * len(points)))
     out.append(" " * (w + 2) + "".join(f"{p.label[: col - 1]:^{col}}" for p in points).rstrip())
     out.append(" " * (w + 2) + "".join(f"{('n=' + str(p.n)):^{col}}" for p in points).rstrip())
@@ -105,14 +123,14 @@ def svg_plot(
     *,
     title: str,
     ylabel: str,
-    fmt: Callable[[float], str],
+    unit: str,
     width: int = 720,
     height: int = 400,
 ) -> str:
     """An SVG line chart: medians joined, min–max bars, labelled axes."""
     left, right, top, bottom = 90, 20, 40, 60
     pw, ph = width - left - right, height - top - bottom
-    lo, hi = _range(points) if points else (0.0, 1.0)
+    lo, hi, ticks, tick = axis(points, unit)
     n = max(1, len(points))
 
     def x(i: int) -> float:
@@ -130,11 +148,12 @@ def svg_plot(
     e.append(
         f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15">{escape(title)}</text>'
     )
-    for k in range(6):
-        v = lo + (hi - lo) * k / 5
+    for v in ticks:
         yy = y(v)
         e.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#ddd"/>')
-        e.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{escape(fmt(v))}</text>')
+        e.append(
+            f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{escape(tick(v))}</text>'
+        )
     e.append(
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="black"/>'
         f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="black"/>'
@@ -168,16 +187,14 @@ class PlotUnavailable(Exception):
     """The image format needs a library that is not installed."""
 
 
-def png_plot(
-    points: list[Point], *, title: str, ylabel: str, fmt: Callable[[float], str], path: Path
-) -> None:
+def png_plot(points: list[Point], *, title: str, ylabel: str, unit: str, path: Path) -> None:
     """A PNG through matplotlib (optional dependency)."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.ticker import FuncFormatter
+        from matplotlib.ticker import FixedLocator, FuncFormatter
     except ImportError:
         raise PlotUnavailable(
             "writing PNG needs matplotlib (pip install 'tgen-tui[plot]'); "
@@ -189,7 +206,10 @@ def png_plot(
     ax.plot(xs, meds, marker="o", color="#1f77b4")
     ax.vlines(xs, [p.low for p in points], [p.high for p in points], color="#1f77b4")
     ax.set_xticks(xs, [f"{p.label}\nn={p.n}" for p in points])
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt(v)))
+    lo, hi, ticks, tick = axis(points, unit)
+    ax.set_ylim(lo, hi)
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: tick(v)))
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.set_xlabel("build")
@@ -199,14 +219,12 @@ def png_plot(
     plt.close(fig)
 
 
-def write_image(
-    points: list[Point], *, title: str, ylabel: str, fmt: Callable[[float], str], path: Path
-) -> None:
+def write_image(points: list[Point], *, title: str, ylabel: str, unit: str, path: Path) -> None:
     """Write ``path`` as SVG or PNG, chosen by its suffix."""
     suffix = path.suffix.lower()
     if suffix == ".svg":
-        path.write_text(svg_plot(points, title=title, ylabel=ylabel, fmt=fmt))
+        path.write_text(svg_plot(points, title=title, ylabel=ylabel, unit=unit))
     elif suffix == ".png":
-        png_plot(points, title=title, ylabel=ylabel, fmt=fmt, path=path)
+        png_plot(points, title=title, ylabel=ylabel, unit=unit, path=path)
     else:
         raise ValueError(f"--output {path}: give a .svg or .png file name")
