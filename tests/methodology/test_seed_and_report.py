@@ -1,0 +1,79 @@
+"""Reproducibility (the same seed gives the same frames) and the report document (no root)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tgen_tui.methodology import run as R
+from tgen_tui.methodology.output import render, tables
+from tgen_tui.methodology.search import RepeatedSearch, SearchResult, TrialResult
+from tgen_tui.packets.batch import BatchBuilder
+from tgen_tui.packets.compile import compile_profile
+
+SIG = 12  # the signature (magic, stream, sequence, timestamp) ends every frame
+# Frames are compared without the signature and the UDP checksum: both carry the send
+# timestamp. Everything the seed decides (addresses, ports, sizes, order) is compared.
+
+
+def frames(profile: str, seed: int | None, n: int = 2000) -> list[bytes]:
+    prof = R.load(R.Params(profile=profile, seed=seed))
+    prog = compile_profile(prof).streams[0]
+    buf, lens = BatchBuilder(prog, max_batch=n).build(0, n)
+    buf = np.array(buf)
+    assert buf.ndim == 2  # one row per frame
+    # the UDP checksum covers the signature's timestamp: compare everything else
+    buf[:, prog.l4_csum_offset : prog.l4_csum_offset + 2] = 0
+    return [bytes(buf[i, : int(ln) - SIG]) for i, ln in enumerate(np.asarray(lens)[:n])]
+
+
+@pytest.mark.parametrize("profile", ["profiles/rfc4814-udp64.yaml", "profiles/nat44-stateful.yaml"])
+def test_same_seed_same_frames_other_seed_other_frames(profile):
+    a = frames(profile, 1234)
+    b = frames(profile, 1234)
+    c = frames(profile, 4321)
+    assert len(a) == 2000 and all(len(x) > 40 for x in a)
+    assert a == b
+    assert sum(x != y for x, y in zip(a, c, strict=True)) > 1900  # the ports differ
+
+
+def test_seed_option_is_recorded():
+    prof = R.load(R.Params(profile="profiles/lab.yaml", seed=77))
+    assert prof.seed == 77
+    assert R.load(R.Params(profile="profiles/lab.yaml")).seed == 1
+
+
+def test_line_rate():
+    assert R.line_rate_fps(10e9, 64) == 14_880_952
+    assert R.line_rate_fps(10e9, 1518) == 812_743
+
+
+def test_document_and_tables_from_a_session():
+    p = R.Params(profile="profiles/lab.yaml", quick=True, repeats=2)
+    ses = R.Session(test="rfc2544-throughput", params=p)
+    ses.profile_doc = {"name": "lab", "hash": "abc", "seed": 1}
+    ses.dut_settings = {"source": "netns:x-dut", "conntrack_max": 262144}
+    rec = RepeatedSearch("throughput", "fps")
+    for lp in (49_000, 50_000):
+        s = SearchResult(max_rate=100_000, error=1000, l_pps=lp, h_pps=lp + 900, status="ok")
+        s.trials = [
+            TrialResult(rate_pps=100_000, kind="upper_bound", tx_frames=10, rx_frames=5, lost=5),
+            TrialResult(rate_pps=lp, kind="confirm", passed=True, tx_frames=10, rx_frames=10),
+        ]
+        s.confirmed = True
+        rec.searches.append(s)
+    ses.body["frame_sizes"] = [
+        {"frame_size": 64, "max_rate": 100_000, "record": rec, "streams": ["up"]}
+    ]
+    doc = R.build_document(ses, partial=True, signal_name="SIGINT")
+    assert doc["partial"] is True and doc["quick"] is True and doc["seed"] == 1
+    assert [s["l_pps"] for s in doc["searches"]] == [49_000, 50_000]
+    assert doc["summary"]["median"] == 49_500 and doc["summary"]["min"] == 49_000
+    assert doc["searches"][0]["trials"][1]["kind"] == "confirm"
+    assert doc["dut"]["conntrack_max"] == 262144
+    assert doc["metrics"]["throughput_fps"] == 49_500
+    assert len(R.flat_trials(ses)) == 4
+    ((title, header, cols, rows),) = tables(doc)
+    assert cols == [64] and rows[0][1] == [49_500]
+    text = render(doc)
+    assert "[QUICK]" in text and "PARTIAL" in text and "| 49,500 |" in text
