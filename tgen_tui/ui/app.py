@@ -81,7 +81,7 @@ class TgenApp(App):
         self.selected = 0
         self.desc: EngineDescription | None = None
         self.snap: StatsSnapshot | None = None
-        self.port_history: dict[str, deque] = {}
+        self.port_history: dict[tuple[str, str], deque] = {}
         self.ct_history: deque = deque(maxlen=HISTORY)
         self.log_lines: deque = deque(maxlen=2000)
         self.log_total = 0
@@ -211,7 +211,8 @@ class TgenApp(App):
 
     def _remember(self, snap: StatsSnapshot) -> None:
         for p in snap.ports:
-            self.port_history.setdefault(p.name, deque(maxlen=HISTORY)).append(p.tx_pps)
+            self.port_history.setdefault((p.name, "tx"), deque(maxlen=HISTORY)).append(p.tx_pps)
+            self.port_history.setdefault((p.name, "rx"), deque(maxlen=HISTORY)).append(p.rx_pps)
         if snap.dut is not None and snap.dut.conntrack_count is not None:
             self.ct_history.append(float(snap.dut.conntrack_count))
 

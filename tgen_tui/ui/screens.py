@@ -112,16 +112,16 @@ class MainScreen(ViewScreen):
         t.styles.height = len(rows) + 1
         sparks = self.query_one("#sparks", Vertical)
         sparks.remove_children()
-        h = 3 if self._large() else 1
+        kinds = ("tx", "rx") if self._large() else ("tx",)
         for p in desc.ports:
-            sparks.mount(
-                Horizontal(
-                    Label(f"{p.name} tx pps", classes="spark-label"),
-                    Sparkline([0.0], id=f"spark-{p.name}", summary_function=max),
-                    classes="spark-row",
+            for kind in kinds:
+                sparks.mount(
+                    Horizontal(
+                        Label(f"{p.name} {kind} pps", classes="spark-label"),
+                        Sparkline([0.0], id=f"spark-{kind}-{p.name}", summary_function=max),
+                        classes="spark-row",
+                    )
                 )
-            )
-            sparks.children[-1].styles.height = h
         self._labels_for: int | None = None
         self._cells: dict[tuple[str, str], object] = {}
 
@@ -265,14 +265,13 @@ class MainScreen(ViewScreen):
             self._set(t, "speed", "total", "")
         hist = app.port_history  # type: ignore[attr-defined]
         for p in snap.ports:
-            try:
-                sp = self.query_one(f"#spark-{p.name}", Sparkline)
-            except Exception:  # noqa: BLE001 - a port added by reload, before the rebuild
-                continue
-            buf = hist.get(p.name)
-            if buf:
-                width = max(4, sp.size.width)
-                data = list(buf)[-width:]
+            for kind in ("tx", "rx"):
+                found = self.query(f"#spark-{kind}-{p.name}")
+                buf = hist.get((p.name, kind))
+                if not found or not buf:
+                    continue
+                sp = found.first(Sparkline)
+                data = list(buf)[-max(4, sp.size.width) :]
                 if data != sp.data:
                     sp.data = data
         self.query_one("#gauge", ConntrackGauge).show(snap.dut)
