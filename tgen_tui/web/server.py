@@ -2,8 +2,9 @@
 
 textual-serve spawns one app process per browser websocket. Here that process is
 ``tgen tui PROFILE``, and its engine owns the ports, so this server lets exactly one
-session run: a second browser gets a page (or a terminal line) saying who holds the
-console, and nothing is spawned for it. The port locks (:mod:`tgen_tui.engine.portlock`)
+session run: a second browser's page says who holds the console (when, from where,
+which pid), and nothing is spawned for it. A reloaded page waits for its previous
+console to stop, then gets a new one. The port locks (:mod:`tgen_tui.engine.portlock`)
 are the second fence, against a ``tgen run`` or another server on the same ports.
 
 Every request passes :mod:`.access` before any handler runs: 403 and nothing started.
@@ -100,6 +101,7 @@ class ConsoleService(AppService):
         """Ask the console to quit, then SIGTERM, then SIGKILL; return its exit status."""
         proc = self._process
         if proc is None:
+            self.stderr_path.unlink(missing_ok=True)
             return None
         self.quitting = True
         if proc.returncode is None:
