@@ -16,6 +16,7 @@ histograms start at zero, so no trial inherits anything from the one before.
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -168,6 +169,7 @@ class TrialRunner:
                 last_start = max(p.schedule.start_s for p in progs)
                 deadline = t_start + last_start + d * (1 + self.tolerance)
                 cleared = clear_at_s is None
+                pre_clear_tx = clear_slack = 0
                 t_done = None
                 while True:
                     now = time.monotonic()
@@ -177,7 +179,17 @@ class TrialRunner:
                     if now >= deadline:
                         break
                     if not cleared and now >= t_start + clear_at_s:
+                        t_a = time.monotonic()
+                        pre = await _fresh(eng)
+                        pre_clear_tx = sum(pre.stream(n).tx_frames for n in expected)
                         await eng.clear()
+                        total_pps = sum(p.schedule.pps for p in progs)
+                        clear_slack = math.ceil(total_pps * (time.monotonic() - t_a))
+                        t.extra["clear"] = {
+                            "at_s": round(t_a - t_start, 4),
+                            "sent_before": pre_clear_tx,
+                            "unobserved_frames_max": clear_slack,
+                        }
                         cleared = True
                     snap = _latest(eng)
                     if early and snap is not None:
@@ -191,6 +203,11 @@ class TrialRunner:
                     await trio.sleep(min(0.05, left) if left > 0.15 else min(0.005, left))
                 at_deadline = await _fresh(eng)
                 sent_by_deadline = sum(at_deadline.stream(n).tx_frames for n in expected)
+                if clear_at_s is not None and cleared:
+                    # the counters restarted at the clear: add what was sent before it, and
+                    # allow the frames due in the unobserved window between that reading
+                    # and the clear's baselines
+                    sent_by_deadline += pre_clear_tx + clear_slack
                 await eng.stop()
                 final = await _final(eng)
         finally:
