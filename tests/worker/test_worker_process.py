@@ -2,71 +2,34 @@
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 
 import pytest
 from wk_helpers import make_program
 
 from tgen_tui.packets.program import program_to_dict
+from tgen_tui.worker.client import WorkerClient, WorkerError
 from tgen_tui.worker.counters import CounterView
 
 CORE = max(os.sched_getaffinity(0))
 
 
-class WorkerProc:
-    """A worker subprocess with a reader thread for its events."""
+class WorkerProc(WorkerClient):
+    """The shared worker client, killed (not asked to quit) at the end of a test."""
 
     def __init__(self, core: int = CORE):
-        self.p = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tgen_tui.worker",
-                "--core",
-                str(core),
-                "--parent-pid",
-                str(os.getpid()),
-            ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        self.q: queue.Queue = queue.Queue()
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
+        super().__init__(core)
 
-    def _read(self):
-        for line in self.p.stdout:
-            self.q.put(json.loads(line))
-        self.q.put(None)  # EOF
-
-    def send(self, **msg):
-        self.p.stdin.write((json.dumps(msg) + "\n").encode())
-        self.p.stdin.flush()
-
-    def expect(self, event: str, timeout: float = 10.0) -> dict:
-        end = time.monotonic() + timeout
-        while True:
-            left = end - time.monotonic()
-            if left <= 0:
-                raise AssertionError(f"no {event!r} event within {timeout} s")
-            m = self.q.get(timeout=left)
-            if m is None:
-                raise AssertionError(
-                    f"worker exited before {event!r}: {self.p.stderr.read().decode()[-2000:]}"
-                )
-            if m["event"] == event:
-                return m
-            if m["event"] == "error" and event != "error":
-                raise AssertionError(f"worker error: {m}")
+    def expect(self, event: str, timeout: float = 10.0):
+        try:
+            return super().expect(event, timeout)
+        except WorkerError as e:
+            raise AssertionError(str(e)) from None
 
     def close(self):
         if self.p.poll() is None:

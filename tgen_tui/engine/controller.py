@@ -71,6 +71,7 @@ from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN, StreamProgram
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.profiles.units import line_rate_fps
+from tgen_tui.worker import protocol as P
 
 SHM_DIR = "/dev/shm"
 SHM_PREFIX = "tgen-"
@@ -253,9 +254,10 @@ class Engine:
             pr.failure = reason
         self._emit(PortStateChanged(self._now(), pr.name, str(old), str(new), reason))
 
-    def _on_worker_event(self, st: WorkerState, ev: dict) -> None:
-        kind = ev.get("event")
-        if kind == "exit" and not st.quitting:
+    def _on_worker_event(self, st: WorkerState, ev: P.Event | None) -> None:
+        if ev is None:  # the process exited
+            if st.quitting:
+                return
             reason = st.exit_reason or "worker exited"
             self._emit(
                 WorkerFailed(self._now(), st.plan.id, st.plan.core, tuple(st.plan.ports), reason)
@@ -264,10 +266,10 @@ class Engine:
                 pr = self.ports.get(pn)
                 if pr is not None and pr.state != PortState.FAILED:
                     self._set_state(pr, PortState.FAILED, reason)
-        elif kind == "tx_done" and ev.get("port") in self.ports:
-            self.ports[ev["port"]].tx_done = True
-        elif kind == "error" and "id" not in ev:
-            self._emit(EngineWarning(self._now(), f"worker {st.plan.id}: {ev.get('message')}"))
+        elif isinstance(ev, P.TxDone) and ev.port in self.ports:
+            self.ports[ev.port].tx_done = True
+        elif isinstance(ev, P.Error) and ev.id is None:
+            self._emit(EngineWarning(self._now(), f"worker {st.plan.id}: {ev.message}"))
 
     async def _check_interfaces(self) -> None:
         """Every port's interface must exist in its namespace: say which one is missing."""
@@ -390,7 +392,7 @@ class Engine:
         for h in self.workers.values():
             h.state.quitting = True
             with contextlib.suppress(WorkerDied):
-                await h.send({"cmd": "quit"})
+                await h.send(P.Quit())
         with trio.move_on_after(2):
             while any(st.alive for st in self.states.values()):
                 await trio.sleep(0.02)
@@ -487,9 +489,7 @@ class Engine:
                 self.ports[pn].tx_done = False  # before the command: its tx_done may come fast
                 self._set_state(self.ports[pn], PortState.STARTING)
             try:
-                await self.workers[wid].request(
-                    {"cmd": "start", "ports": pns, "t0_ns": now_ns}, ACK_TIMEOUT
-                )
+                await self.workers[wid].request(P.Start(ports=pns, t0_ns=now_ns), ACK_TIMEOUT)
             except (WorkerDied, CommandRefused) as e:
                 for pn in pns:
                     if self.ports[pn].state != PortState.FAILED:
@@ -532,7 +532,7 @@ class Engine:
                 waits.append((pn, ev))
                 self._set_state(self.ports[pn], PortState.STOPPING)
             try:
-                await self.workers[wid].send({"cmd": "stop", "ports": pns, "drain_ms": drain})
+                await self.workers[wid].send(P.Stop(ports=pns, drain_ms=drain))
             except WorkerDied:
                 for pn in pns:
                     st.stopped[pn].set()
@@ -653,7 +653,7 @@ class Engine:
             if i not in self._paused and pr.state != PortState.FAILED:
                 try:
                     await self.workers[pr.worker].request(
-                        {"cmd": "set_rate", "stream": prog.index, "pps": r}, ACK_TIMEOUT
+                        P.SetRate(stream=prog.index, pps=r), ACK_TIMEOUT
                     )
                 except (WorkerDied, CommandRefused) as e:
                     self._rates[i] = old
@@ -679,7 +679,7 @@ class Engine:
             raise EngineCommandError(stream, f"port {prog.port} failed: {pr.failure}")
         try:
             await self.workers[pr.worker].request(
-                {"cmd": "pause" if paused else "resume", "stream": prog.index}, ACK_TIMEOUT
+                (P.Pause if paused else P.Resume)(stream=prog.index), ACK_TIMEOUT
             )
         except (WorkerDied, CommandRefused) as e:
             raise EngineCommandError(stream, f"{'pause' if paused else 'resume'}: {e}") from None
@@ -713,12 +713,12 @@ class Engine:
                 continue
             try:
                 reply = await h.request(
-                    {"cmd": "clear", "ports": list(h.plan.ports), "streams": gidx}, ACK_TIMEOUT
+                    P.Clear(ports=list(h.plan.ports), streams=gidx), ACK_TIMEOUT
                 )
             except (WorkerDied, CommandRefused) as e:
                 self._emit(EngineWarning(self._now(), f"clear on worker {h.plan.id}: {e}"))
                 continue
-            for k, v in (reply.get("seq") or {}).items():
+            for k, v in (reply.get("seq") or {}).items():  # reply is a P.Cleared
                 seq[int(k)] = (int(v[0]), int(v[1]))
         ifc = await self._read_interfaces()
         self._acc.clear(ifc, None if everything else pnames, None if everything else pos)
@@ -813,7 +813,7 @@ class Engine:
         workers = []
         for plan in self.plans:
             st = self.states.get(plan.id)
-            paths = (st.layout.get("tx_path") or {}) if st else {}
+            paths = st.layout.tx_path if st and st.layout else {}
             workers.append(
                 WorkerInfo(
                     plan.id,
@@ -889,7 +889,7 @@ class Engine:
                 pid=st.pid,
                 alive=st.alive,
                 exit_reason=st.exit_reason if not st.quitting else None,
-                tx_path=", ".join(sorted(set((st.layout.get("tx_path") or {}).values()))) or None,
+                tx_path=", ".join(sorted(set(st.layout.tx_path.values()))) if st.layout else None,
                 proc_cpu_pct=self._cpu.process(st.pid) if (st.pid and st.alive) else 0.0,
             )
         return stats.LiveState(

@@ -10,7 +10,7 @@ reason other than a requested quit, marks the worker's ports failed with the rea
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import signal
 import subprocess
@@ -22,6 +22,7 @@ import trio
 
 from tgen_tui.engine.assignment import WorkerPlan
 from tgen_tui.packets.program import StreamProgram, program_to_dict
+from tgen_tui.worker import protocol as P
 
 
 @dataclass
@@ -36,10 +37,10 @@ class WorkerState:
     exit_reason: str | None = None
     stderr_tail: list[str] = field(default_factory=list)
     stopped: dict[str, trio.Event] = field(default_factory=dict)
-    stopped_info: dict[str, dict] = field(default_factory=dict)
-    layout: dict = field(default_factory=dict)
+    stopped_info: dict[str, P.Stopped] = field(default_factory=dict)
+    layout: P.Ready | None = None
     errors: list[str] = field(default_factory=list)
-    replies: dict[str, tuple[trio.Event, list[dict]]] = field(default_factory=dict)
+    replies: dict[str, tuple[trio.Event, list[P.Event]]] = field(default_factory=dict)
 
 
 class CommandRefused(Exception):
@@ -64,7 +65,9 @@ def _describe_exit(rc: int | None) -> str:
 class WorkerHandle:
     """The engine's side of one worker: send commands, await events, read its pid and state."""
 
-    def __init__(self, state: WorkerState, on_event: Callable[[WorkerState, dict], None]) -> None:
+    def __init__(
+        self, state: WorkerState, on_event: Callable[[WorkerState, P.Event | None], None]
+    ) -> None:
         self.state = state
         self._on_event = on_event
         self._proc: trio.Process | None = None
@@ -75,27 +78,27 @@ class WorkerHandle:
     def plan(self) -> WorkerPlan:
         return self.state.plan
 
-    async def send(self, msg: dict) -> None:
+    async def send(self, msg: P.Command) -> None:
         if self._proc is None or not self.state.alive or self._proc.stdin is None:
             raise WorkerDied(self.state.exit_reason or "worker not running")
-        data = (json.dumps(msg) + "\n").encode()
+        data = P.encode(msg)
         async with self._send_lock:
             try:
                 await self._proc.stdin.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
                 raise WorkerDied(self.state.exit_reason or f"worker pipe closed: {e}") from None
 
-    async def request(self, msg: dict, timeout: float = 5.0) -> dict:
+    async def request(self, msg: P.Command, timeout: float = 5.0) -> P.Event:
         """Send a command with a request id and wait (bounded) for the event that echoes it.
         Raises CommandRefused when the worker answers with an error, WorkerDied when it
         exits or does not answer within ``timeout`` seconds."""
         self._next_id += 1
         rid = f"r{self._next_id}"
         ev = trio.Event()
-        box: list[dict] = []
+        box: list[P.Event] = []
         self.state.replies[rid] = (ev, box)
         try:
-            await self.send({**msg, "id": rid})
+            await self.send(dataclasses.replace(msg, id=rid))
             with trio.move_on_after(timeout):
                 await ev.wait()
         finally:
@@ -104,11 +107,11 @@ class WorkerHandle:
             if not self.state.alive:
                 raise WorkerDied(self.state.exit_reason or "worker exited")
             raise WorkerDied(
-                f"worker {self.state.plan.id} did not acknowledge {msg.get('cmd')!r} within {timeout:g} s"
+                f"worker {self.state.plan.id} did not acknowledge {msg.KIND!r} within {timeout:g} s"
             )
         reply = box[0]
-        if reply.get("event") == "error":
-            raise CommandRefused(str(reply.get("message")))
+        if isinstance(reply, P.Error):
+            raise CommandRefused(reply.message)
         return reply
 
     def kill(self) -> None:
@@ -146,9 +149,7 @@ class WorkerHandle:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._pump_stderr, proc)
-                await self.send(
-                    {"cmd": "configure", "shm": st.shm_path, "n_streams": n_streams, "ports": ports}
-                )
+                await self.send(P.Configure(shm=st.shm_path, n_streams=n_streams, ports=ports))
 
                 async def pump_stdout() -> None:
                     buf = b""
@@ -163,8 +164,8 @@ class WorkerHandle:
                             if not line.strip():
                                 continue
                             try:
-                                ev = json.loads(line)
-                            except json.JSONDecodeError:
+                                ev = P.decode_event(line)
+                            except ValueError:
                                 st.stderr_tail.append(line.decode(errors="replace")[:200])
                                 continue
                             self._handle(ev, ready)
@@ -184,7 +185,7 @@ class WorkerHandle:
                 st.alive = False
                 if not st.quitting:
                     st.exit_reason = f"worker {st.plan.id} (core {st.plan.core}, pid {proc.pid}) {_describe_exit(rc)}{self._tail()}"
-                self._on_event(st, {"event": "exit", "rc": rc, "reason": st.exit_reason})
+                self._on_event(st, None)  # None: the process exited
                 for ev in st.stopped.values():
                     ev.set()
                 for ev, _box in st.replies.values():
@@ -203,26 +204,23 @@ class WorkerHandle:
         t = [x for x in self.state.stderr_tail if x.strip()]
         return f": {t[-1].strip()}" if t else ""
 
-    def _handle(self, ev: dict, ready: trio.Event) -> None:
+    def _handle(self, ev: P.Event, ready: trio.Event) -> None:
         st = self.state
-        kind = ev.get("event")
-        rid = ev.get("id")
-        if rid is not None and rid in st.replies and kind != "stopped":
-            waiter, box = st.replies[rid]
+        if ev.id is not None and ev.id in st.replies and not isinstance(ev, P.Stopped):
+            waiter, box = st.replies[ev.id]
             if not box:
                 box.append(ev)
                 waiter.set()
-        if kind == "ready":
+        if isinstance(ev, P.Ready):
             st.layout = ev
             ready.set()
-        elif kind == "stopped":
-            port = ev.get("port")
-            st.stopped_info[port] = ev
-            e = st.stopped.get(port)
+        elif isinstance(ev, P.Stopped):
+            st.stopped_info[ev.port] = ev
+            e = st.stopped.get(ev.port)
             if e is not None:
                 e.set()
-        elif kind == "error":
-            st.errors.append(str(ev.get("message")))
+        elif isinstance(ev, P.Error):
+            st.errors.append(ev.message)
             if not st.layout:
                 ready.set()
         self._on_event(st, ev)

@@ -22,15 +22,9 @@ import numpy as np
 from tgen_tui.packets.program import StreamProgram, program_from_dict
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.worker import counters as C
+from tgen_tui.worker import protocol as P
 from tgen_tui.worker.netns import netns
-from tgen_tui.worker.protocol import (
-    EXIT_FATAL,
-    EXIT_OK,
-    LATE_NS,
-    MIN_WAKE_NS,
-    decode,
-    encode,
-)
+from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK, LATE_NS, MIN_WAKE_NS
 from tgen_tui.worker.rxring import RxRing
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
@@ -257,7 +251,7 @@ class Port:
         ctr[C.P_TX_DUE] = sum(int(s.row[C.T_DUE]) for s in self.streams)
         if all_done and not self.tx_done_sent and self.streams:
             self.tx_done_sent = True
-            self.w.emit({"event": "tx_done", "port": self.name})
+            self.w.emit(P.TxDone(port=self.name))
         ctr[C.P_BUSY_NS] += time.perf_counter_ns() - t0
         return nxt
 
@@ -302,7 +296,7 @@ class Port:
         self.ctr[C.P_STATE] = self.state
         self.drain_until = now_ns + int(drain_ms * 1e6)
 
-    def finish(self, now_ns: int) -> dict:
+    def finish(self, now_ns: int, rid: str | int | None = None) -> P.Stopped:
         self.rx_step(now_ns, force_stats=True)
         self.state = C.STATE_STOPPED
         self.ctr[C.P_STATE] = self.state
@@ -314,17 +308,17 @@ class Port:
                     "stream": st.index,
                     "tx_frames": st.sent - st.run_first,
                     "due": due,
-                    "requested_pps": st.row[C.T_REQ_MPPS] / 1000.0,
+                    "requested_pps": int(st.row[C.T_REQ_MPPS]) / 1000.0,
                     "achieved_pps": st.achieved_pps(self.stop_ns, self.t0_ns),
                     "late_events": st.late,
                 }
             )
-        return {
-            "event": "stopped",
-            "port": self.name,
-            "counters": dict(zip(C.PORT_FIELDS, map(int, self.ctr), strict=True)),
-            "streams": streams,
-        }
+        return P.Stopped(
+            port=self.name,
+            counters=dict(zip(C.PORT_FIELDS, map(int, self.ctr), strict=True)),
+            streams=streams,
+            id=rid,
+        )
 
     def close(self) -> None:
         if self.tx is not None:
@@ -347,20 +341,19 @@ class Worker:
         self._inbuf = b""
         self._poll = select.poll()
         self._poll.register(self.in_fd, select.POLLIN)
-        self.pending_stop_ids: dict[str, object] = {}
+        self.pending_stop_ids: dict[str, str | int] = {}
 
-    def emit(self, msg: dict) -> None:
-        data = encode(msg)
+    def emit(self, msg: P.Event) -> None:
+        data = P.encode(msg)
         while data:
             n = os.write(self.out_fd, data)
             data = data[n:]
 
     def error(self, message: str, fatal: bool = False, **kw) -> None:
-        self.emit({"event": "error", "message": message, "fatal": fatal, **kw})
+        self.emit(P.Error(message=message, fatal=fatal, **kw))
 
     # -------------------------------------------------------------- commands
-    def _ports(self, msg: dict) -> list[Port]:
-        names = msg.get("ports")
+    def _ports(self, names: list[str] | None) -> list[Port]:
         if names is None:
             return list(self.ports)
         out = []
@@ -370,117 +363,107 @@ class Worker:
             out.append(self.by_name[n])
         return out
 
-    def handle(self, msg: dict) -> None:
-        cmd = msg.get("cmd")
-        mid = {"id": msg["id"]} if "id" in msg else {}
+    def _stream(self, s: int) -> tuple[TxStream, float]:
+        """The tx stream with global index ``s`` and the seconds since its port's t0."""
+        st = self.by_stream.get(int(s))
+        if st is None:
+            raise WorkerError(f"stream {s} is not sent by this worker")
+        port = self.ports[int(st.row[C.T_PORT])]
         now = time.monotonic_ns()
-        if cmd == "configure":
+        rel = (now - port.t0_ns) / 1e9 if port.state == C.STATE_RUNNING else 0.0
+        return st, rel
+
+    def handle(self, msg: P.Command) -> None:
+        rid = msg.id
+        now = time.monotonic_ns()
+        if not isinstance(msg, P.Configure | P.Ping | P.Quit):
+            self._need_config()
+        if isinstance(msg, P.Configure):
             self.configure(msg)
             self.emit(
-                {
-                    "event": "ready",
-                    "shm": self.cv.path,
-                    "ports": [p.name for p in self.ports],
-                    "tx": [
+                P.Ready(
+                    shm=self.cv.path,
+                    ports=[p.name for p in self.ports],
+                    tx=[
                         {"port": p.name, "stream": st.index, "row": self._row_of[id(st)]}
                         for p in self.ports
                         for st in p.streams
                     ],
-                    "rx_tables": {p.name: int(p.ctr[C.P_RX_TABLE]) for p in self.ports if p.rx},
-                    "window": {p.name: p.rxstats.window for p in self.ports if p.rxstats},
-                    "tx_path": {p.name: p.tx.kind for p in self.ports if p.tx is not None},
-                    **mid,
-                }
+                    rx_tables={p.name: int(p.ctr[C.P_RX_TABLE]) for p in self.ports if p.rx},
+                    window={p.name: p.rxstats.window for p in self.ports if p.rxstats},
+                    tx_path={p.name: p.tx.kind for p in self.ports if p.tx is not None},
+                    id=rid,
+                )
             )
-        elif cmd == "start":
-            self._need_config()
-            ps = self._ports(msg)
-            t0 = int(msg.get("t0_ns") or now)
+        elif isinstance(msg, P.Start):
+            ps = self._ports(msg.ports)
+            t0 = int(msg.t0_ns or now)
             for p in ps:
                 p.start(t0)
-            self.emit({"event": "started", "ports": [p.name for p in ps], "t0_ns": t0, **mid})
-        elif cmd == "stop":
-            self._need_config()
-            drain = float(msg.get("drain_ms", 0))
-            for p in self._ports(msg):
-                p.stop(drain, now)
-                if mid:
-                    self.pending_stop_ids[p.name] = mid["id"]
-        elif cmd == "set_rate":
-            self._need_config()
-            s = int(msg["stream"])
-            st = self.by_stream.get(s)
-            if st is None:
-                raise WorkerError(f"stream {s} is not sent by this worker")
-            port = self.ports[int(st.row[C.T_PORT])]
-            rel = (now - port.t0_ns) / 1e9 if port.state == C.STATE_RUNNING else 0.0
-            st.set_rate(float(msg["pps"]), rel)
-            self.emit({"event": "rate", "stream": s, "pps": float(msg["pps"]), **mid})
-        elif cmd == "clear":
-            self._need_config()
-            ps = self._ports(msg)
-            only = msg.get("streams")
-            sel = None if only is None else [int(x) for x in only]
-            for p in self.ports:
-                if p.rxstats is not None and (sel is not None or p in ps):
-                    p.rx_step(now)  # account what arrived before the clear
-                    p.rxstats.clear(sel)
-            reset = []
-            seq = {}
-            for p in ps if sel is None else self.ports:
-                for st in p.streams:
-                    if sel is not None and st.index not in sel:
-                        continue
-                    # a sending stream keeps its sequence (frames in flight stay valid);
-                    # an idle or stopped one starts again from 0 with the receiver
-                    if p.state not in (C.STATE_RUNNING, C.STATE_DRAINING):
-                        st.clear_sequence()
-                        reset.append(st.index)
-                    seq[st.index] = [st.sent, int(st.row[C.T_TX_FRAMES])]
-            self.emit(
-                {
-                    "event": "cleared",
-                    "ports": [p.name for p in ps],
-                    "streams": sel,
-                    "seq_reset": reset,
-                    "seq": seq,
-                    **mid,
-                }
-            )
-        elif cmd in ("pause", "resume"):
-            self._need_config()
-            s = int(msg["stream"])
-            st = self.by_stream.get(s)
-            if st is None:
-                raise WorkerError(f"stream {s} is not sent by this worker")
-            port = self.ports[int(st.row[C.T_PORT])]
-            rel = (now - port.t0_ns) / 1e9 if port.state == C.STATE_RUNNING else 0.0
-            st.set_paused(cmd == "pause", rel)
-            self.emit({"event": "paused", "stream": s, "paused": st.paused, **mid})
-        elif cmd == "ping":
-            self.emit({"event": "pong", "t_ns": time.monotonic_ns(), **mid})
-        elif cmd == "quit":
+            self.emit(P.Started(ports=[p.name for p in ps], t0_ns=t0, id=rid))
+        elif isinstance(msg, P.Stop):
+            for p in self._ports(msg.ports):
+                p.stop(float(msg.drain_ms), now)
+                if rid is not None:
+                    self.pending_stop_ids[p.name] = rid
+        elif isinstance(msg, P.SetRate):
+            st, rel = self._stream(msg.stream)
+            st.set_rate(float(msg.pps), rel)
+            self.emit(P.RateSet(stream=st.index, pps=float(msg.pps), id=rid))
+        elif isinstance(msg, P.Pause | P.Resume):
+            st, rel = self._stream(msg.stream)
+            st.set_paused(isinstance(msg, P.Pause), rel)
+            self.emit(P.PausedEvent(stream=st.index, paused=st.paused, id=rid))
+        elif isinstance(msg, P.Clear):
+            self.emit(self.clear(msg, now))
+        elif isinstance(msg, P.Ping):
+            self.emit(P.Pong(t_ns=time.monotonic_ns(), id=rid))
+        elif isinstance(msg, P.Quit):
             self.quit = True
-            self.emit({"event": "bye", **mid})
+            self.emit(P.Bye(id=rid))
         else:
-            raise WorkerError(f"unknown command {cmd!r}")
+            raise WorkerError(f"unsupported command {msg.KIND!r}")
+
+    def clear(self, msg: P.Clear, now: int) -> P.Cleared:
+        """Reset receivers (and idle senders) of the selected streams together."""
+        ps = self._ports(msg.ports)
+        sel = None if msg.streams is None else [int(x) for x in msg.streams]
+        for p in self.ports:
+            if p.rxstats is not None and (sel is not None or p in ps):
+                p.rx_step(now)  # account what arrived before the clear
+                p.rxstats.clear(sel)
+        reset = []
+        seq = {}
+        for p in ps if sel is None else self.ports:
+            for st in p.streams:
+                if sel is not None and st.index not in sel:
+                    continue
+                # a sending stream keeps its sequence (frames in flight stay valid);
+                # an idle or stopped one starts again from 0 with the receiver
+                if p.state not in (C.STATE_RUNNING, C.STATE_DRAINING):
+                    st.clear_sequence()
+                    reset.append(st.index)
+                seq[str(st.index)] = [st.sent, int(st.row[C.T_TX_FRAMES])]
+        return P.Cleared(
+            ports=[p.name for p in ps], streams=sel, seq_reset=reset, seq=seq, id=msg.id
+        )
 
     def _need_config(self) -> None:
         if self.cv is None:
             raise WorkerError("not configured")
 
-    def configure(self, msg: dict) -> None:
+    def configure(self, msg: P.Configure) -> None:
         if self.cv is not None:
             raise WorkerError("already configured")
-        specs = msg["ports"]
-        n_streams = int(msg["n_streams"])
+        specs = msg.ports
+        n_streams = int(msg.n_streams)
         names = [str(s["name"]) for s in specs]
         if len(set(names)) != len(names):
             raise WorkerError("duplicate port names")
         n_tx = sum(len(s.get("tx_streams", [])) for s in specs)
         rx_specs = [s for s in specs if s.get("rx")]
-        self.cv = C.CounterView.create(str(msg["shm"]), len(specs), n_tx, n_streams, len(rx_specs))
-        ring_opts = dict(msg.get("rx_ring") or {})
+        self.cv = C.CounterView.create(str(msg.shm), len(specs), n_tx, n_streams, len(rx_specs))
+        ring_opts = dict(msg.rx_ring or {})
         row = 0
         k = 0
         self._row_of: dict[int, int] = {}
@@ -529,15 +512,18 @@ class Worker:
             line, self._inbuf = self._inbuf.split(b"\n", 1)
             if not line.strip():
                 continue
-            msg: dict = {}
+            raw: dict = {}
             try:
-                msg = decode(line)
-                self.handle(msg)
+                raw = P.decode(line)
+                self.handle(P.decode_command(raw))
             except (WorkerError, ValueError, KeyError, TypeError, OSError) as e:
-                extra = {"cmd": msg.get("cmd")} if isinstance(msg, dict) else {}
-                if isinstance(msg, dict) and "id" in msg:
-                    extra["id"] = msg["id"]
-                self.error(f"{type(e).__name__}: {e}", **extra)
+                cmd = raw.get("cmd") if isinstance(raw, dict) else None
+                rid = raw.get("id") if isinstance(raw, dict) else None
+                self.error(
+                    f"{type(e).__name__}: {e}",
+                    cmd=cmd if isinstance(cmd, str) else None,
+                    id=rid if isinstance(rid, str | int) else None,
+                )
 
     # -------------------------------------------------------------- the loop
     def run(self) -> int:
@@ -557,9 +543,7 @@ class Worker:
                 p.rx_step(now)
                 if p.state == C.STATE_DRAINING:
                     if now >= p.drain_until:
-                        ev = p.finish(time.monotonic_ns())
-                        if p.name in self.pending_stop_ids:
-                            ev["id"] = self.pending_stop_ids.pop(p.name)
+                        ev = p.finish(time.monotonic_ns(), self.pending_stop_ids.pop(p.name, None))
                         self.emit(ev)
                     else:
                         wake = min(wake, p.drain_until)
@@ -610,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.core is not None:
             os.sched_setaffinity(0, {args.core})
-        w.emit({"event": "hello", "pid": os.getpid(), "core": args.core})
+        w.emit(P.Hello(pid=os.getpid(), core=args.core))
         return w.run()
     except Exception as e:  # noqa: BLE001 - report, never die silently
         try:

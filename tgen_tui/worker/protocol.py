@@ -9,6 +9,11 @@ it), exits with status 3 if its parent is no longer P, pins itself to core N, ig
 SIGINT (the engine stops it with commands), and prints ``hello``. stdin EOF is a
 ``quit``. Every command may carry an ``"id"``; the events it causes echo it.
 
+Every message is a frozen dataclass below (``Configure``, ``Start``, ... ``Ready``,
+``Stopped``, ...); :func:`encode` writes one JSON line, :func:`decode_command` and
+:func:`decode_event` read one back into its dataclass (unknown names or fields are a
+ValueError). The engine, the tests, the benchmarks and the calibration all use them.
+
 Commands (``{"cmd": ...}``)
 ---------------------------
 ``configure``
@@ -24,8 +29,9 @@ Commands (``{"cmd": ...}``)
 ``start``
     ``{"cmd": "start", "ports": ["p0"] (default all), "t0_ns": T}``: frame i of a stream
     is due at ``T + due_s(i)`` (CLOCK_MONOTONIC ns; choose T a little in the future, e.g.
-    now + 50 ms, so that all workers start together). Restarting a stopped port starts
-    its streams again from sequence 0. Answers ``started``.
+    now + 50 ms, so that all workers start together). Restarting a stopped port runs its
+    schedules again from the new T, but the sequence numbers go on from where they
+    stopped (the receiver's window stays valid: no phantom loss). Answers ``started``.
 ``stop``
     ``{"cmd": "stop", "ports": [...] (default all), "drain_ms": 2000}``: transmission
     stops at once; receiving goes on for ``drain_ms``, then the ring is drained, the
@@ -36,9 +42,16 @@ Commands (``{"cmd": ...}``)
     burst position restart; ``count`` and ``stop_s`` still hold). ``pps <= 0`` pauses it.
     Answers ``rate``.
 ``clear``
-    ``{"cmd": "clear", "ports": [...] (default all)}``: resets the rx sequence state
-    (duplicate window, highest sequence, min/max latency, jitter chain). Counters stay
-    monotonic: the engine subtracts baselines. Answers ``cleared``.
+    ``{"cmd": "clear", "ports": [...] (default all), "streams": [global indexes] (optional)}``:
+    resets the rx sequence state (duplicate window, highest sequence, min/max latency,
+    jitter chain) of those streams on every rx table (without ``streams``: of every stream
+    on the named ports), and restarts the sequence of those tx streams whose port is not
+    sending (sender and receiver together). Counters stay monotonic: the engine subtracts
+    baselines. Answers ``cleared`` with ``seq``: ``{stream: [next_seq, tx_frames]}``.
+``pause`` / ``resume``
+    ``{"cmd": "pause", "stream": global_index}``: nothing more of the stream becomes due
+    (the port keeps running); ``resume`` re-bases it at the current frame and time.
+    Answers ``paused`` with ``{stream, paused}``.
 ``ping``
     Answers ``pong`` with the worker's CLOCK_MONOTONIC ``t_ns``.
 ``quit``
@@ -55,7 +68,8 @@ Events (``{"event": ...}``)
             requested_pps, achieved_pps, late_events}]}``: achieved_pps is tx_frames over
             the time from the stream's first due frame to its last send (or the stop).
 ``rate``    ``{stream, pps}``.
-``cleared`` ``{ports}``.
+``cleared`` ``{ports, streams, seq_reset, seq}``.
+``paused``  ``{stream, paused}``.
 ``pong``    ``{t_ns}``.
 ``error``   ``{message, cmd?, port?, fatal: bool}``; a fatal error is followed by exit 3.
 ``bye``     ``{}``.
@@ -74,33 +88,267 @@ builder's fixed cost per batch is tens of µs).
 from __future__ import annotations
 
 import json
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any, ClassVar
 
 LATE_NS = 1_000_000
 MIN_WAKE_NS = 200_000
-COMMANDS = ("configure", "start", "stop", "set_rate", "pause", "resume", "clear", "ping", "quit")
-EVENTS = (
-    "hello",
-    "ready",
-    "started",
-    "tx_done",
-    "stopped",
-    "rate",
-    "cleared",
-    "pong",
-    "error",
-    "bye",
-)
 EXIT_OK = 0
 EXIT_FATAL = 3
 
 
-def encode(msg: dict) -> bytes:
-    """One JSON line."""
-    return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+@dataclass(frozen=True)
+class Message:
+    """Base of every command and event. ``id`` is the request id echoed by replies."""
+
+    KIND: ClassVar[str] = ""
+    KEY: ClassVar[str] = ""  # "cmd" or "event"
+    id: str | int | None = field(default=None, kw_only=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {self.KEY: self.KIND, **asdict(self)}
+        if d.get("id") is None:
+            d.pop("id", None)
+        return d
+
+    # read access by name, for scripts and tests that treat messages as mappings
+    def __getitem__(self, name: str) -> Any:
+        if name == self.KEY:
+            return self.KIND
+        try:
+            return getattr(self, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+
+@dataclass(frozen=True)
+class Command(Message):
+    KEY: ClassVar[str] = "cmd"
+
+
+@dataclass(frozen=True)
+class Event(Message):
+    KEY: ClassVar[str] = "event"
+
+
+# ---------------------------------------------------------------------- commands
+@dataclass(frozen=True)
+class Configure(Command):
+    KIND: ClassVar[str] = "configure"
+    shm: str
+    n_streams: int
+    ports: list[dict]
+    rx_ring: dict | None = None
+
+
+@dataclass(frozen=True)
+class Start(Command):
+    KIND: ClassVar[str] = "start"
+    ports: list[str] | None = None
+    t0_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class Stop(Command):
+    KIND: ClassVar[str] = "stop"
+    ports: list[str] | None = None
+    drain_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class SetRate(Command):
+    KIND: ClassVar[str] = "set_rate"
+    stream: int
+    pps: float
+
+
+@dataclass(frozen=True)
+class Pause(Command):
+    KIND: ClassVar[str] = "pause"
+    stream: int
+
+
+@dataclass(frozen=True)
+class Resume(Command):
+    KIND: ClassVar[str] = "resume"
+    stream: int
+
+
+@dataclass(frozen=True)
+class Clear(Command):
+    KIND: ClassVar[str] = "clear"
+    ports: list[str] | None = None
+    streams: list[int] | None = None
+
+
+@dataclass(frozen=True)
+class Ping(Command):
+    KIND: ClassVar[str] = "ping"
+
+
+@dataclass(frozen=True)
+class Quit(Command):
+    KIND: ClassVar[str] = "quit"
+
+
+# ---------------------------------------------------------------------- events
+@dataclass(frozen=True)
+class Hello(Event):
+    KIND: ClassVar[str] = "hello"
+    pid: int
+    core: int | None = None
+
+
+@dataclass(frozen=True)
+class Ready(Event):
+    KIND: ClassVar[str] = "ready"
+    shm: str
+    ports: list[str]
+    tx: list[dict]
+    rx_tables: dict[str, int]
+    window: dict[str, int]
+    tx_path: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Started(Event):
+    KIND: ClassVar[str] = "started"
+    ports: list[str]
+    t0_ns: int
+
+
+@dataclass(frozen=True)
+class TxDone(Event):
+    KIND: ClassVar[str] = "tx_done"
+    port: str
+
+
+@dataclass(frozen=True)
+class Stopped(Event):
+    KIND: ClassVar[str] = "stopped"
+    port: str
+    counters: dict[str, int]
+    streams: list[dict]
+
+
+@dataclass(frozen=True)
+class RateSet(Event):
+    KIND: ClassVar[str] = "rate"
+    stream: int
+    pps: float
+
+
+@dataclass(frozen=True)
+class PausedEvent(Event):
+    KIND: ClassVar[str] = "paused"
+    stream: int
+    paused: bool
+
+
+@dataclass(frozen=True)
+class Cleared(Event):
+    KIND: ClassVar[str] = "cleared"
+    ports: list[str]
+    streams: list[int] | None = None
+    seq_reset: list[int] = field(default_factory=list)
+    seq: dict[str, list[int]] = field(default_factory=dict)  # stream -> [next_seq, tx_frames]
+
+
+@dataclass(frozen=True)
+class Pong(Event):
+    KIND: ClassVar[str] = "pong"
+    t_ns: int
+
+
+@dataclass(frozen=True)
+class Error(Event):
+    KIND: ClassVar[str] = "error"
+    message: str
+    fatal: bool = False
+    cmd: str | None = None
+    port: str | None = None
+    traceback: str | None = None
+
+
+@dataclass(frozen=True)
+class Bye(Event):
+    KIND: ClassVar[str] = "bye"
+
+
+COMMAND_TYPES: dict[str, type[Command]] = {
+    c.KIND: c for c in (Configure, Start, Stop, SetRate, Pause, Resume, Clear, Ping, Quit)
+}
+EVENT_TYPES: dict[str, type[Event]] = {
+    e.KIND: e
+    for e in (
+        Hello,
+        Ready,
+        Started,
+        TxDone,
+        Stopped,
+        RateSet,
+        PausedEvent,
+        Cleared,
+        Pong,
+        Error,
+        Bye,
+    )
+}
+COMMANDS = tuple(COMMAND_TYPES)
+EVENTS = tuple(EVENT_TYPES)
+
+
+def encode(msg: Message | dict) -> bytes:
+    """One JSON line (a dict is accepted for hand-written messages in tools)."""
+    d = msg.to_dict() if isinstance(msg, Message) else msg
+    return (json.dumps(d, separators=(",", ":")) + "\n").encode()
 
 
 def decode(line: bytes | str) -> dict:
+    """One JSON line as a plain dict (no validation)."""
     msg = json.loads(line)
     if not isinstance(msg, dict):
         raise ValueError("a message must be a JSON object")
     return msg
+
+
+def _build(types: dict[str, type[Message]], key: str, d: dict) -> Message:
+    kind = d.get(key)
+    cls = types.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        raise ValueError(f"unknown {key} {kind!r} (known: {', '.join(types)})")
+    names = {f.name for f in fields(cls)}
+    extra = set(d) - names - {key}
+    if extra:
+        raise ValueError(f"{kind}: unknown field(s) {', '.join(sorted(extra))}")
+    missing = [
+        f.name
+        for f in fields(cls)
+        if f.name not in d and f.default is MISSING and f.default_factory is MISSING
+    ]
+    if missing:
+        raise ValueError(f"{kind}: missing field(s) {', '.join(missing)}")
+    return cls(**{k: v for k, v in d.items() if k != key})
+
+
+def decode_command(line: bytes | str | dict) -> Command:
+    """A command line (or dict) as its dataclass; ValueError names what is wrong."""
+    d = line if isinstance(line, dict) else decode(line)
+    return _build(COMMAND_TYPES, "cmd", d)  # type: ignore[return-value]
+
+
+def decode_event(line: bytes | str | dict) -> Event:
+    """An event line (or dict) as its dataclass; ValueError names what is wrong."""
+    d = line if isinstance(line, dict) else decode(line)
+    return _build(EVENT_TYPES, "event", d)  # type: ignore[return-value]
+
+
+def command(name: str, **fields_: Any) -> Command:
+    """Build a command by its wire name: ``command("start", ports=["p0"])``."""
+    return decode_command({"cmd": name, **fields_})
