@@ -15,7 +15,8 @@ is pinned to one CPU (default: the last one). Variants, interleaved, ``--runs`` 
   pacing, fresh frames every batch: sendmmsg at 256/1024/2048, TX ring at 1024/4096;
 - ``raw_sendmmsg_prebuilt``: one prebuilt batch sent again and again (the kernel's
   ceiling for the path: the builder's cost is the gap to it);
-- ``af_xdp_<batch>``: an AF_XDP socket in copy mode (``benchmarks/afxdp.py``), fresh frames;
+- ``raw_af_xdp_<batch>``: the same with the AF_XDP path (``XdpTx``, copy mode on veth,
+  per-kick budget raised to the batch);
 - ``trafgen``: ``cpu(N): { ... drnd(2), drnd(2) ... }`` with ``-P <ncpu>`` (trafgen
   ignores taskset), stopped by signalling its process group.
 
@@ -211,6 +212,8 @@ RAW = {  # variant -> (tx_path, batch, prebuilt)
     "raw_tx_ring": ("tx_ring", 1024, False),
     "raw_tx_ring_4096": ("tx_ring", 4096, False),
     "raw_sendmmsg_prebuilt": ("sendmmsg", 1024, True),
+    "raw_af_xdp_256": ("af_xdp", 256, False),
+    "raw_af_xdp_1024": ("af_xdp", 1024, False),
 }
 
 
@@ -243,35 +246,6 @@ def run_raw(pair: Pair, kind: str, cpu: int, warm: float, seconds: float) -> dic
     if not info["valid"]:
         info["why_invalid"] = rep.get("error") or f"sent {rep.get('sent', 0)}, counted {pps:.0f}/s"
     return info
-
-
-def run_afxdp(pair: Pair, kind: str, cpu: int, warm: float, seconds: float) -> dict:
-    """The AF_XDP copy-mode sender of benchmarks/afxdp.py, fresh frames."""
-    batch = int(kind.rsplit("_", 1)[1])
-    p = subprocess.Popen(
-        [sys.executable, str(ROOT / "benchmarks" / "afxdp.py"), "--ns", pair.ns_a,
-         "--if", pair.if_a, "--cpu", str(cpu), "--batch", str(batch),
-         "--seconds", str(warm + seconds + 0.3)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
-    try:
-        first = p.stdout.readline()
-        if not first.startswith("{") or json.loads(first).get("event") != "ready":
-            p.wait(10)
-            err = (first + (p.stderr.read() or "")).strip()[-300:]
-            return {"pps": 0.0, "valid": False, "why_invalid": err or "no output"}
-        w = measure_window(pair, warm, seconds, alive=lambda: p.poll() is None)
-        line = p.stdout.readline()
-        p.wait(10)
-        rep = json.loads(line) if line.startswith("{") else {"error": "no report"}
-    finally:
-        if p.poll() is None:
-            stop_group(p, signal.SIGKILL)
-    w.update(rep)
-    w["valid"] = w["pps"] > 0 and not rep.get("error")
-    if not w["valid"]:
-        w["why_invalid"] = rep.get("error") or "counted nothing"
-    return w
 
 
 class Worker:
@@ -491,8 +465,11 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
         bad = [r.get("why_invalid", "?") for r in rs if not r.get("valid")]
         if bad:
             invalid[v] = bad
-    fresh = {v: m for v, m in med.items() if m and (v.startswith("af_xdp") or (
-        v.startswith("raw_") and not v.endswith("prebuilt")))}  # fmt: skip
+    fresh = {
+        v: m for v, m in med.items() if m and v.startswith("raw_") and not v.endswith("prebuilt")
+    }
+    packet = {v: m for v, m in fresh.items() if "af_xdp" not in v}
+    best_packet = max(packet, key=packet.get) if packet else None
     best = max(fresh, key=fresh.get) if fresh else None
     refused = {}
 
@@ -510,7 +487,9 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
         "invalid_runs": invalid,
         "best_fresh_path": best,
         "tgen_worker_over_trafgen": ratio("tgen_worker", "trafgen"),
+        "best_fresh_af_packet_path": best_packet,
         "tgen_worker_over_best_fresh": ratio("tgen_worker", best),
+        "tgen_worker_over_best_af_packet": ratio("tgen_worker", best_packet),
         "best_fresh_over_prebuilt": ratio(best, "raw_sendmmsg_prebuilt") if best else None,
         "sendmmsg_over_tx_ring": ratio("raw_sendmmsg", "raw_tx_ring"),
     }
@@ -530,7 +509,7 @@ def main() -> int:
     ap.add_argument("--warm", type=float, default=1.0, help="warm-up before the window, s")
     ap.add_argument("--cpu", type=int, default=max(os.sched_getaffinity(0)))
     ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                    help="comma list; also af_xdp_<batch> (e.g. af_xdp_64)")  # fmt: skip
+                    help="comma list of variants")  # fmt: skip
     ap.add_argument("--tx-path", default="auto", choices=["auto", "sendmmsg", "tx_ring"],
                     help="the worker's tx_path, resolved as the engine does (default auto)")  # fmt: skip
     ap.add_argument("--calibrate", action="store_true",
@@ -572,8 +551,6 @@ def main() -> int:
                     res = run_trafgen(pair, a.cpu, a.warm, a.seconds)
                 elif v == "tgen_worker":
                     res = run_worker(pair, a.cpu, a.warm, a.seconds, tx=tx.port_fields())
-                elif v.startswith("af_xdp_"):
-                    res = run_afxdp(pair, v, a.cpu, a.warm, a.seconds)
                 else:
                     res = run_raw(pair, v, a.cpu, a.warm, a.seconds)
                 runs[v].append(res)
@@ -610,8 +587,9 @@ def main() -> int:
     }
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=2) + "\n")
-    keys = ("median_kpps", "best_fresh_path", "tgen_worker_over_trafgen",
-            "tgen_worker_over_best_fresh", "best_fresh_over_prebuilt", "refused_ratios")  # fmt: skip
+    keys = ("median_kpps", "best_fresh_path", "best_fresh_af_packet_path",
+            "tgen_worker_over_trafgen", "tgen_worker_over_best_fresh",
+            "tgen_worker_over_best_af_packet", "best_fresh_over_prebuilt", "refused_ratios")  # fmt: skip
     print(json.dumps({k: res[k] for k in keys}, indent=2))
     return 0
 

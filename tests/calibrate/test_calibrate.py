@@ -80,8 +80,12 @@ def test_resolve_profile_cache_default(cache_dir):
 
 
 @needs_root
-def test_worker_uses_the_cached_path(cache_dir):
-    """port_config resolves auto from the cache; the real worker opens that path and sends."""
+@pytest.mark.parametrize(
+    "asked, ran, batch, source",
+    [("auto", "tx_ring", 4096, "cache"), ("af_xdp", "af_xdp", 1024, "profile")],
+)
+def test_worker_uses_the_resolved_path(cache_dir, asked, ran, batch, source):
+    """port_config resolves the path (auto: from the cache); the real worker opens it and sends."""
     from tgen_tui.calibrate import iface
     from tgen_tui.calibrate.measure import SinkPair, sink_program
     from tgen_tui.engine.workers import port_config
@@ -93,12 +97,8 @@ def test_worker_uses_the_cached_path(cache_dir):
         **{**prog.schedule.__dict__, "pps": 200_000.0, "count": 20_000})})  # fmt: skip
     shm = f"/dev/shm/tgen-caltest-{os.getpid()}"
     with SinkPair("tgcw") as pair:
-        spec = port_config("a", pair.if_a, pair.ns_a, [prog]) | {"rx": False}
-        assert (spec["tx_path"], spec["max_batch"], spec["tx_path_source"]) == (
-            "tx_ring",
-            4096,
-            "cache",
-        )
+        spec = port_config("a", pair.if_a, pair.ns_a, [prog], tx_path=asked) | {"rx": False}
+        assert (spec["tx_path"], spec["max_batch"], spec["tx_path_source"]) == (ran, batch, source)
         rx0 = iface.counters(pair.if_b, pair.ns_b)[0]
         w = subprocess.Popen([sys.executable, "-m", "tgen_tui.worker"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True, cwd=str(ROOT))  # fmt: skip
@@ -115,7 +115,7 @@ def test_worker_uses_the_cached_path(cache_dir):
         try:
             assert json.loads(w.stdout.readline())["event"] == "hello"
             ready = cmd({"cmd": "configure", "shm": shm, "n_streams": 1, "ports": [spec]}, "ready")
-            assert ready["tx_path"] == {"a": "tx_ring"}
+            assert ready["tx_path"] == {"a": ran}
             cmd({"cmd": "start", "t0_ns": time.monotonic_ns()}, "tx_done")
             w.stdin.write(json.dumps({"cmd": "stop", "drain_ms": 0}) + "\n")
             w.stdin.flush()
@@ -145,9 +145,11 @@ def test_calibrate_cli_writes_cache(cache_dir):
     assert r.returncode == 0, r.stderr
     e = json.loads(r.stdout)
     rows = {(x["tx_path"], x["max_batch"]): x for x in e["table"]}
-    assert {p for p, _ in rows} == {"sendmmsg", "tx_ring"} and len(rows) == 5
-    assert all(x["kpps"] > 0 and not x["errors"] for x in rows.values()), e["table"]
-    best = max(rows.values(), key=lambda x: x["kpps"])
+    assert {p for p, _ in rows} == {"sendmmsg", "tx_ring", "af_xdp"} and len(rows) == 7
+    packet = [x for (p, _), x in rows.items() if p != "af_xdp"]
+    assert all(x["kpps"] > 0 and not x["errors"] and x["eligible"] for x in packet), e["table"]
+    assert all(not x["eligible"] for (p, _), x in rows.items() if p == "af_xdp")
+    best = max(packet, key=lambda x: x["kpps"])  # auto never picks AF_XDP without --allow-xdp
     assert e["choice"] == {"tx_path": best["tx_path"], "max_batch": best["max_batch"]}
     assert e["driver"] == "veth" and e["host"]["kernel"] == os.uname().release
     k, got, stale = cache.lookup("veth", None, None)

@@ -11,14 +11,14 @@ from tgen_tui.calibrate import cache, iface
 # batches was the fastest or within noise of it on the hosts measured so far (BASELINES.md).
 DEFAULT_PATH = "sendmmsg"
 DEFAULT_BATCH = 1024
-PATHS = ("sendmmsg", "tx_ring")
+PATHS = ("sendmmsg", "tx_ring", "af_xdp")
 
 
 @dataclass(frozen=True)
 class TxChoice:
     """The concrete send path of one port, and why it was chosen."""
 
-    tx_path: str  # sendmmsg | tx_ring
+    tx_path: str  # sendmmsg | tx_ring | af_xdp
     max_batch: int
     source: str  # profile | cache | default
     why: str  # one line for people: what was looked up and found

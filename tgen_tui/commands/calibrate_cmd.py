@@ -12,18 +12,22 @@ from tgen_tui.diagnostics import EnvironmentProblem, TgenError
 EPILOG = """\
 What it does: sends 64-byte UDP frames flat out from one pinned core with each candidate
 send path (AF_PACKET sendmmsg at 256/1024/2048-frame batches, PACKET_TX_RING at
-1024/4096-frame flushes), interleaved ROUNDS times, counts them with the kernel's
-interface counter, and caches the fastest for this host and interface driver in
-~/.cache/tgen/txpath.json ($TGEN_CACHE_DIR overrides). A port with `tx_path: auto`
-(the default) then uses it; `tgen run --json` shows, per worker, which path ran and why
-(profile, cache or default).
+1024/4096-frame flushes, AF_XDP at 256/1024), interleaved ROUNDS times, counts them with
+the kernel's interface counter (frames per second, kpps = 1000 frames/s), and caches the
+fastest for this host and interface driver in ~/.cache/tgen/txpath.json ($TGEN_CACHE_DIR
+overrides). A port with `tx_path: auto` (the default) then uses it; `tgen run --json`
+shows, per worker, which path ran and why (profile, cache or default).
+
+AF_XDP is measured but chosen for `auto` only with --allow-xdp: its frames bypass the
+qdisc and the packet taps, so tcpdump on the tester port sees none of them (the
+interface counters do). A profile can always ask for it with `tx_path: af_xdp`.
 
 By default the frames go into a veth pair of its own, in two namespaces it creates and
 removes, whose far end drops them: never the DUT, no test traffic touched. With
 --interface the frames leave that interface (198.18.0.1 -> 198.18.0.2, to a MAC nobody
 has) and are counted by its tx_packets: use a port whose far end is a sink.
 
-Takes about ROUNDS x 5 x (SECONDS + 0.8) s (about 23 s by default). Needs root.
+Takes about ROUNDS x 7 x (SECONDS + 0.8) s (about 32 s by default). Needs root.
 
 examples:
   tgen calibrate                                   # own veth pair; caches for 'veth'
@@ -61,6 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-cache", action="store_true", help="measure and print, do not write the cache"
     )
+    p.add_argument(
+        "--allow-xdp",
+        action="store_true",
+        help="let tx_path auto choose AF_XDP when fastest (it bypasses the qdisc and packet taps)",
+    )
     p.add_argument("--json", action="store_true", help="print the cache entry as JSON")
     p.set_defaults(func=cmd_calibrate)
 
@@ -90,6 +99,8 @@ def table(entry: dict) -> str:
             else ""
         )
         err = f"  failed: {r['errors'][0]}" if r["errors"] else ""
+        if not r.get("eligible", True) and not err:
+            err = "  (not for auto without --allow-xdp)"
         lines.append(f"{r['tx_path']:10s} {r['max_batch']:6d} {r['kpps']:8.1f}  {runs}{mark}{err}")
     return "\n".join(lines)
 
@@ -111,7 +122,8 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
 
     try:
         entry = calibrate(a.interface, a.netns, rounds=a.rounds, seconds=a.seconds,
-                          warm_s=a.warm, cpu=a.cpu, progress=progress)  # fmt: skip
+                          warm_s=a.warm, cpu=a.cpu, progress=progress,
+                          allow_xdp=a.allow_xdp)  # fmt: skip
     except (RuntimeError, OSError) as e:
         raise EnvironmentProblem(f"calibration failed: {e}") from None
     written = None

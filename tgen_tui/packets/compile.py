@@ -43,7 +43,7 @@ class PortSpec:
     interface: str
     netns: str | None
     speed_bps: float
-    tx_path: str = "auto"  # auto | sendmmsg | tx_ring (the engine resolves auto)
+    tx_path: str = "auto"  # auto | sendmmsg | tx_ring | af_xdp (the engine resolves auto)
 
 
 @dataclass(frozen=True)

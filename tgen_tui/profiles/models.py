@@ -645,9 +645,10 @@ class Port(Strict):
     rate: Rate | None = Field(
         None, description="Port total: scale the streams' rates so they sum to this"
     )
-    tx_path: Literal["auto", "sendmmsg", "tx_ring"] = Field(
+    tx_path: Literal["auto", "sendmmsg", "tx_ring", "af_xdp"] = Field(
         "auto",
-        description="Send path: auto (what tgen calibrate measured fastest here, else sendmmsg), sendmmsg or tx_ring",
+        description="Send path: auto (what tgen calibrate measured fastest here, else sendmmsg), "
+        "sendmmsg, tx_ring, or af_xdp (bypasses qdisc and packet taps: tcpdump on the port sees nothing)",
     )
 
 

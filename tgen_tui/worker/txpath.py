@@ -1,6 +1,6 @@
-"""The transmit path: whole batches of frames to an AF_PACKET socket, one syscall per batch.
+"""The transmit path: whole batches of frames to the kernel, one syscall per batch.
 
-Two implementations with the same interface (``send(buf, lengths) -> sent``):
+Three implementations with the same interface (``send(buf, lengths) -> sent``):
 
 - :class:`MmsgTx` (default): ``sendmmsg(2)`` via ctypes. The ``mmsghdr``/``iovec`` arrays
   are numpy structured arrays allocated once; per batch only the ``iov_base``/``iov_len``
@@ -9,8 +9,10 @@ Two implementations with the same interface (``send(buf, lengths) -> sent``):
 - :class:`RingTx`: ``PACKET_TX_RING`` (TPACKET_V2): frames are copied into ring slots
   with one fancy-indexed numpy assignment, their status set to SEND_REQUEST, and the
   ring flushed with one ``send()``.
+- :class:`XdpTx`: an AF_XDP socket (copy mode): frames copied into UMEM chunks, their
+  descriptors posted, one ``sendto`` kick; it bypasses the qdisc and the packet taps.
 
-Both sockets are ``AF_PACKET``/``SOCK_RAW`` bound to the interface with protocol 0, so
+The AF_PACKET sockets are ``SOCK_RAW``, bound to the interface with protocol 0, so
 they receive nothing. Sends use ``MSG_DONTWAIT``: on ``EAGAIN``/``ENOBUFS`` (or a partial
 send) the remaining frames are retried after a short ``poll(POLLOUT)``, for at most
 ``retry_s`` in all; what is still unsent then is *returned* to the caller (never
@@ -29,6 +31,7 @@ import mmap
 import os
 import select
 import socket
+import struct
 import time
 
 import numpy as np
@@ -257,12 +260,205 @@ class RingTx(_TxBase):
         super().close()
 
 
-TX_KINDS = {"sendmmsg": MmsgTx, "tx_ring": RingTx}
+# ---------------------------------------------------------------------- AF_XDP
+AF_XDP = 44
+SOL_XDP = 283
+XDP_MMAP_OFFSETS = 1
+XDP_TX_RING = 3
+XDP_UMEM_REG = 4
+XDP_UMEM_FILL_RING = 5
+XDP_UMEM_COMPLETION_RING = 6
+XDP_MAX_TX_SKB_BUDGET = 9  # Linux 6.17+: descriptors sent per kick in copy mode (default 32)
+XDP_COPY = 1 << 1
+XDP_ZEROCOPY = 1 << 2
+XDP_PGOFF_TX_RING = 0x80000000
+XDP_UMEM_PGOFF_FILL_RING = 0x100000000
+XDP_UMEM_PGOFF_COMPLETION_RING = 0x180000000
+XDP_CHUNK = 2048
+MAP_POPULATE = 0x8000
+XDP_DESC = np.dtype([("addr", "<u8"), ("len", "<u4"), ("options", "<u4")])
+
+_libc.sendto.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                         ctypes.c_void_p, ctypes.c_uint]  # fmt: skip
+_libc.bind.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+_libc.getsockopt.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                             ctypes.POINTER(ctypes.c_uint)]  # fmt: skip
+
+
+class _XdpRing:
+    """One mmapped XDP ring: producer and consumer indexes and the entries, as numpy views."""
+
+    def __init__(self, fd: int, pgoff: int, off: tuple, n: int, entry: np.dtype):
+        prod, cons, desc, _flags = off
+        self.mm = mmap.mmap(fd, desc + n * entry.itemsize, mmap.MAP_SHARED | MAP_POPULATE,
+                            mmap.PROT_READ | mmap.PROT_WRITE, offset=pgoff)  # fmt: skip
+        self.prod = np.frombuffer(self.mm, dtype=np.uint32, count=1, offset=prod)
+        self.cons = np.frombuffer(self.mm, dtype=np.uint32, count=1, offset=cons)
+        self.entries = np.frombuffer(self.mm, dtype=entry, count=n, offset=desc)
+
+    def close(self) -> None:
+        self.prod = self.cons = self.entries = None  # type: ignore[assignment]
+        try:
+            self.mm.close()
+        except (BufferError, ValueError):
+            pass
+
+
+class XdpTx:
+    """AF_XDP (``XDP_COPY`` unless ``zerocopy``): frames copied into UMEM chunks, one kick.
+
+    A UMEM of ``frames`` 2 KiB chunks (a power of two, at least 4 batches), its fill and
+    completion rings (both needed to bind) and a TX ring of the same size, bound to queue
+    0. ``send`` copies the batch into free chunks with one numpy assignment, writes the
+    descriptors, releases the producer index and kicks with ``sendto`` until the kernel
+    has consumed them (for at most ``retry_s`` without progress; the rest goes with the
+    next kick). The per-kick budget is raised to ``max_batch`` where the kernel allows.
+    In copy mode the kernel builds an skb per frame and calls the driver directly: the
+    qdisc and the packet taps are bypassed, so ``tcpdump`` on this interface does not see
+    these frames (the interface counters do). Ring indexes use plain loads and stores,
+    which is enough on x86 (TSO) and arm64 is not supported.
+    """
+
+    kind = "af_xdp"
+
+    def __init__(self, interface: str, max_batch: int = 1024, retry_s: float = 0.05,
+                 frames: int = 0, zerocopy: bool = False, queue: int = 0):  # fmt: skip
+        self.interface = interface
+        self.max_batch = int(max_batch)
+        self.retry_s = float(retry_s)
+        self.errors = 0
+        self.n = frames or 1 << max(12, (4 * self.max_batch - 1).bit_length())
+        if self.n & (self.n - 1):
+            raise ValueError(f"frames must be a power of two, got {self.n}")
+        self.max_len = XDP_CHUNK
+        self._rings: list[_XdpRing] = []
+        self.sock = socket.socket(AF_XDP, socket.SOCK_RAW, 0)
+        try:
+            self._setup(interface, zerocopy, queue)
+        except BaseException:
+            self.close()
+            raise
+
+    def _setup(self, interface: str, zerocopy: bool, queue: int) -> None:
+        n, fd = self.n, self.sock.fileno()
+        self.fd = fd
+        self.umem = mmap.mmap(-1, n * XDP_CHUNK, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self._umem = np.frombuffer(self.umem, dtype=np.uint8).reshape(n, XDP_CHUNK)
+        reg = struct.pack("QQIIII", self._umem.ctypes.data, n * XDP_CHUNK, XDP_CHUNK, 0, 0, 0)
+        self.sock.setsockopt(SOL_XDP, XDP_UMEM_REG, reg)
+        for opt in (XDP_UMEM_FILL_RING, XDP_UMEM_COMPLETION_RING, XDP_TX_RING):
+            self.sock.setsockopt(SOL_XDP, opt, n)
+        self.budget = 32
+        try:
+            self.sock.setsockopt(SOL_XDP, XDP_MAX_TX_SKB_BUDGET, min(self.max_batch, n))
+            self.budget = min(self.max_batch, n)
+        except OSError:
+            pass  # older kernel: 32 per kick
+        buf = ctypes.create_string_buffer(128)
+        ln = ctypes.c_uint(128)
+        if _libc.getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, buf, ctypes.byref(ln)) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"getsockopt(XDP_MMAP_OFFSETS): {os.strerror(err)}")
+        o = struct.unpack("16Q", buf.raw)  # rx, tx, fill, completion: prod, cons, desc, flags
+        self._tx = _XdpRing(fd, XDP_PGOFF_TX_RING, o[4:8], n, XDP_DESC)
+        self._cq = _XdpRing(fd, XDP_UMEM_PGOFF_COMPLETION_RING, o[12:16], n, np.dtype("<u8"))
+        self._fq = _XdpRing(fd, XDP_UMEM_PGOFF_FILL_RING, o[8:12], n, np.dtype("<u8"))
+        self._rings = [self._tx, self._cq, self._fq]
+        flags = XDP_ZEROCOPY if zerocopy else XDP_COPY
+        sa = struct.pack("HHIII", AF_XDP, flags, socket.if_nametoindex(interface), queue, 0)
+        if _libc.bind(fd, sa, len(sa)) != 0:
+            err = ctypes.get_errno()
+            mode = "zero-copy" if zerocopy else "copy"
+            raise OSError(err, f"AF_XDP bind to {interface} ({mode}): {os.strerror(err)}")
+        self.mode = "zerocopy" if zerocopy else "copy"
+        self._addr = np.arange(n, dtype=np.uint64) * np.uint64(XDP_CHUNK)
+        self._prod = 0  # descriptors posted
+        self._done = 0  # completions reaped
+
+    def _reap(self) -> None:
+        k = (int(self._cq.prod[0]) - self._done) & 0xFFFFFFFF
+        if k:
+            self._done += k
+            self._cq.cons[0] = self._done & 0xFFFFFFFF
+
+    def _kick(self) -> None:
+        """Kick until the kernel consumed every posted descriptor (or no progress for retry_s)."""
+        deadline = None
+        last = int(self._tx.cons[0])
+        while last != self._prod & 0xFFFFFFFF:
+            if _libc.sendto(self.fd, None, 0, MSG_DONTWAIT, None, 0) < 0:
+                err = ctypes.get_errno()
+                if err not in _TRANSIENT and err != errno.EBUSY:
+                    raise OSError(err, f"AF_XDP send on {self.interface}: {os.strerror(err)}")
+            cur = int(self._tx.cons[0])
+            if cur != last:
+                last, deadline = cur, None
+                continue
+            self.errors += 1
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.retry_s
+            elif now >= deadline:
+                return
+
+    def send(self, buf: np.ndarray, lengths: np.ndarray) -> int:
+        """Post as many of the frames as there are free chunks; returns frames posted."""
+        n = len(lengths)
+        if n == 0:
+            return 0
+        if n > self.max_batch:
+            raise ValueError(f"batch of {n} exceeds max_batch {self.max_batch}")
+        width = buf.shape[1]
+        if width > XDP_CHUNK:
+            width = int(lengths.max())
+            if width > XDP_CHUNK:
+                raise ValueError(f"frame of {width} bytes exceeds the AF_XDP chunk ({XDP_CHUNK})")
+        self._reap()
+        n = min(n, self.n - (self._prod - self._done))
+        if n <= 0:
+            self._kick()
+            self._reap()
+            return 0
+        slots = (self._prod + np.arange(n)) & (self.n - 1)
+        self._umem[slots, :width] = buf[:n, :width]
+        d = self._tx.entries
+        d["addr"][slots] = self._addr[slots]
+        d["len"][slots] = lengths[:n]
+        self._prod += n
+        self._tx.prod[0] = self._prod & 0xFFFFFFFF
+        self._kick()
+        self._reap()
+        return n
+
+    def close(self) -> None:
+        for r in self._rings:
+            r.close()
+        self._rings = []
+        self._umem = None  # type: ignore[assignment]
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        um = getattr(self, "umem", None)
+        if um is not None:
+            try:
+                um.close()
+            except (BufferError, ValueError):
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+TX_KINDS = {"sendmmsg": MmsgTx, "tx_ring": RingTx, "af_xdp": XdpTx}
 DEFAULT_TX = "sendmmsg"
 
 
-def open_tx(interface: str, kind: str = DEFAULT_TX, **kw) -> MmsgTx | RingTx:
-    """Open the transmit path of ``kind`` ('sendmmsg' default, or 'tx_ring') on ``interface``."""
+def open_tx(interface: str, kind: str = DEFAULT_TX, **kw) -> MmsgTx | RingTx | XdpTx:
+    """Open the transmit path of ``kind`` (sendmmsg default, tx_ring, af_xdp) on ``interface``."""
     try:
         cls = TX_KINDS[kind]
     except KeyError:
