@@ -246,7 +246,7 @@ def test_trend_terminal_plot_and_svg(db, capsys, tmp_path):
     assert rc == 0
     lines = out.splitlines()
     assert lines[0].startswith("rx pps (pps) by build: DUT dpdk")
-    assert sum(x.count("●") for x in lines if "┤" in x) == 3
+    assert sum(x.count("●") for x in lines if not x.startswith("●")) == 3
     assert any("v2.1" in x and "v2.2" in x and "v2.3" in x for x in lines)
     assert any("Mpps" in x for x in lines)
     root = ET.parse(svg).getroot()
@@ -296,3 +296,15 @@ def test_trials_are_stored_raw_and_repeats_give_the_spread(db, capsys):
         rc == 1
         and "throughput fps median fell 13.6 % since build b1 (beyond 3 × the spread)" in out
     )
+
+
+def test_results_core_never_imports_textual():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tgen_tui.results.record, tgen_tui.results.analysis, tgen_tui.results.plot, "
+        "tgen_tui.commands.results_cmd; print('textual' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

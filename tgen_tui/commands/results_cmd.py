@@ -639,7 +639,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     checked, skipped, sentences = verdict.checked, verdict.skipped, verdict.sentences
     head = (
         f"DUT {dut}: build {build} ({len(tg.run_ids)} run(s)) against build {base} "
-        f"({len(bg.run_ids)} run(s)), {test} {ctx['profile']}, {len(checked)} metrics"
+        f"({len(bg.run_ids)} run(s)), test {test}, profile {ctx['profile']}, "
+        f"{len(checked)} metrics"
     )
     if sentences:
         print(f"{head}: {len(sentences)} regression(s)")
