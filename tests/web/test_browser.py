@@ -144,6 +144,7 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(
             page.keyboard.press("s")
             risen = _wait(lambda: _tx_packets(prefix) - before >= 500, timeout=20)
             assert risen, f"p0 tx_packets rose by only {_tx_packets(prefix) - before} after 0 s"
+            print(f"p0 tx_packets {before} -> {_tx_packets(prefix)} after 0 s")
             workers = [p for p in descendants(console) if "tgen_tui.worker" in cmdline(p)]
             assert workers, "no worker process under the console"
             # the engine unlinks each counter file once mapped; the workers still hold it
@@ -165,6 +166,7 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(
             settled = _tx_packets(prefix)
             time.sleep(1.0)
             assert _tx_packets(prefix) == settled
+            print(f"p0 tx_packets stays at {settled} after T")
 
             # a second browser gets the explanation, not a second console
             other = browser.new_page()
