@@ -48,7 +48,7 @@ Exit codes: 0 stopped, 2 bad input (profile, no token for a public --host),
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "serve",
-        help="serve the console to a browser (textual-serve), loopback unless --token",
+        help="the console in a web browser (one at a time); 127.0.0.1 unless --token",
         description="Serve `tgen tui [PROFILE]` to web browsers: one console process per page.",
         epilog=SERVE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
