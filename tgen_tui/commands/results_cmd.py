@@ -12,6 +12,7 @@ import csv
 import datetime as _dt
 import json
 import re
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -162,6 +163,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     sp.add_argument(
         "--height", type=int, default=12, help="terminal plot height in rows (default: 12)"
+    )
+    sp.add_argument(
+        "--last",
+        type=int,
+        default=40,
+        metavar="N",
+        help="only the newest N builds (default: 40; 0 = all)",
     )
 
     sp = add(
@@ -553,7 +561,11 @@ def cmd_trend(args: argparse.Namespace) -> int:
         f"{md.label} ({md.unit}) by build: DUT {dut}, test {test}, "
         f"profile {ctx['profile']} [{(phash or '-')[:8]}]"
     )
-    print(P.text_plot(points, title=title, unit=md.unit, height=max(4, args.height)))
+    if args.last and len(points) > args.last:
+        points = points[-args.last :]
+        title += f", last {args.last} builds"
+    width = shutil.get_terminal_size((100, 24)).columns
+    print(P.text_plot(points, title=title, unit=md.unit, height=max(4, args.height), width=width))
     print("● median, │ lowest to highest sample, n = samples (runs or repeats)")
     if args.output:
         path = Path(args.output)

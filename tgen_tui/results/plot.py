@@ -80,12 +80,18 @@ def text_plot(
     title: str,
     unit: str,
     height: int = 12,
-    col: int = 10,
+    width: int = 100,
 ) -> str:
-    """A terminal plot: y axis with units, one column per build, ● median and │ range."""
+    """A terminal plot: y axis with units, one column per build, ● median and │ range.
+
+    Each build gets an equal share of ``width`` (2 to 10 characters); labels that do not
+    fit are left out at regular steps.
+    """
     if not points:
         return f"{title}\n(no data)"
     lo, hi, ticks, tick = axis(points, unit, n=max(3, height // 2))
+    w0 = max(len(tick(t)) for t in ticks) + 2
+    col = max(2, min(10, (width - w0) // len(points)))
     rows = [[" "] * (col * len(points)) for _ in range(height)]
 
     def row_of(v: float) -> int:
@@ -113,8 +119,18 @@ def text_plot(
         mark = "┤" if labels[r] else "│"
         out.append(f"{labels[r]:>{w}} {mark}{''.join(rows[r])}".rstrip())
     out.append(" " * w + " └" + "─" * (col * len(points)))
-    out.append(" " * (w + 2) + "".join(f"{p.label[: col - 1]:^{col}}" for p in points).rstrip())
-    out.append(" " * (w + 2) + "".join(f"{('n=' + str(p.n)):^{col}}" for p in points).rstrip())
+    lab_w = max(len(p.label) for p in points) + 1
+    every = max(1, math.ceil(lab_w / col))  # label every k-th build when they do not fit
+    xl = [" "] * (col * len(points) + lab_w)
+    xn = list(xl)
+    for i, p in enumerate(points):
+        if i % every:
+            continue
+        for text, line in ((p.label, xl), (f"n={p.n}", xn)):
+            start = max(0, i * col + col // 2 - len(text) // 2)
+            line[start : start + len(text)] = list(text)
+    out.append(" " * (w + 2) + "".join(xl).rstrip())
+    out.append(" " * (w + 2) + "".join(xn).rstrip())
     return "\n".join(out)
 
 
