@@ -285,11 +285,14 @@ class ConsoleServer(Server):
 
     async def on_shutdown(self, app: web.Application) -> None:
         """Close every page and stop every console this server started."""
-        session = self.session
-        if session is not None and session.websocket is not None:
+
+        async def close_page(ws: web.WebSocketResponse) -> None:
             with contextlib.suppress(Exception):
-                await session.websocket.close()
-        await asyncio.gather(*(s.stop_within() for s in list(self.services)))
+                await asyncio.wait_for(ws.close(), 2.0)
+
+        ws = self.session.websocket if self.session is not None else None
+        pages = [close_page(ws)] if ws is not None else []
+        await asyncio.gather(*(s.stop_within() for s in list(self.services)), *pages)
 
     # --- running ----------------------------------------------------------------------
 
