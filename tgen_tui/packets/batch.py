@@ -102,6 +102,8 @@ class BatchBuilder:
         self._rand_keys = np.array([[program.fields[i].key] for i in narrow], dtype=np.uint64)
         self._rand_spans = np.array([[program.fields[i].span] for i in narrow], dtype=np.uint64)
         self._rand_mins = np.array([[program.fields[i].min] for i in narrow], dtype=np.uint64)
+        self._rchunk_base = -1
+        self._rchunk: np.ndarray | None = None
         if self._fixed_size:
             self._setup_fixed()
 
@@ -169,15 +171,43 @@ class BatchBuilder:
         for fi in p.unique:
             out[fi] = self._uchunk[fi][off : off + n]
 
-    def field_values(self, idx: np.ndarray) -> list[np.ndarray]:
-        """Values (uint64) of every field op for the frame indexes, in ``program.fields`` order."""
+    # Narrow random fields of consecutive frames come from a cached chunk of this many
+    # frames (rows: fields): the hash runs once per chunk, in one long pass, instead of a
+    # dozen short numpy calls per batch. Paced streams send small batches, where those
+    # calls dominate (benchmarks/results/fresh_vs_prebuilt.json). 0 hashes every batch.
+    RANDOM_CHUNK = 4096
+
+    def _random_hash(self, idx: np.ndarray) -> np.ndarray:
+        """Every narrow random field for ``idx`` from one 2-D hash (rows: fields)."""
+        h = splitmix64((idx * _GOLDEN)[None, :] ^ self._rand_keys)
+        return (((h >> _S32) * self._rand_spans) >> _S32) + self._rand_mins
+
+    def _random_block(self, start: int, n: int, idx: np.ndarray) -> np.ndarray:
+        """Narrow random fields of frames ``start .. start+n-1`` (``idx``), chunk-cached."""
+        c = self.RANDOM_CHUNK
+        base = start - start % c if c else 0
+        if not c or n > c or start + n > base + c:
+            return self._random_hash(idx)  # straddles two chunks (or caching is off)
+        if self._rchunk_base != base:
+            self._rchunk = self._random_hash(np.arange(base, base + c, dtype=np.uint64))
+            self._rchunk_base = base
+        return self._rchunk[:, start - base : start - base + n]
+
+    def field_values(self, idx: np.ndarray, contiguous: bool = False) -> list[np.ndarray]:
+        """Values (uint64) of every field op for the frame indexes, in ``program.fields`` order.
+
+        ``contiguous``: ``idx`` is ``arange(idx[0], idx[0] + len(idx))`` (the builder's own
+        batches), so cached chunks may serve it.
+        """
         p = self.p
         out: list[np.ndarray | None] = [None] * len(p.fields)
         if p.unique:
             self._unique_values(idx, out)
         if self._rand_idx:  # every narrow random field from one 2-D hash: fewer numpy calls
-            h = splitmix64((idx * _GOLDEN)[None, :] ^ self._rand_keys)
-            v = (((h >> _S32) * self._rand_spans) >> _S32) + self._rand_mins
+            if contiguous and len(idx):
+                v = self._random_block(int(idx[0]), len(idx), idx)
+            else:
+                v = self._random_hash(idx)
             for row, fi in enumerate(self._rand_idx):
                 out[fi] = v[row]
         for fi, f in enumerate(p.fields):
@@ -301,7 +331,7 @@ class BatchBuilder:
         p = self.p
         idx = np.arange(start, start + n, dtype=np.uint64)
         if p.fields:
-            for f, v in zip(p.fields, self.field_values(idx), strict=True):
+            for f, v in zip(p.fields, self.field_values(idx, contiguous=True), strict=True):
                 self._view(n, f.offset, f.width)[:] = v
         self._seq_view[:n] = idx  # uint64 -> <u4 keeps the low 32 bits
         if ts_ns is None:
