@@ -70,8 +70,10 @@ capacity: R0 = cps with C0 connections (C0 halved while nothing passes), then C 
   the width is <= E.
 teardown: load N connections, time a full flush (T_N) and an empty flush (T_0):
   rate = N / (T_N - T_0).
-Phase 2 (the Responder replying to learned tuples) is not implemented yet: the report
-says so.
+phase 2: the Responder sends alpha x r replies to the phase-1 tuples (fixed, increasing,
+  decreasing or random) and all must come back through the NAT. Its tuples are predicted
+  from the Initiator's (port-preserving NAT, N = the whole port space), not learned from
+  received frames: a NAT that rewrites ports fails phase 2 rather than passing it.
 """
 
 SCALEUP_EPILOG = """\
@@ -281,6 +283,21 @@ def _stateful(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gamma", type=float, default=0.4, help="capacity search (default: 0.4)")
     g.add_argument("-E", dest="e", default="1000", help="capacity width, connections (1000)")
     g.add_argument(
+        "--phase2",
+        choices=("off", "final", "every"),
+        default="final",
+        help="phase 2: the Responder replies (alpha x rate) to the phase-1 tuples and all "
+        "must come back through the NAT: after each search at l (final, default), in every "
+        "trial (every: RFC 9693's optional validation), or never",
+    )
+    g.add_argument(
+        "--responder-order",
+        choices=("fixed", "increasing", "decreasing", "random"),
+        default="random",
+        help="how the Responder picks tuples (default: random)",
+    )
+    g.add_argument("--public-ip", help="the NAT's public address (default: the lab's 198.19.0.1)")
+    g.add_argument(
         "--c0",
         default="1000000",
         help="capacity: first table size (default: 1,000,000; use e.g. 5000 in the lab)",
@@ -408,6 +425,7 @@ def params_from_args(args: argparse.Namespace):
         p.alpha, p.beta, p.gamma = args.alpha, args.beta, args.gamma
         p.e = int(_count(args.e, "-E"))
         p.c0 = int(_count(args.c0, "--c0"))
+        p.phase2, p.responder_order, p.public_ip = args.phase2, args.responder_order, args.public_ip
         if not (0 < p.beta < 1 and 0 < p.gamma < 1):
             raise BadInput("--beta and --gamma must be between 0 and 1")
     if p.quick:

@@ -74,6 +74,9 @@ class Params:
     gamma: float = 0.4
     e: int = 1000
     c0: int = 1_000_000
+    phase2: str = "final"  # off | final (after each search, at l) | every (each trial)
+    responder_order: str = "random"
+    public_ip: str | None = None
     dut_netns: str | None = None
     dut_ssh: str | None = None
     dut_reset: str | None = None
@@ -222,8 +225,14 @@ def preflight(session: Session, prof, compiled, test_seconds: float) -> None:
             f"loss tolerance {p.loss_tolerance.text()} (RFC 2544 throughput allows no loss)"
         )
     if p.quick:
+        what = (
+            "trials of N frames"
+            if session.test.startswith("rfc9693")
+            else f"{p.duration_s:g} s trials"
+        )
         session.deviations.append(
-            f"--quick: {p.duration_s:g} s trials and {p.repeats} repeats (not RFC-length)"
+            f"--quick: {what}, {p.repeats} repeats, {p.timeout_s:g} s timeout and "
+            f"{p.settle_s:g} s settle (not RFC-length)"
         )
     elif p.search_d < p.duration_s:
         session.deviations.append(
@@ -447,15 +456,60 @@ def _stateful_setup(session: Session, test_seconds_fn=None):
             "widen the port ranges"
         )
     preflight(session, prof, compiled, p.duration_s)
+    session.body["phase2_runner"] = _phase2_runner(session, prof, runner, n, space)
     return prof, runner, compiled, size, n, space
 
 
+def _phase2_runner(session: Session, prof, runner: TrialRunner, n: int, space: int):
+    """The Responder's runner (see :mod:`tgen_tui.methodology.phase2`), or None with the
+    reason recorded: it needs the lab's addresses and N = the whole port space."""
+    from tgen_tui.methodology.phase2 import lab_responder, responder_profile
+    from tgen_tui.packets.compile import compile_profile
+
+    p = session.params
+    if p.phase2 == "off":
+        return None
+    why = None
+    if not (runner.dut and runner.dut.netns and runner.dut.netns.endswith("-dut")):
+        why = "it needs the lab DUT (its public address and MACs)"
+    elif n != space:
+        why = f"it needs N = the whole port space ({space:,}), so every reply hits an entry"
+    elif len(runner.compiled.ports) < 2:
+        why = "the profile has no second (Responder) port"
+    if why:
+        session.warnings.append(f"phase 2 not run: {why}")
+        return None
+    other = [q for q in runner.compiled.ports if q != _first_port(runner)]
+    reply = responder_profile(prof, lab_responder(prof, other[0], p.public_ip), p.responder_order)
+    compiled = compile_profile(reply)
+    return TrialRunner(
+        compiled,
+        direction="reverse",
+        timeout_s=p.timeout_s,
+        settle_s=0.0,
+        tolerance=p.tolerance,
+        cores=p.cores,
+        early_stop=p.early_stop,
+        max_late_s=p.max_late_s,
+        retries=p.retries,
+        dut=runner.dut,
+    )
+
+
+def _first_port(runner: TrialRunner) -> str:
+    return next(iter(runner.compiled.ports))
+
+
 async def stateful_trial(
-    session: Session, runner: TrialRunner, n: int, rate: float, kind: str
+    session: Session, runner: TrialRunner, n: int, rate: float, kind: str, *, phase2=None
 ) -> TrialResult:
     """Phase 1 at ``rate`` with ``n`` unique tuples, the DUT reset first. Passes when all
-    n arrived, the sender kept the rate, and the DUT's conntrack count rose by n."""
+    n arrived, the sender kept the rate, and the DUT's conntrack count rose by n. With
+    phase 2 (``--phase2 every``, or the final trial), the Responder then sends α·rate
+    replies to the tuples, and all must come back through the NAT."""
     p = session.params
+    if phase2 is None:
+        phase2 = p.phase2 == "every"
     t = await runner.with_retries(lambda: runner.run(rate, kind, count=n, reset_dut=True))
     t.extra["connections"] = n
     ct = t.extra.get("conntrack") or {}
@@ -466,6 +520,20 @@ async def stateful_trial(
         t.reason = f"failed to fill the state table: conntrack rose by {rise:,} of {n:,}"
     receive_s = n / rate + p.t_ms / 1000
     t.extra["phase1_s"] = round(receive_s, 3)
+    r2 = session.body.get("phase2_runner")
+    if phase2 and r2 is not None and t.passed:
+        started = time.time()
+        rate2 = max(1.0, p.alpha * rate)
+        t2 = await r2.with_retries(lambda: r2.run(rate2, "phase2", count=n))
+        d2 = t2.to_dict()
+        d2["extra"].pop("streams", None)
+        d2["order"] = p.responder_order
+        d2["d_ms"] = round((started - t.extra["wall_start"]) * 1000)  # D: after phase 1 began
+        d2["d_ms_min"] = round(1000 * n / rate + p.t_ms)  # 1000·N/R + T ≤ D
+        t.extra["phase2"] = d2
+        if not t2.passed:
+            t.passed = False
+            t.reason = f"phase 2: {t2.reason}"
     return t
 
 
@@ -494,6 +562,11 @@ async def run_cps(session: Session) -> None:
                 t, l_pps=s_.l_pps, h_pps=s_.h_pps, search=i + 1, N=n
             ),
         )
+        if p.phase2 == "final" and s.l_pps > 0 and session.body.get("phase2_runner"):
+            t = await stateful_trial(session, runner, n, s.l_pps, "confirm", phase2=True)
+            s.trials.append(t)
+            s.confirmed = t.passed
+            session.trial_done(t, l_pps=s.l_pps, h_pps=s.h_pps, search=i + 1, phase="1+2")
         session.note(
             f"cps search {i + 1}/{p.repeats}: l {s.l_pps:,.0f} h "
             f"{'-' if s.h_pps is None else f'{s.h_pps:,.0f}'} conn/s ({s.status})"
