@@ -30,6 +30,8 @@ def run(cfg: dict) -> dict:
     prog = program_from_dict(cfg["program"])
     batch = int(cfg["batch"])
     b = BatchBuilder(prog, max_batch=batch)
+    if cfg.get("random_chunk") is not None:  # benchmarks: the builder before/after
+        b.RANDOM_CHUNK = int(cfg["random_chunk"])
     kw = {"max_batch": batch}
     if cfg["tx_path"] == "tx_ring":
         kw["max_len"] = len(prog.template)
