@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from tgen_tui.packets.program import FCS_LEN, SIG_LEN
+from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, SIG_LEN
 from tgen_tui.profiles.units import (
     line_rate_fps,
     parse_bitrate,
@@ -434,7 +434,7 @@ def rate_to_pps(
         return float(rate.pps)
     if isinstance(rate, PercentRate):
         return line_rate_fps(line_rate_bps, mean_size) * rate.percent / 100.0
-    overhead = 20.0 if rate.layer == "L1" else 0.0
+    overhead = float(L1_OVERHEAD) if rate.layer == "L1" else 0.0
     return rate.bps / (8.0 * (mean_size + overhead))
 
 
@@ -649,6 +649,14 @@ class Port(Strict):
         "auto",
         description="Send path: auto (what tgen calibrate measured fastest here, else sendmmsg), "
         "sendmmsg, tx_ring, or af_xdp (bypasses qdisc and packet taps: tcpdump on the port sees nothing)",
+    )
+    host: str | None = Field(
+        None,
+        max_length=63,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="Tester host that owns this port, e.g. tester-a: with tgen run --cluster the "
+        "port's worker runs on the Ray node started with --resources '{\"tgen:tester-a\": 1}'; "
+        "without --cluster it is ignored and the port runs on this machine",
     )
 
 
