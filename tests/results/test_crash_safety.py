@@ -72,3 +72,25 @@ def test_sigkill_while_writing_leaves_no_partial_record(db: Path):
         assert len(run["trials"]) == 50 == run["n_trials"]
         assert len(run["metrics"]) == run["n_metrics"] > 2_000
         assert len(json.loads(json.dumps(run["result"]))["streams"]) == 200
+
+
+def test_ctrl_c_while_writing_rolls_back(db: Path):
+    here = str(Path(__file__).parent)
+    rng = random.Random(11)
+    for _ in range(5):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db), here],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout.readline() == "w\n", proc.stderr.read()
+            time.sleep(rng.uniform(0.0, 0.05))
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=10)
+        assert "KeyboardInterrupt" in err  # the writer died of Ctrl-C, not of something else
+    conn = store.connect(db)
+    assert store.verify(conn) == []
+    assert all(r["n_trials"] == 50 for r in store.list_runs(conn))

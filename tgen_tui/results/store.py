@@ -217,8 +217,18 @@ def _ensure_schema(conn: sqlite3.Connection, path: Path) -> None:
                 conn.execute("UPDATE schema_version SET version=?", (v,))
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Undo the open transaction, if any, without masking the error that got us here
+    (a Ctrl-C must stay a KeyboardInterrupt, not become 'no transaction is active')."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass  # the connection is closed next; SQLite discards the transaction then
 
 
 def create_v1(path: str | os.PathLike) -> sqlite3.Connection:
@@ -304,7 +314,7 @@ def insert_run(
         )
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
     return rid
 
