@@ -7,7 +7,10 @@ lab), driven over the same websocket protocol the browser page speaks.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -46,6 +49,33 @@ async def _wait_gone(pids: list[int], timeout: float = 20) -> list[int]:
             return []
         await asyncio.sleep(0.1)
     return [p for p in pids if alive(p)]
+
+
+async def _until(cond, timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        await asyncio.sleep(0.2)
+    return bool(cond())
+
+
+def _tx_packets(prefix: str) -> int:
+    out = subprocess.run(
+        [
+            "ip",
+            "netns",
+            "exec",
+            f"{prefix}-tester",
+            "cat",
+            "/sys/class/net/p0/statistics/tx_packets",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    )
+    return int(out.stdout)
 
 
 def _consoles(server_pid: int) -> list[int]:
@@ -149,8 +179,19 @@ def test_a_second_server_on_the_same_ports_is_refused_by_the_port_lock(
                 cwd=REPO,
             )
             await ws_b.close()
-            await ws_a.close()
-            assert await _wait_gone([holder]) == []
+            # Ctrl-C in a terminal reaches the whole group: server, console and workers
+            await ws_a.send_str(json.dumps(["stdin", "0"]))
+            await ws_a.send_str(json.dumps(["stdin", "s"]))
+            before = _tx_packets(web_lab)
+            assert await _until(lambda: _tx_packets(web_lab) - before > 200), "p0 never sent"
+            group = [holder, *descendants(holder)]
+            assert len(group) >= 2  # the console and its workers
+            os.killpg(a.proc.pid, signal.SIGINT)
+            assert await asyncio.to_thread(a.proc.wait, 30) == 0
+            assert await _wait_gone(group) == []
+            stopped = _tx_packets(web_lab)
+            await asyncio.sleep(0.5)
+            assert _tx_packets(web_lab) == stopped
             return holder, text, run
 
     try:
