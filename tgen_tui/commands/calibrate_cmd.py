@@ -27,7 +27,8 @@ removes, whose far end drops them: never the DUT, no test traffic touched. With
 --interface the frames leave that interface (198.18.0.1 -> 198.18.0.2, to a MAC nobody
 has) and are counted by its tx_packets: use a port whose far end is a sink.
 
-Takes about ROUNDS x 7 x (SECONDS + 0.8) s (about 32 s by default). Needs root.
+Takes about ROUNDS x 7 x (SECONDS + 0.8) s (about 32 s by default). Needs root. Run it
+on an otherwise idle host: other work changes the ranking (it warns when the load is high).
 
 examples:
   tgen calibrate                                   # own veth pair; caches for 'veth'
@@ -139,4 +140,11 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     print(f"fastest: {c['tx_path']} batch {c['max_batch']} at {entry['kpps']:.1f} kpps "
           f"(driver {entry['driver']}, CPU {entry['cpu']}, 64 B frames)")  # fmt: skip
     print(f"cached in {written}" if written else "not cached (--no-cache)")
+    load = max(entry["loadavg_before"][0], entry["loadavg_after"][0])
+    if load > 0.5 * (os.cpu_count() or 1):
+        print(
+            f"warning: load average {load:.1f} on {os.cpu_count()} CPUs while measuring: other "
+            "work shifts the ranking (sendmmsg suffers most); calibrate again on an idle host",
+            file=sys.stderr,
+        )
     return 0
