@@ -37,6 +37,7 @@ def make_app(
     json_path: str | None = None,
     conntrack_max: int = 65536,
     loss: float = 0.0,
+    tick_s: float = 0.1,
 ) -> tuple[TgenApp, FakeEngine]:
     """The console on a fake engine, as ``tgen tui PROFILE --fake`` builds it."""
     compiled = compile_profile(load_profile(profile))
@@ -52,6 +53,7 @@ def make_app(
         keymap=keymap,
         json_path=json_path,
         profiles_dir=str(PROFILES),
+        tick_s=tick_s,
     )
     return app, eng
 
@@ -62,7 +64,7 @@ async def settle(pilot, app: TgenApp, cond=None, timeout: float = 3.0) -> None:
 
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
-    await pilot.pause(0.25)
+    await pilot.pause(0.15)
     while cond is not None and not cond() and loop.time() < end:
         await pilot.pause(0.05)
 

@@ -243,26 +243,35 @@ def derive(
 
 
 class FieldRow(Vertical):
-    """Label, one-line YAML input and the field's error, under each other."""
+    """One field: its path and a one-line YAML input side by side, its error underneath."""
 
     DEFAULT_CSS = """
-    FieldRow { height: auto; margin: 0 0 0 0; }
-    FieldRow Label.name { color: $text-muted; }
-    FieldRow Input { height: 3; }
-    FieldRow Static.fielderror { color: $error; height: auto; }
+    FieldRow { height: auto; }
+    FieldRow Horizontal { height: 1; }
+    FieldRow Label.name { width: 18; color: $text-muted; }
+    FieldRow Input { height: 1; border: none; padding: 0 1; width: 1fr; }
+    FieldRow Input:focus { background: $boost; }
+    FieldRow Static.fielderror { color: $error; height: auto; padding: 0 0 0 2; }
+    FieldRow.bad Label.name { color: $error; }
     """
 
     def __init__(self, path: Path_, value: str, hint: str) -> None:
         super().__init__()
         self.path = path
-        self.error = ""
         self.value = value
         self.hint = hint
+        self.error = ""
 
     def compose(self) -> ComposeResult:
-        yield Label(f"{dotted(self.path)}  [dim]{self.hint}[/dim]", classes="name")
-        yield Input(self.value, placeholder="(absent: default)", classes="field")
-        yield Static(Text(self.error), classes="fielderror")
+        name = dotted(self.path[2:] if self.path[:1] in (("streams",), ("ports",)) else self.path)
+        with Horizontal():
+            yield Label(name, classes="name")
+            inp = Input(self.value, placeholder=f"(default) {self.hint}", classes="field")
+            inp.tooltip = f"{dotted(self.path)}: {self.hint}" if self.hint else dotted(self.path)
+            yield inp
+        err = Static(Text(self.error), classes="fielderror")
+        err.display = bool(self.error)
+        yield err
 
     def show_error(self, text: str) -> None:
         if text == self.error:
@@ -271,6 +280,7 @@ class FieldRow(Vertical):
         self.set_class(bool(text), "bad")
         for w in self.query(".fielderror"):
             w.update(Text(text))  # type: ignore[attr-defined]
+            w.display = bool(text)
 
 
 class EditorScreen(Screen):
@@ -282,7 +292,7 @@ class EditorScreen(Screen):
         Binding("escape", "close", "Close", id="editor.close"),
     ]
     DEFAULT_CSS = """
-    EditorScreen #sections { width: 22; }
+    EditorScreen #sections { width: 20; height: auto; max-height: 100%; }
     EditorScreen #form { width: 1fr; }
     EditorScreen #derived { height: auto; max-height: 8; background: $boost; }
     EditorScreen #status { height: 1; }
@@ -366,8 +376,8 @@ class EditorScreen(Screen):
 
     # ------------------------------------------------------------------ validation
     def on_input_changed(self, event: Input.Changed) -> None:
-        row = event.input.parent
-        if not isinstance(row, FieldRow):
+        row = next((a for a in event.input.ancestors if isinstance(a, FieldRow)), None)
+        if row is None:
             return
         self.edits[row.path] = event.value
         self.validate()

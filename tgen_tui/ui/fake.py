@@ -189,7 +189,7 @@ class FakeEngine:
                     loss_pct=100.0 * (sent - rx) / sent if sent else 0.0,
                     latency_ns=lat,
                     due_frames=sent,
-                    achieved_pps=pps,
+                    achieved_pps=self._rates[s.name] if sent else 0.0,
                     paused=self._paused[s.name],
                 )
             )
@@ -224,7 +224,7 @@ class FakeEngine:
                     tx_bps=txp * 84 * 8 if txp else 0.0,
                     rx_bps=rxp * 84 * 8 if rxp else 0.0,
                     requested_pps=req,
-                    achieved_pps=txp,
+                    achieved_pps=req if tx else 0.0,
                     if_tx_frames=int(tx),
                     if_rx_frames=int(rx),
                     speed_bps=p.info.speed_bps,
