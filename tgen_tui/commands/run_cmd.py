@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
+from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.profiles.units import parse_duration
 from tgen_tui.results.record import add_store_options, record_from_args
 
@@ -151,8 +152,8 @@ def summary_table(result: dict) -> str:
         lines.append(
             f"{name:<8}{p['tx_frames']:>12,}{p['rx_frames']:>12,}{p['if_tx_frames']:>12,}{p['if_rx_frames']:>12,}"
             f"{p['requested_pps']:>11,.0f}{p['achieved_pps']:>11,.0f}"
-            f"{(p['tx_bytes'] + 4 * p['tx_frames']) * 8 / dur / 1e6:>11.2f}"
-            f"{(p['rx_bytes'] + 4 * p['rx_frames']) * 8 / dur / 1e6:>11.2f}  {p['state']}"
+            f"{(p['tx_bytes'] + FCS_LEN * p['tx_frames']) * 8 / dur / 1e6:>11.2f}"
+            f"{(p['rx_bytes'] + FCS_LEN * p['rx_frames']) * 8 / dur / 1e6:>11.2f}  {p['state']}"
             + (f" ({p['failure']})" if p.get("failure") else "")
         )
     lines.append(
@@ -326,68 +327,33 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
     from tgen_tui.engine.thresholds import evaluate
 
     interrupted: list[str] = []
-    async with open_engine(compiled, opts) as eng:
-        for line in eng.plan_text():
-            if not args.quiet:
-                print(line, file=sys.stderr)
-        snaps = eng.snapshots()
-        events = eng.subscribe_events()
-        for ev in eng.events_since(0)[1]:  # what happened while the workers started
-            out.event(ev)
-        finite = eng.finite_total() is not None
-        if duration is None and not finite:
-            raise BadInput("the profile runs until stopped: give --duration (e.g. --duration 10s)")
+    main_scope = trio.CancelScope()
 
-        async def consume() -> None:
-            async for snap in snaps:
-                out.snapshot(snap)
+    async def watch_signals(sigs) -> None:
+        # installed before the workers start: a Ctrl-C while they start still ends
+        # in a clean stop and a (partial) result, never a traceback
+        async for s in sigs:
+            interrupted.append(signal.Signals(s).name)
+            main_scope.cancel()
+            return
 
-        async def consume_events() -> None:
-            async for ev in events:
-                out.event(ev)
-
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(consume)
-                nursery.start_soon(consume_events)
-                main_scope = trio.CancelScope()
-
-                async def watch_signals() -> None:
-                    async for s in sigs:
-                        interrupted.append(signal.Signals(s).name)
-                        main_scope.cancel()
-                        return
-
-                nursery.start_soon(watch_signals)
-                t_start = time.monotonic()
-                with main_scope:
-                    await eng.start()
-                    deadline = t_start + duration if duration is not None else math.inf
-                    while time.monotonic() < deadline:
-                        await trio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
-                        if finite and eng.ports_done_sending():
-                            break
-                        if all(p.state == "failed" for p in eng.ports.values()):
-                            break
-                sent_for = time.monotonic() - t_start
-                with trio.CancelScope(shield=True):
-                    await eng.stop()
-                    final = await eng.final_snapshot()
-                # drain the last snapshots, then stop the consumer
-                await trio.sleep(0)
-                nursery.cancel_scope.cancel()
-        out.snapshot(final)
-        result = build_result(
-            compiled,
-            final,
-            duration_s=sent_for,
-            partial=bool(interrupted),
-            profile_path=args.profile,
-            events=list(eng.events),
-            plan=eng.plan_text(),
-            thresholds=[t.text for t in thresholds],
-            dut_netns=eng._dut.netns if eng._dut else None,
-        )
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
+        async with trio.open_nursery() as outer:
+            outer.start_soon(watch_signals, sigs)
+            async with open_engine(compiled, opts) as eng:
+                final, sent_for = await _drive(eng, duration, args, out, interrupted, main_scope)
+                result = build_result(
+                    compiled,
+                    final,
+                    duration_s=sent_for,
+                    partial=bool(interrupted),
+                    profile_path=args.profile,
+                    events=list(eng.events),
+                    plan=eng.plan_text(),
+                    thresholds=[t.text for t in thresholds],
+                    dut_netns=eng._dut.netns if eng._dut else None,
+                )
+            outer.cancel_scope.cancel()
     result["breached"] = evaluate(thresholds, result)
     result["passed"] = not result["breached"]
     from tgen_tui.engine.api import ThresholdBreached
@@ -397,3 +363,52 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
     if interrupted:
         result["signal"] = interrupted[0]
     return result
+
+
+async def _drive(eng, duration, args, out: _Outputs, interrupted: list[str], main_scope):
+    """Start every port, wait for the duration (or the end of finite streams, or a
+    signal), stop, and return the final snapshot."""
+    import trio
+
+    for line in eng.plan_text():
+        if not args.quiet:
+            print(line, file=sys.stderr)
+    snaps = eng.snapshots()
+    events = eng.subscribe_events()
+    for ev in eng.events_since(0)[1]:  # what happened while the workers started
+        out.event(ev)
+    finite = eng.finite_total() is not None
+    if duration is None and not finite:
+        raise BadInput("the profile runs until stopped: give --duration (e.g. --duration 10s)")
+
+    async def consume() -> None:
+        async for snap in snaps:
+            out.snapshot(snap)
+
+    async def consume_events() -> None:
+        async for ev in events:
+            out.event(ev)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consume)
+        nursery.start_soon(consume_events)
+        t_start = time.monotonic()
+        with main_scope:
+            if not interrupted:
+                await eng.start()
+            deadline = t_start + duration if duration is not None else math.inf
+            while time.monotonic() < deadline and not interrupted:
+                await trio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+                if finite and eng.ports_done_sending():
+                    break
+                if all(p.state == "failed" for p in eng.ports.values()):
+                    break
+        sent_for = time.monotonic() - t_start
+        with trio.CancelScope(shield=True):
+            await eng.stop()
+            final = await eng.final_snapshot()
+        # drain the last snapshots, then stop the consumers
+        await trio.sleep(0)
+        nursery.cancel_scope.cancel()
+    out.snapshot(final)
+    return final, sent_for

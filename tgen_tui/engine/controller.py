@@ -68,7 +68,7 @@ from tgen_tui.engine.workers import (
     port_config,
 )
 from tgen_tui.packets.compile import CompiledProfile
-from tgen_tui.packets.program import FCS_LEN, StreamProgram
+from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.profiles.units import line_rate_fps
 from tgen_tui.worker import protocol as P
@@ -577,7 +577,7 @@ class Engine:
 
     def _check_line_rate(self, port: str, rates: dict[int, float], target: str) -> None:
         pr = self.ports[port]
-        bits = sum(rates[i] * (self._stream_mean_bytes(i) + 20) * 8 for i in pr.streams)
+        bits = sum(rates[i] * (self._stream_mean_bytes(i) + L1_OVERHEAD) * 8 for i in pr.streams)
         if bits > pr.speed_bps * (1 + 1e-9):
             top, mean = self._port_line_fps(port, rates)
             raise RateError(

@@ -20,6 +20,7 @@ from dataclasses import asdict
 from tgen_tui import __version__
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
+from tgen_tui.packets.program import FCS_LEN
 
 
 def environment() -> dict:
@@ -65,9 +66,9 @@ def stream_description(compiled: CompiledProfile) -> dict:
             ],
             "frame_size": {
                 "mode": p.sizes.mode,
-                "min": p.sizes.min + 4,
-                "max": p.sizes.max + 4,
-                "mean": round(p.sizes.mean + 4, 2),
+                "min": p.sizes.min + FCS_LEN,
+                "max": p.sizes.max + FCS_LEN,
+                "mean": round(p.sizes.mean + FCS_LEN, 2),
             },
             "vlan": list(p.vlan_ids),
             "seed": p.seed,

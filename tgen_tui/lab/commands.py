@@ -7,19 +7,16 @@ namespace with ``setns(2)`` (which affects that thread only) and opens the file 
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import json
 import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Sequence
 
 from tgen_tui.diagnostics import EnvironmentProblem
+from tgen_tui.worker.netns import NETNS_RUN_DIR, in_thread_netns
 
-NETNS_DIR = "/run/netns"
-CLONE_NEWNET = 0x40000000
+NETNS_DIR = NETNS_RUN_DIR
 
 REQUIRED_TOOLS = ("ip", "nft", "tc")
 
@@ -92,45 +89,11 @@ def netns_delete(name: str) -> None:
 
 # ---------------------------------------------------------------- setns from a thread
 
-_libc: ctypes.CDLL | None = None
-
-
-def _setns(fd: int, nstype: int) -> None:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    if _libc.setns(fd, nstype) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
 
 def in_netns(netns: str, fn, *args):
-    """Call ``fn(*args)`` in a fresh thread that has joined ``netns``; return its result.
-
-    ``setns(CLONE_NEWNET)`` changes only the calling thread, and the thread ends right
-    after, so the caller's namespace is never touched. ``/proc/sys/net/...`` opened there
-    resolves to the namespace's own values (``/sys/class/net`` does NOT: sysfs keeps the
-    namespace it was mounted in, so use ``ip netns exec`` for that).
-    """
-    box: dict = {}
-
-    def target() -> None:
-        try:
-            fd = os.open(os.path.join(NETNS_DIR, netns), os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                _setns(fd, CLONE_NEWNET)
-            finally:
-                os.close(fd)
-            box["result"] = fn(*args)
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
-            box["error"] = e
-
-    t = threading.Thread(target=target, name=f"netns-{netns}", daemon=True)
-    t.start()
-    t.join()
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+    """Call ``fn(*args)`` in a fresh thread that has joined ``netns`` (see
+    :func:`tgen_tui.worker.netns.in_thread_netns`, the one implementation)."""
+    return in_thread_netns(netns, fn, *args)
 
 
 def _read_files(paths: Sequence[str]) -> dict[str, str | None]:

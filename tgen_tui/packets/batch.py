@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from tgen_tui.packets.prng import GOLDEN as _GOLDEN
 from tgen_tui.packets.prng import FeistelPermutation, splitmix64, uniform_int
 from tgen_tui.packets.program import (
     CSUM_IP,
@@ -30,19 +31,19 @@ from tgen_tui.packets.program import (
     FIXED,
     INC,
     RANDOM,
+    SIG_DTYPE,
     SIG_LEN,
     SIG_MAGIC,
     UNIQUE,
     StreamProgram,
 )
 
-_SIG_DTYPE = np.dtype([("magic", "<u2"), ("stream", "<u2"), ("seq", "<u4"), ("ts", "<u4")])
+_SIG_DTYPE = SIG_DTYPE
 _BE = {1: np.dtype("u1"), 2: np.dtype(">u2"), 4: np.dtype(">u4"), 8: np.dtype(">u8")}
 _U16 = np.uint64(0xFFFF)
 _S16 = np.uint64(16)
 _S8 = np.uint64(8)
 _S32 = np.uint64(32)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 def fold16(s: np.ndarray) -> np.ndarray:

@@ -28,7 +28,21 @@ from dataclasses import asdict, dataclass, field
 
 SIG_LEN = 12
 SIG_MAGIC = 0x7467
+# the signature as numpy reads and writes it (little-endian): magic, stream, seq, tx time
+SIG_FIELDS = (("magic", "<u2"), ("stream", "<u2"), ("seq", "<u4"), ("ts", "<u4"))
 FCS_LEN = 4  # frame sizes in profiles include the FCS, as in RFC 2544; the kernel adds it
+L1_OVERHEAD = 20  # preamble (7) + start delimiter (1) + inter-frame gap (12) per frame
+VLAN_TAG_LEN = 4  # one 802.1Q/802.1ad tag
+
+
+def __getattr__(name: str):
+    """``SIG_DTYPE`` as a numpy dtype, built on first use (this module stays numpy-free)."""
+    if name == "SIG_DTYPE":
+        import numpy as np
+
+        return np.dtype(list(SIG_FIELDS))
+    raise AttributeError(name)
+
 
 # Checksum domains a field takes part in.
 CSUM_NONE = 0

@@ -49,6 +49,7 @@ import math
 
 import numpy as np
 
+from tgen_tui.packets.prng import splitmix64
 from tgen_tui.packets.program import Schedule
 
 TICKS_PER_S = 1 << 32  # random-IDT gaps are quantised to 2**-32 s (0.23 ns)
@@ -57,26 +58,15 @@ _MAX_BLOCK = 1 << 20
 _MAX_GAP_TICKS = float(1 << 42)  # one random gap is capped at 1024 s
 
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-_GOLD = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
 
 IDTS = ("constant", "exponential", "pareto", "normal", "uniform")
-
-
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser on a uint64 array (wrapping arithmetic)."""
-    x = x + _GOLD
-    x = (x ^ (x >> np.uint64(30))) * _MIX1
-    x = (x ^ (x >> np.uint64(27))) * _MIX2
-    return x ^ (x >> np.uint64(31))
 
 
 def uniform01(key: int, idx: np.ndarray, lane: int = 0) -> np.ndarray:
     """Counter-based uniforms in (0, 1): a pure function of (key, lane, idx)."""
     with np.errstate(over="ignore"):
-        k = _splitmix(np.array([(key * 4 + lane) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
-        x = _splitmix(idx.astype(np.uint64) ^ k)
+        k = splitmix64(np.array([(key * 4 + lane) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
+        x = splitmix64(idx.astype(np.uint64) ^ k)
     return ((x >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
 
 

@@ -96,4 +96,6 @@ def fmt_si(value: float, unit: str = "", digits: int = 3) -> str:
 
 def line_rate_fps(line_rate_bps: float, frame_size: float) -> float:
     """Maximum frames/s of a link: ``rate / (8 × (size + 20))`` (preamble + IFG, RFC 2544)."""
-    return line_rate_bps / (8.0 * (frame_size + 20.0))
+    from tgen_tui.packets.program import L1_OVERHEAD
+
+    return line_rate_bps / (8.0 * (frame_size + L1_OVERHEAD))

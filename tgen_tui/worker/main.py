@@ -7,8 +7,6 @@ library, numpy, ``tgen_tui.packets.{program,batch,schedule}`` and this package.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import dataclasses
 import os
 import select
@@ -19,29 +17,20 @@ import traceback
 
 import numpy as np
 
-from tgen_tui.packets.program import StreamProgram, program_from_dict
+from tgen_tui.packets.program import VLAN_TAG_LEN, StreamProgram, program_from_dict
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.worker import counters as C
 from tgen_tui.worker import protocol as P
+from tgen_tui.worker.kernel import PR_SET_PDEATHSIG, PR_SET_TIMERSLACK, prctl
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK, LATE_NS, MIN_WAKE_NS
 from tgen_tui.worker.rxring import RxRing
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
 
-PR_SET_PDEATHSIG = 1
-PR_SET_TIMERSLACK = 29
 MAX_TURN_BATCHES = 8  # batches per stream per loop turn before rx and commands get a look
 STATS_EVERY_NS = 100_000_000  # PACKET_STATISTICS read interval
 MAX_SLEEP_NS = 100_000_000  # heartbeat at least every 100 ms
-
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-def prctl(option: int, arg: int) -> None:
-    if _libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
 
 
 class WorkerError(Exception):
@@ -175,7 +164,9 @@ class Port:
         with netns(self.netns):
             if rx_table is not None:
                 self.rx = RxRing(self.interface, **ring_opts)
-                self.rxstats = RxStats(self.w.cv.rx[rx_table])
+                self.rxstats = RxStats(
+                    self.w.cv.rx[rx_table], skew=self.spec.get("clock_skew_ns")
+                )
                 self.ctr[C.P_RX_TABLE] = rx_table
             if progs:
                 kind = self.spec.get("tx_path", DEFAULT_TX)
@@ -265,7 +256,9 @@ class Port:
             ctr = self.ctr
             good, other = self.rxstats.add(b)
             ctr[C.P_RX_FRAMES] += len(b)
-            ctr[C.P_RX_BYTES] += int(b.length.sum()) + 4 * int(np.count_nonzero(b.vlan >= 0))
+            ctr[C.P_RX_BYTES] += int(b.length.sum()) + VLAN_TAG_LEN * int(
+                np.count_nonzero(b.vlan >= 0)
+            )
             if other:
                 ctr[C.P_RX_OTHER] += other
         if force_stats or now_ns - self.last_stats_ns > STATS_EVERY_NS:

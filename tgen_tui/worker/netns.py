@@ -14,18 +14,16 @@ current namespace. Imports: the standard library only.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
-CLONE_NEWNET = 0x40000000
+from tgen_tui.worker.kernel import setns
+
 NETNS_RUN_DIR = "/run/netns"
-
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-_libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
-_libc.setns.restype = ctypes.c_int
+T = TypeVar("T")
 
 
 def netns_path(name: str) -> str:
@@ -36,9 +34,7 @@ def netns_path(name: str) -> str:
 
 def setns_fd(fd: int) -> None:
     """Move the calling thread into the network namespace referred to by ``fd``."""
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"setns(CLONE_NEWNET): {os.strerror(err)}")
+    setns(fd)
 
 
 def enter(name: str) -> None:
@@ -70,3 +66,27 @@ def netns(name: str | None) -> Iterator[None]:
             setns_fd(home)
     finally:
         os.close(home)
+
+
+def in_thread_netns(name: str, fn: Callable[..., T], *args) -> T:
+    """Call ``fn(*args)`` in a fresh thread that has joined namespace ``name``; return
+    its result (or raise its exception). The caller's namespace is never touched.
+
+    ``/proc/sys/net/...`` and ``/proc/thread-self/net/...`` opened there resolve to the
+    namespace's own values (``/sys/class/net`` does NOT: sysfs keeps the namespace it
+    was mounted in, so use ``ip netns exec`` for that)."""
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            enter(name)
+            box["result"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target, name=f"netns-{name}", daemon=True)
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]

@@ -39,15 +39,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tgen_tui.packets.program import SIG_LEN, SIG_MAGIC
-
-SOL_PACKET = 263
-PACKET_RX_RING = 5
-PACKET_STATISTICS = 6
-PACKET_VERSION = 10
-PACKET_IGNORE_OUTGOING = 23
-TPACKET_V3 = 2
-ETH_P_ALL = 0x0003
+from tgen_tui.packets.program import SIG_DTYPE, SIG_LEN, SIG_MAGIC
+from tgen_tui.worker.kernel import (
+    ETH_P_ALL,
+    PACKET_IGNORE_OUTGOING,
+    PACKET_RX_RING,
+    PACKET_STATISTICS,
+    PACKET_VERSION,
+    SOL_PACKET,
+    TPACKET_V3,
+)
 
 TP_STATUS_KERNEL = 0
 TP_STATUS_USER = 1
@@ -75,7 +76,6 @@ H_RXHASH = 28  # u32 (hv1)
 H_VLAN_TCI = 32  # u32 (hv1)
 H_VLAN_TPID = 36  # u16 (hv1)
 
-SIG_DTYPE = np.dtype([("magic", "<u2"), ("stream", "<u2"), ("seq", "<u4"), ("ts", "<u4")])
 
 # what one parsed batch holds, per frame (see RxBatch)
 _EMPTY_U32 = np.empty(0, dtype=np.uint32)

@@ -17,6 +17,8 @@ batch of frames into it:
   Values within NEG_LAT_NS below zero are negative (clock offset noise), clamped to 0
   and counted in ``neg_lat``, so the largest measurable latency is 2**32 - NEG_LAT_NS
   ns (about 4.03 s). count/sum/min/max, a log-linear histogram (:func:`lat_bucket`);
+  a stream sent from another host's clock has that clock's measured offset subtracted
+  first (``skew``: rx clock - tx clock, ns, per stream; see tgen_tui/cluster);
 - **jitter** (RFC 3550 style): sum and count of ``|D(i) - D(i-1)|`` between consecutive
   frames of a stream, D the (clamped) latency, across batches;
 - the last outer VLAN tag seen and the number of tagged frames.
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tgen_tui.packets.program import SIG_MAGIC
+from tgen_tui.packets.program import SIG_MAGIC, VLAN_TAG_LEN
 from tgen_tui.worker.counters import (
     HIST_BUCKETS,
     HIST_LINEAR_SHIFT,
@@ -119,7 +121,9 @@ def window_for(n_streams: int) -> int:
 class RxStats:
     """Per-stream rx accounting into ``table`` (an (n_streams, RX_STRIDE) int64 view)."""
 
-    def __init__(self, table: np.ndarray, window: int | None = None):
+    def __init__(
+        self, table: np.ndarray, window: int | None = None, skew: dict | None = None
+    ) -> None:
         if table.ndim != 2 or table.shape[1] != RX_STRIDE:
             raise ValueError("table must be (n_streams, RX_STRIDE)")
         self.t = table
@@ -132,6 +136,12 @@ class RxStats:
         self._last_lat = np.full(self.n_streams, -1, dtype=np.int64)
         self.t[:, R_SEQ_WINDOW] = self.window
         self._hist_iota = None
+        # per stream: rx clock - tx clock (ns) for streams sent from another host
+        self._skew = np.zeros(self.n_streams, dtype=np.int64)
+        for k, v in (skew or {}).items():
+            if 0 <= int(k) < self.n_streams:
+                self._skew[int(k)] = int(v)
+        self._has_skew = bool(self._skew.any())
 
     def clear(self, streams: list[int] | None = None) -> None:
         """Reset the sequence state (window, highest seq, min/max, jitter chain) of every
@@ -237,7 +247,10 @@ class RxStats:
         self._win[s[keep], slot[keep]] = tag[keep].astype(np.uint16)
 
         # --- latency
-        lat = (rx_ns.astype(np.int64) - np.asarray(ts, dtype=np.int64)) & _M32
+        lat = rx_ns.astype(np.int64) - np.asarray(ts, dtype=np.int64)
+        if self._has_skew:
+            lat -= self._skew[s]
+        lat &= _M32
         neg = lat > (_TWO32 - NEG_LAT_NS)
         lat = np.where(neg, 0, lat)
 
@@ -252,7 +265,7 @@ class RxStats:
         self._last_lat[uniq] = lat[ends]
 
         # --- per-stream sums (segments are contiguous: reduceat)
-        byt = np.asarray(length, dtype=np.int64) + np.where(vlan >= 0, 4, 0)
+        byt = np.asarray(length, dtype=np.int64) + np.where(vlan >= 0, VLAN_TAG_LEN, 0)
         tagged = vlan >= 0
         row = t[uniq]  # copy of the rows, written back at once
         row[:, R_FRAMES] += seg_len

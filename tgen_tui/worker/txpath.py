@@ -36,23 +36,26 @@ import time
 
 import numpy as np
 
-SOL_PACKET = 263
-PACKET_VERSION = 10
-PACKET_TX_RING = 13
-PACKET_LOSS = 14
-PACKET_QDISC_BYPASS = 20
-TPACKET_V2 = 1
+from tgen_tui.worker.kernel import (
+    MSG_DONTWAIT,
+    PACKET_LOSS,
+    PACKET_TX_RING,
+    PACKET_VERSION,
+    SOL_PACKET,
+    TPACKET_V2,
+    libc,
+)
+
 TP_STATUS_AVAILABLE = 0
 TP_STATUS_SEND_REQUEST = 1
 TP_STATUS_SENDING = 2
 TP_STATUS_WRONG_FORMAT = 4
 TPACKET2_HDR_LEN = 32  # sizeof(struct tpacket2_hdr)
 TX_DATA_OFF = 32  # TPACKET2_HDRLEN - sizeof(sockaddr_ll) = TPACKET_ALIGN(32) + 20 - 20
-MSG_DONTWAIT = 0x40
 
 _TRANSIENT = (errno.EAGAIN, errno.ENOBUFS, errno.EINTR)
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc = libc
 _libc.sendmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int]
 _libc.sendmmsg.restype = ctypes.c_int
 
