@@ -1,0 +1,91 @@
+"""The console on the real engine in a lab (root): ``0`` ``s`` makes p0's interface Tx
+counter rise while p1's stays flat, ``t`` stops it, ``q`` leaves no worker and no shm file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tgen_tui.engine.controller import EngineOptions, open_engine
+from tgen_tui.packets.compile import compile_profile
+from tgen_tui.profiles.loader import load_profile_text
+from tgen_tui.ui.app import TgenApp
+from tgen_tui.ui.host import GuestEngineHost
+
+from .conftest import PROFILES, settle
+
+pytestmark = pytest.mark.root
+
+
+def tx_packets(netns: str, ifname: str) -> int:
+    cp = subprocess.run(
+        ["ip", "netns", "exec", netns, "cat", f"/sys/class/net/{ifname}/statistics/tx_packets"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(cp.stdout)
+
+
+@pytest.mark.timeout(60)
+def test_keyboard_start_stop_p0_on_the_real_engine(ui_nat_lab, tmp_path) -> None:
+    prefix = ui_nat_lab
+    text = (
+        (PROFILES / "lab.yaml")
+        .read_text()
+        .replace("tgen-tester", f"{prefix}-tester")
+        .replace("tgen-dut", f"{prefix}-dut")
+    )
+    prof = tmp_path / "lab.yaml"
+    prof.write_text(text)
+    compiled = compile_profile(load_profile_text(text, str(prof)))
+    host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions()))
+    app = TgenApp(
+        host, compiled=compiled, profile_path=str(prof), json_path=str(tmp_path / "s.json")
+    )
+    ns = f"{prefix}-tester"
+    me = psutil.Process()
+    seen_workers: set[int] = set()
+    counts: dict[str, int] = {}
+
+    async def go():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app, lambda: app.snap is not None, timeout=20)
+            assert app.snap is not None, "the engine did not come up"
+            assert all(p.state == "idle" for p in app.snap.ports)  # opens with every port idle
+            seen_workers.update(c.pid for c in me.children(recursive=True))
+            p0, p1 = tx_packets(ns, "p0"), tx_packets(ns, "p1")
+            counts["base"] = p0
+            await pilot.press("0", "s")
+            await settle(pilot, app, lambda: app.snap.port("p0").tx_frames > 10_000, timeout=15)
+            d0, d1 = tx_packets(ns, "p0") - p0, tx_packets(ns, "p1") - p1
+            assert d0 > 10_000, f"p0's interface counter rose by only {d0}"
+            assert d1 == 0, f"p1 sent {d1} frames although only p0 was started"
+            await pilot.press("t")
+            await settle(pilot, app, lambda: app.snap.port("p0").state == "stopped", timeout=10)
+            assert app.snap.port("p0").state == "stopped"
+            stopped_at = counts["stopped"] = tx_packets(ns, "p0")
+            await pilot.pause(0.5)
+            assert tx_packets(ns, "p0") == stopped_at
+            await pilot.press("q")
+            await pilot.pause(0.5)
+
+    asyncio.run(go())
+    assert seen_workers, "no worker process was seen"
+    assert not [
+        p
+        for p in seen_workers
+        if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+    ]
+    assert not list(Path("/dev/shm").glob(f"tgen-{os.getpid()}-*"))
+    res = app.result  # what --json writes: tx equals the interface counter, nothing lost
+    assert res is not None
+    sent = counts["stopped"] - counts["base"]
+    assert res["ports"]["p0"]["tx_frames"] == res["ports"]["p0"]["if_tx_frames"] == sent
+    assert res["streams"]["up"]["lost"] == 0 and res["streams"]["up"]["duplicates"] == 0
+    assert (tmp_path / "s.json").exists()
