@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tgen_tui.diagnostics import EnvironmentProblem, ExitCode
+from tgen_tui.engine import portlock
 from tgen_tui.engine.portlock import PortInUse, acquire_ports, lock_path
 
 HOLDER = """
@@ -70,9 +71,32 @@ def test_release_and_holder_death_free_the_port(tmp_path: Path, holder: subproce
     assert ei.value.pid == os.getpid() and ei.value.port == "eth9"
     locks.release()
     locks.release()  # idempotent
+    assert list(tmp_path.iterdir()) == []  # release removes the lock files
     with acquire_ports([(None, "eth9")], lock_dir=tmp_path) as again:
         assert again.held
     assert not again.held
+
+
+def test_locking_a_removed_file_retries(tmp_path: Path, monkeypatch) -> None:
+    """A releaser unlinks the file between our open and our flock: we must lock the new one."""
+    real_open = portlock._open
+    opened: list[int] = []
+
+    def open_then_lose_the_race(path: Path) -> int:
+        fd = real_open(path)
+        opened.append(fd)
+        if len(opened) == 1:
+            path.unlink()  # what a releaser does while we are between open and flock
+        return fd
+
+    monkeypatch.setattr(portlock, "_open", open_then_lose_the_race)
+    with acquire_ports([("n", "a")], lock_dir=tmp_path) as locks:
+        path = lock_path("n", "a", tmp_path)
+        assert len(opened) == 2 and path.exists()  # noticed the removed file, took the new one
+        assert len(locks.paths) == 1
+        monkeypatch.setattr(portlock, "_open", real_open)
+        with pytest.raises(PortInUse):  # the new file really is locked
+            acquire_ports([("n", "a")], lock_dir=tmp_path)
 
 
 def test_same_interface_twice_is_one_lock(tmp_path: Path) -> None:
@@ -98,5 +122,6 @@ def test_default_folder_under_run(tmp_path: Path) -> None:
     iface = f"t{os.getpid()}{int(time.time() * 1000) % 100000}"
     with acquire_ports([("tgen-test-nonexistent", iface)]) as locks:
         assert str(locks.paths[0]).startswith("/run/tgen/locks/")
+        assert locks.paths[0].exists()
     assert not locks.held
-    lock_path("tgen-test-nonexistent", iface).unlink()
+    assert not lock_path("tgen-test-nonexistent", iface).exists()

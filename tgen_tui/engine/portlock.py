@@ -5,7 +5,8 @@ its ports before it spawns workers, so a second holder fails at once with a type
 error naming the port and the holder's pid, instead of two sets of workers sending
 on one interface. The lock is ``fcntl.flock`` on ``/run/tgen/locks/<netns>__<iface>.lock``:
 the kernel drops it when the holder's file closes, so a crashed holder leaves no
-stale lock (the file stays, empty of meaning, and is reused).
+stale lock (its file stays and is reused). ``release()`` removes the file while still
+holding it; a taker that locked a file just removed notices (inode check) and retries.
 
     locks = acquire_ports([("lab-tester", "p0"), ("lab-tester", "p1")], names=["p0", "p1"])
     try:
@@ -64,9 +65,15 @@ class PortLocks:
         return bool(self._fds)
 
     def release(self) -> None:
-        for fd in self._fds.values():
+        """Remove each lock file while still holding it, then close it (drops the flock)."""
+        for path, fd in self._fds.items():
             try:
-                os.close(fd)  # closing the only descriptor drops the flock
+                if _same_file(path, fd):
+                    path.unlink()
+            except OSError:
+                pass
+            try:
+                os.close(fd)
             except OSError:
                 pass
         self._fds = {}
@@ -105,12 +112,7 @@ def acquire_ports(
             path = lock_path(netns, iface, directory)
             if path in fds:
                 continue  # the same interface named twice: one lock
-            fd = _open(path)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise PortInUse(name, netns, iface, _holder_pid(path)) from None
+            fd = _lock(path, name, netns, iface)
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             fds[path] = fd
@@ -118,6 +120,29 @@ def acquire_ports(
         PortLocks(fds).release()
         raise
     return PortLocks(fds)
+
+
+def _lock(path: Path, name: str, netns: str | None, iface: str) -> int:
+    """Open and flock ``path``; retry when a releaser unlinked it between our open and flock."""
+    for _ in range(20):
+        fd = _open(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise PortInUse(name, netns, iface, _holder_pid(path)) from None
+        if _same_file(path, fd):
+            return fd
+        os.close(fd)  # we locked a file that is no longer the lock: take the new one
+    raise EnvironmentProblem(f"cannot take the port lock {path}: it keeps being replaced")
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    try:
+        a, b = os.stat(path), os.fstat(fd)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _open(path: Path) -> int:
