@@ -150,7 +150,7 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(
             # the engine unlinks each counter file once mapped; the workers still hold it
             shm = [f for p in workers for f in _open_files(p) if f.startswith("/dev/shm/tgen-")]
             assert len(shm) == len(workers), f"workers without a counter file: {shm}"
-            page.wait_for_function("() => /running/.test(__tgenText())", timeout=10_000)
+            page.wait_for_function("() => /1 running/.test(__tgenText())", timeout=10_000)
             page.wait_for_timeout(1500)  # a few redraws with the rates on screen
             SCREENSHOT.parent.mkdir(exist_ok=True)
             page.screenshot(path=str(SCREENSHOT))
