@@ -42,6 +42,16 @@ a worker died: its port is marked failed, the other ports keep running). Ctrl-C 
 SIGTERM: the ports stop, the result is written with "partial": true, exit 130 / 143.
 Workers are pinned one per port to --cores (default: every core but the first); with
 fewer cores than ports they share, and tgen says so.
+
+Several tester hosts (--cluster, needs: pip install 'tgen-tui[cluster]'): a port that
+says `host: tester-a` in the profile runs on the Ray node started on that host with
+  ray start --address HEAD:6379 --resources '{"tgen:tester-a": 1}'
+(the head: ray start --head --port 6379 --num-cpus 0). Then
+  tgen run profiles/two-hosts.yaml --cluster HEAD:6379      (or --cluster auto)
+Ports without a host run here. A lost host fails its ports and the others go on. The
+result names each port's host and, per host, the measured clock offset and its
+uncertainty; latency of a stream between two hosts has that offset subtracted (its
+latency_note says so), or is left out when the offset could not be measured.
 """
 
 
@@ -95,15 +105,37 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
         action="store_true",
         help="flush the DUT's conntrack table before sending (lab namespace or --dut-ssh host)",
     )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run ports that name a host on that host's Ray node: the head's IP:PORT, "
+        "or 'auto' for a cluster started on this machine (see below)",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress line, no table")
     add_store_options(p)
     p.set_defaults(func=cmd_run)
 
 
-def _check_environment(compiled) -> None:
+def check_cluster_option(cluster: str | None) -> None:
+    """--cluster: an address, and Ray installed (checked without importing it)."""
+    if cluster is None:
+        return
+    if not cluster.strip() or any(c.isspace() for c in cluster):
+        raise BadInput(f"--cluster: {cluster!r}: give the Ray head's IP:PORT, or 'auto'")
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise EnvironmentProblem(
+            "--cluster needs Ray, which is not installed: pip install 'tgen-tui[cluster]'"
+        )
+
+
+def _check_environment(compiled, cluster: str | None = None) -> None:
     if os.geteuid() != 0:
         raise EnvironmentProblem("tgen run needs root (AF_PACKET sockets, network namespaces)")
     for spec in compiled.ports.values():
+        if cluster and getattr(spec, "host", None):
+            continue  # its namespace is on its host: the engine checks there
         if spec.netns and not os.path.exists(f"/run/netns/{spec.netns}"):
             raise EnvironmentProblem(
                 f"port {spec.name}: network namespace {spec.netns!r} does not exist (bring the lab up: tgen lab up)"
@@ -214,7 +246,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise BadInput(
                 f"--ports: unknown port(s) {', '.join(unknown)} (profile has: {', '.join(compiled.ports)})"
             )
-    _check_environment(compiled)
+    check_cluster_option(args.cluster)
+    _check_environment(compiled, args.cluster)
 
     import trio
 
@@ -227,6 +260,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         ports=ports,
         dut_netns=args.dut_netns,
         dut_ssh=args.dut_ssh,
+        cluster=args.cluster,
     )
     if args.flush_dut:
         _flush_dut(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
@@ -353,6 +387,8 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
                     thresholds=[t.text for t in thresholds],
                     dut_netns=eng._dut.netns if eng._dut else None,
                 )
+                if eng.cluster_report() is not None:
+                    result["cluster"] = eng.cluster_report()
             outer.cancel_scope.cancel()
     result["breached"] = evaluate(thresholds, result)
     result["passed"] = not result["breached"]

@@ -91,6 +91,7 @@ class EngineOptions:
     dut_netns: str | None = None
     dut_ssh: str | None = None
     lock_ports: bool = True  # take an exclusive lock per interface (two tgens never share one)
+    cluster: str | None = None  # Ray head address or 'auto': ports with a host run on it
 
 
 @dataclass
@@ -112,6 +113,7 @@ class PortRuntime:
     streams: list[int] = field(default_factory=list)  # program positions sent from this port
     tx_done: bool = False  # the worker said every stream of the port reached its count/stop
     lock: trio.Lock = field(default_factory=trio.Lock)
+    host: str | None = None  # tester host under --cluster (None: this machine)
 
 
 def remove_stale_counter_files(shm_dir: str = SHM_DIR) -> list[str]:
@@ -187,11 +189,23 @@ class Engine:
                     plan.core,
                     speed_bps=spec.speed_bps,
                     streams=[i for i, s in enumerate(self.programs) if s.port == pn],
+                    host=getattr(spec, "host", None) if options.cluster else None,
                 )
                 if pn in old:
                     pr.lock = old[pn].lock
                     pr.link = old[pn].link
                 self.ports[pn] = pr
+        named = sorted({h for pn in used if (h := getattr(compiled.ports[pn], "host", None))})
+        if named and not options.cluster:
+            self.warnings.append(
+                f"the profile places ports on host(s) {', '.join(named)}, but --cluster was "
+                "not given: every port runs on this machine"
+            )
+        elif options.cluster and not named:
+            self.warnings.append(
+                f"--cluster {options.cluster}: no port names a host: every port runs on this machine"
+            )
+        self._cluster = getattr(self, "_cluster", None)
         self.t0: float | None = None
         dut_netns = options.dut_netns or compiled.dut_netns
         dut_ssh = options.dut_ssh or compiled.dut_ssh
@@ -214,6 +228,7 @@ class Engine:
                     pr.core,
                     pr.speed_bps,
                     tuple(pr.streams),
+                    host=pr.host,
                 )
                 for pr in self.ports.values()
             ),
@@ -275,9 +290,11 @@ class Engine:
         """Every port's interface must exist in its namespace: say which one is missing."""
         ifc = await self._read_interfaces()
         for pr in self.ports.values():
-            have = ifc.get(pr.netns, {})
+            have = ifc.get(stats.ifc_key(pr.host, pr.netns), {})
             if pr.interface not in have:
                 where = f"network namespace {pr.netns!r}" if pr.netns else "this namespace"
+                if pr.host:
+                    where += f" of host {pr.host}"
                 raise EnvironmentProblem(
                     f"port {pr.name}: no interface {pr.interface!r} in {where} "
                     f"(it has: {', '.join(sorted(have)) or 'nothing'})"
@@ -288,21 +305,20 @@ class Engine:
             return
         from tgen_tui.engine.portlock import acquire_ports
 
-        prs = list(self.ports.values())
+        prs = [pr for pr in self.ports.values() if pr.host is None]  # remote: one agent per host
         self._locks = acquire_ports(
             [(pr.netns, pr.interface) for pr in prs], names=[pr.name for pr in prs]
         )
 
     async def _spawn(self) -> None:
         remove_stale_counter_files()
+        await self._connect_cluster()
         await self._check_interfaces()
         self._lock_ports()
         for plan in self.plans:
             await self._spawn_worker(plan)
         for pr in self.ports.values():
-            pr.link = await trio.to_thread.run_sync(
-                InterfaceProbe.link_state, pr.netns, pr.interface
-            )
+            pr.link = await self._link_state(pr)
         self._last_link = time.monotonic()
         self._acc.prime(await self._read_interfaces())
         await self._baseline_dut()
@@ -311,7 +327,13 @@ class Engine:
     async def _spawn_worker(self, plan: WorkerPlan) -> None:
         shm = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-w{plan.id}-{id(self):x}")
         st = WorkerState(plan, shm)
-        h = WorkerHandle(st, self._on_worker_event)
+        host = self.ports[plan.ports[0]].host
+        if host is None:
+            h = WorkerHandle(st, self._on_worker_event)
+        else:  # the same worker on another host, through its agent (tgen_tui/cluster)
+            from tgen_tui.cluster.remote import RemoteWorkerHandle
+
+            h = RemoteWorkerHandle(st, self._on_worker_event, self._cluster, host)
         self.states[plan.id] = st
         ports = []
         for pn in plan.ports:
@@ -325,6 +347,10 @@ class Engine:
                     getattr(spec, "tx_path", None),
                 )
             )
+            if self._cluster is not None:
+                skew = self._cluster.rx_skews(pn, self.programs)
+                if skew:
+                    ports[-1]["clock_skew_ns"] = skew
         try:
             await self._nursery.start(h.run, ports, self.n_streams)
         except (WorkerDied, BaseExceptionGroup) as e:
@@ -344,8 +370,12 @@ class Engine:
                 if p.port == pn:
                     tx_rows.append((i, row))
                     row += 1
+        view = None
+        if host is not None:
+            view = await trio.to_thread.run_sync(self._cluster.new_view, host, plan.id, st.shm_path)
         self._acc.attach(
-            stats.WorkerCtx(plan.id, plan.core, plan.ports, plan.streams, shm, tuple(tx_rows))
+            stats.WorkerCtx(plan.id, plan.core, plan.ports, plan.streams, shm, tuple(tx_rows)),
+            view,
         )
         # mapped by the worker and by us: the name can go, so a SIGKILLed run leaves no file
         with contextlib.suppress(OSError):
@@ -369,9 +399,51 @@ class Engine:
             r = await trio.to_thread.run_sync(self._dut.read)
             self._acc.ct_start = r.count
 
+    async def _connect_cluster(self) -> None:
+        """With --cluster: join Ray, place one agent per host, measure their clocks."""
+        if not self.options.cluster or self._cluster is not None:
+            return
+        hosts: dict[str, list[tuple[str | None, str]]] = {}
+        for pr in self.ports.values():
+            if pr.host is not None:
+                hosts.setdefault(pr.host, []).append((pr.netns, pr.interface))
+        if not hosts:
+            return
+        from tgen_tui.cluster.remote import ClusterLink
+
+        self._cluster = await trio.to_thread.run_sync(
+            ClusterLink.connect, self.options.cluster, list(hosts), hosts
+        )
+        self._cluster.set_streams(
+            [(p.name, p.port, p.rx_port) for p in self.programs],
+            {n: pr.host for n, pr in self.ports.items()},
+        )
+        for h, hs in self._cluster.hosts.items():
+            c = hs.clock
+            self._notice(
+                f"host {h}: agent pid {hs.info.get('pid')} on {hs.info.get('hostname')}; clock offset "
+                + (
+                    f"{c.offset_ns / 1e3:+.1f} us +/- {c.uncertainty_ns / 1e3:.1f} us"
+                    if c
+                    else f"not measured ({hs.clock_error})"
+                )
+            )
+
+    async def _link_state(self, pr: PortRuntime) -> str:
+        if pr.host is not None and self._cluster is not None:
+            return self._cluster.link_state(pr.host, pr.netns, pr.interface)
+        return await trio.to_thread.run_sync(InterfaceProbe.link_state, pr.netns, pr.interface)
+
+    def cluster_report(self) -> dict | None:
+        """The result's ``cluster`` section (None without --cluster)."""
+        return self._cluster.report() if self._cluster is not None else None
+
     async def _read_interfaces(self) -> dict:
         ifc = {}
-        for ns in {pr.netns for pr in self.ports.values()}:
+        if self._cluster is not None:  # remote blocks and counters, fetched together
+            await self._cluster.refresh()
+            ifc.update(self._cluster.interfaces())
+        for ns in {pr.netns for pr in self.ports.values() if pr.host is None}:
             try:
                 ifc[ns] = await trio.to_thread.run_sync(self._ifprobe.read, ns)
             except OSError:
@@ -414,6 +486,9 @@ class Engine:
             await self._publish(final=True)
         self._closed = True
         await self._quit_workers()
+        if self._cluster is not None:  # every agent kills what is left, then goes
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(self._cluster.close)
         for ch in self._subscribers + self._event_subs:
             ch.close()
         self._acc.close()
@@ -890,7 +965,13 @@ class Engine:
                 alive=st.alive,
                 exit_reason=st.exit_reason if not st.quitting else None,
                 tx_path=", ".join(sorted(set(st.layout.tx_path.values()))) if st.layout else None,
-                proc_cpu_pct=self._cpu.process(st.pid) if (st.pid and st.alive) else 0.0,
+                proc_cpu_pct=(
+                    0.0
+                    if not (st.pid and st.alive)
+                    else self._cpu.process(st.pid)
+                    if self._host_of(wid) is None
+                    else self._cluster.proc_cpu(self._host_of(wid), wid)
+                ),
             )
         return stats.LiveState(
             t0=self.t0,
@@ -903,6 +984,10 @@ class Engine:
             workers=workers,
         )
 
+    def _host_of(self, wid: int) -> str | None:
+        st = self.states[wid]
+        return self.ports[st.plan.ports[0]].host if st.plan.ports else None
+
     async def _publish(self, final: bool = False) -> StatsSnapshot:
         ifc = await self._read_interfaces()
         cores = await trio.to_thread.run_sync(self._cpu.cores)
@@ -910,12 +995,12 @@ class Engine:
         if time.monotonic() - self._last_link >= LINK_EVERY:
             self._last_link = time.monotonic()
             for pr in self.ports.values():
-                pr.link = await trio.to_thread.run_sync(
-                    InterfaceProbe.link_state, pr.netns, pr.interface
-                )
+                pr.link = await self._link_state(pr)
         live = await trio.to_thread.run_sync(self._live)
         rd = stats.Readings(ifc, cores, dut_reading, self._dut_settings)
         snap = self._acc.sample(rd, live, final=final)
+        if self._cluster is not None:  # latency notes of streams across hosts
+            snap = self._cluster.adjust(snap)
         self.latest = snap
         for ch in list(self._subscribers):
             try:

@@ -60,6 +60,7 @@ class PortStats:
     speed_bps: float = 0.0  # the port's configured line rate (profile ``speed``)
     backlog: int = 0  # frames due but not yet sent (the sender is behind by this many)
     late_max_ns: int = 0  # worst lateness of a batch's first frame against its due time
+    host: str | None = None  # tester host under --cluster (None: the engine's machine)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,8 @@ class StreamStats:
     due_frames: int = 0  # frames due by the schedule so far (since the last clear)
     achieved_pps: float = 0.0  # requested × sent / due: what the sender kept up with
     paused: bool = False
+    # why latency is missing or how it was corrected (tx and rx ports on different hosts)
+    latency_note: str | None = None
 
 
 @dataclass(frozen=True)

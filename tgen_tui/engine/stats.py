@@ -87,6 +87,13 @@ class PortCtx:
     core: int
     speed_bps: float = 0.0
     streams: tuple[int, ...] = ()  # positions in SampleContext.streams sent from this port
+    host: str | None = None  # tester host under --cluster (None: the engine's machine)
+
+
+def ifc_key(host: str | None, netns: str | None):
+    """Where a port's interface counters are in ``Readings.ifc``: by netns on this
+    machine, by (host, netns) for a port on another tester host."""
+    return netns if host is None else (host, netns)
 
 
 @dataclass(frozen=True)
@@ -209,12 +216,15 @@ class Accumulator:
         self.full_at: float | None = None
         self.cpu_acc: dict[int, list[float]] = {}  # worker -> [n, core sum, proc sum]
 
-    def attach(self, wctx: WorkerCtx) -> None:
-        """Map a worker's counter block (read-only). The file may be unlinked afterwards."""
+    def attach(self, wctx: WorkerCtx, view: C.CounterView | None = None) -> None:
+        """Map a worker's counter block (read-only). The file may be unlinked afterwards.
+        ``view``: a block that is already open (a remote worker's copy, refreshed by the
+        engine before each sample); it is read exactly like a mapped one."""
         old = self.w.pop(wctx.id, None)
         if old is not None:
             old.view.close()
-        view = C.CounterView.open(wctx.shm_path)
+        if view is None:
+            view = C.CounterView.open(wctx.shm_path)
         port_rows = {pn: i for i, pn in enumerate(wctx.ports)}
         self.w[wctx.id] = _Worker(
             wctx, view, np.zeros_like(view.arr), port_rows, dict(wctx.tx_rows)
@@ -229,7 +239,7 @@ class Accumulator:
         """Baseline the interface counters now, before any port starts."""
         self.prev = None
         for pc in self.ctx.ports:
-            c = ifc.get(pc.netns, {}).get(pc.interface)
+            c = ifc.get(ifc_key(pc.host, pc.netns), {}).get(pc.interface)
             if c is not None:
                 self.if_base[pc.name] = _if_tuple(c)
 
@@ -260,7 +270,7 @@ class Accumulator:
                 r_b[:, gidx] = r_raw[:, gidx]
         for pc in self.ctx.ports:
             if pc.name in ports:
-                c = ifc.get(pc.netns, {}).get(pc.interface)
+                c = ifc.get(ifc_key(pc.host, pc.netns), {}).get(pc.interface)
                 if c is not None:
                     self.if_base[pc.name] = _if_tuple(c)
         if everything:
@@ -352,7 +362,7 @@ class Accumulator:
             if prev and dt > 0 and pc.name in prev.port:
                 a = prev.port[pc.name]
                 rates = ((txf - a[0]) / dt, (rxf - a[2]) / dt, (txb - a[1]) / dt, (rxb - a[3]) / dt)
-            c = rd.ifc.get(pc.netns, {}).get(pc.interface)
+            c = rd.ifc.get(ifc_key(pc.host, pc.netns), {}).get(pc.interface)
             b = self.if_base.get(pc.name, (0, 0, 0, 0, 0))
             if c is not None:
                 iftx, ifrx = c.tx_packets - b[0], c.rx_packets - b[1]
@@ -401,6 +411,7 @@ class Accumulator:
                     speed_bps=pc.speed_bps,
                     backlog=max(0, due - txf),
                     late_max_ns=int(pv[C.P_LATE_MAX_NS]),
+                    host=pc.host,
                 )
             )
 
