@@ -109,13 +109,15 @@ class TrialRunner:
         )
 
     async def with_retries(self, attempt) -> TrialResult:
-        """Run ``attempt()``; a trial that failed while the sender stalled (its catch-up
-        burst, not the requested rate, met the DUT) is invalid and is run again, up to
-        ``retries`` times. Every attempt stays in the final trial's ``extra["retried"]``."""
+        """Run ``attempt()``; an invalid trial that a transient stall explains is run again,
+        up to ``retries`` times: one that lost frames while the sender stalled (its
+        catch-up burst, not the requested rate, met the DUT), or one whose sender missed
+        the deadline by less than 10 % of the frames. A sender that cannot reach the rate
+        at all is not retried. Every attempt stays in ``extra["retried"]``."""
         earlier: list[dict] = []
         while True:
             t = await attempt()
-            if not t.extra.get("sender_stalled") or len(earlier) >= self.retries:
+            if not _retry_worthy(t) or len(earlier) >= self.retries:
                 break
             d = t.to_dict()
             d.get("extra", {}).pop("streams", None)
@@ -293,6 +295,14 @@ class TrialRunner:
         if self.dut is None or not self.dut.can_count:
             return None
         return await trio.to_thread.run_sync(self.dut.count)
+
+
+def _retry_worthy(t: TrialResult) -> bool:
+    if t.extra.get("sender_stalled"):
+        return True
+    want = sum(v["count"] for v in t.extra.get("streams", {}).values())
+    sent = t.extra.get("sent_by_deadline", 0)
+    return not t.valid and not t.stopped_early and want > 0 and sent >= 0.9 * want
 
 
 # The engine is being reworked (issue 7): these three adapters are the only places that
