@@ -17,6 +17,9 @@ is pinned to one CPU (default: the last one). Variants, interleaved, ``--runs`` 
   ceiling for the path: the builder's cost is the gap to it);
 - ``raw_af_xdp_<batch>``: the same with the AF_XDP path (``XdpTx``, copy mode on veth,
   per-kick budget raised to the batch);
+- ``raw_sendmmsg_ts1`` / ``raw_sendmmsg_ts16``: sendmmsg/1024 with kernel transmit
+  timestamps (``SO_TIMESTAMPING``) on every frame / every 16th, read back after each
+  batch (issue 13: their cost);
 - ``trafgen``: ``cpu(N): { ... drnd(2), drnd(2) ... }`` with ``-P <ncpu>`` (trafgen
   ignores taskset), stopped by signalling its process group.
 
@@ -205,7 +208,7 @@ def stop_group(p: subprocess.Popen, sig=signal.SIGINT, timeout: float = 5.0) -> 
         p.wait(5)
 
 
-RAW = {  # variant -> (tx_path, batch, prebuilt)
+RAW = {  # variant -> (tx_path, batch, prebuilt[, kernel TX timestamp every k frames])
     "raw_sendmmsg_256": ("sendmmsg", 256, False),
     "raw_sendmmsg": ("sendmmsg", 1024, False),
     "raw_sendmmsg_2048": ("sendmmsg", 2048, False),
@@ -214,6 +217,8 @@ RAW = {  # variant -> (tx_path, batch, prebuilt)
     "raw_sendmmsg_prebuilt": ("sendmmsg", 1024, True),
     "raw_af_xdp_256": ("af_xdp", 256, False),
     "raw_af_xdp_1024": ("af_xdp", 1024, False),
+    "raw_sendmmsg_ts1": ("sendmmsg", 1024, False, 1),
+    "raw_sendmmsg_ts16": ("sendmmsg", 1024, False, 16),
 }
 
 
@@ -221,9 +226,10 @@ def run_raw(pair: Pair, kind: str, cpu: int, warm: float, seconds: float) -> dic
     """``tgen calibrate``'s sender process: one path flat out, fresh (or prebuilt) frames."""
     from tgen_tui.calibrate.measure import run_sender, sink_program
 
-    path, batch, prebuilt = RAW[kind]
+    path, batch, prebuilt, *ts = RAW[kind]
     cfg = {"program": sink_program(), "netns": pair.ns_a, "interface": pair.if_a,
-           "tx_path": path, "batch": batch, "cpu": cpu, "prebuilt": prebuilt}  # fmt: skip
+           "tx_path": path, "batch": batch, "cpu": cpu, "prebuilt": prebuilt,
+           "ts_every": ts[0] if ts else 0}  # fmt: skip
     info: dict = {}
     marks: list = []
 
@@ -466,7 +472,9 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
         if bad:
             invalid[v] = bad
     fresh = {
-        v: m for v, m in med.items() if m and v.startswith("raw_") and not v.endswith("prebuilt")
+        v: m
+        for v, m in med.items()
+        if m and v.startswith("raw_") and not v.endswith("prebuilt") and "_ts" not in v
     }
     packet = {v: m for v, m in fresh.items() if "af_xdp" not in v}
     best_packet = max(packet, key=packet.get) if packet else None
@@ -492,6 +500,8 @@ def summarise(runs: dict[str, list[dict]]) -> dict:
         "tgen_worker_over_best_af_packet": ratio("tgen_worker", best_packet),
         "best_fresh_over_prebuilt": ratio(best, "raw_sendmmsg_prebuilt") if best else None,
         "sendmmsg_over_tx_ring": ratio("raw_sendmmsg", "raw_tx_ring"),
+        "tx_timestamps_every_frame_over_off": ratio("raw_sendmmsg_ts1", "raw_sendmmsg"),
+        "tx_timestamps_every_16th_over_off": ratio("raw_sendmmsg_ts16", "raw_sendmmsg"),
     }
     out["refused_ratios"] = refused
     return out

@@ -36,6 +36,10 @@ def run(cfg: dict) -> dict:
     if cfg["tx_path"] == "tx_ring":
         kw["max_len"] = len(prog.template)
     tx = open_tx(cfg["interface"], cfg["tx_path"], **kw)
+    ts_every = int(cfg.get("ts_every") or 0)  # benchmarks: kernel TX timestamps on
+    if ts_every:
+        tx.enable_tx_timestamps(ts_every)
+    stamps = 0
     try:
         buf, lens = b.build(0, batch)
         print(json.dumps({"event": "ready"}), flush=True)
@@ -48,7 +52,10 @@ def run(cfg: dict) -> dict:
                 buf, lens = b.build(k, batch)
             sent += tx.send(buf, lens)
             k += batch
-        return {"sent": sent, "errors": tx.errors, "elapsed_s": time.monotonic() - t0}
+            if ts_every:
+                stamps += len(tx.read_tx_timestamps()[0])
+        out = {"sent": sent, "errors": tx.errors, "elapsed_s": time.monotonic() - t0}
+        return out | ({"tx_timestamps": stamps, "ts_lost": tx.ts_lost} if ts_every else {})
     finally:
         tx.close()
 

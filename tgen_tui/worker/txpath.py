@@ -114,8 +114,33 @@ class _TxBase:
         self.close()
 
 
+# ---------------------------------------------------------------------- TX timestamps
+SO_TIMESTAMPING = 37  # SO_TIMESTAMPING_OLD = SCM_TIMESTAMPING (64-bit time_t on x86_64)
+SOF_TIMESTAMPING_TX_SOFTWARE = 1 << 1
+SOF_TIMESTAMPING_SOFTWARE = 1 << 4
+SOF_TIMESTAMPING_OPT_ID = 1 << 7
+SOF_TIMESTAMPING_OPT_TSONLY = 1 << 11
+PACKET_TX_TIMESTAMP = 16
+MSG_ERRQUEUE = 0x2000
+CMSG_SPACE_U32 = 24  # CMSG_SPACE(sizeof(u32))
+ERRQ_CTRL = 96  # CMSG_SPACE(3 * timespec) + CMSG_SPACE(sock_extended_err)
+TS_RING = 1 << 16  # sampled frames remembered until their timestamp is read
+SO_RCVBUFFORCE = 33
+ERRQ_RCVBUF = 16 << 20
+
+_libc.recvmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,
+                           ctypes.c_void_p]  # fmt: skip
+_libc.recvmmsg.restype = ctypes.c_int
+
+
 class MmsgTx(_TxBase):
-    """``sendmmsg(2)`` of a whole batch whose iovecs point at the rows of the batch buffer."""
+    """``sendmmsg(2)`` of a whole batch whose iovecs point at the rows of the batch buffer.
+
+    With :meth:`enable_tx_timestamps` the kernel also reports a software transmit time
+    for every k-th frame (``SO_TIMESTAMPING``: the per-message control message asks for
+    it, ``OPT_ID`` numbers the reports, ``OPT_TSONLY`` keeps the payload out of them);
+    :meth:`read_tx_timestamps` drains the reports in batches with ``recvmmsg``.
+    """
 
     kind = "sendmmsg"
 
@@ -128,9 +153,105 @@ class MmsgTx(_TxBase):
         self._msg["iovlen"] = 1
         self._msg_addr = self._msg.ctypes.data
         self._rows = np.arange(n, dtype=np.uint64)
+        self.ts_every = 0
 
-    def send(self, buf: np.ndarray, lengths: np.ndarray) -> int:
-        """Send ``len(lengths)`` frames (row i of ``buf``, ``lengths[i]`` bytes). Returns frames sent."""
+    # ------------------------------------------------------------------ TX timestamps
+    def enable_tx_timestamps(self, every: int = 1, max_read: int = 1024) -> None:
+        """Have the kernel stamp every ``every``-th frame when the driver takes it.
+
+        The reports are CLOCK_REALTIME nanoseconds (``read_tx_timestamps``). Frames are
+        counted from this call on; ``send(..., tags=...)`` names each frame (e.g. stream
+        and sequence number) so that a report can be joined to its frame.
+        """
+        if every < 1:
+            raise ValueError("every must be >= 1")
+        flags = SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID | SOF_TIMESTAMPING_OPT_TSONLY
+        self.sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPING, flags)
+        # reports wait in the error queue, which counts against the receive buffer
+        # (~1 KiB each): room for a few batches' worth between two reads
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, ERRQ_RCVBUF)
+        except OSError:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, ERRQ_RCVBUF)
+        self.ts_every = int(every)
+        self._ts_frames = 0  # frames sent since enabling (the sampling phase)
+        self._ts_ids = 0  # timestamped frames sent = the kernel's next OPT_ID
+        self._ts_tags = np.zeros(TS_RING, dtype=np.uint64)
+        c = np.zeros(CMSG_SPACE_U32, dtype=np.uint8)
+        hdr = struct.pack(
+            "QiiI", 20, socket.SOL_SOCKET, SO_TIMESTAMPING, SOF_TIMESTAMPING_TX_SOFTWARE
+        )
+        c[: len(hdr)] = np.frombuffer(hdr, dtype=np.uint8)
+        self._cmsg = c
+        m = int(max_read)
+        self._eq_ctrl = np.zeros((m, ERRQ_CTRL), dtype=np.uint8)
+        self._eq_msg = np.zeros(m, dtype=MMSGHDR)
+        self._eq_msg["control"] = (
+            self._eq_ctrl.ctypes.data + np.arange(m, dtype=np.uint64) * ERRQ_CTRL
+        )
+        self.ts_lost = 0  # reports whose frame fell out of the tag ring before being read
+
+    def read_tx_timestamps(self) -> tuple[np.ndarray, np.ndarray]:
+        """Drain the error queue: (tags uint64, kernel transmit time ns int64 CLOCK_REALTIME)."""
+        tags, times = [], []
+        m = len(self._eq_msg)
+        while True:
+            self._eq_msg["controllen"] = ERRQ_CTRL
+            self._eq_msg["msg_len"] = 0
+            r = _libc.recvmmsg(
+                self.fd, self._eq_msg.ctypes.data, m, MSG_ERRQUEUE | MSG_DONTWAIT, None
+            )
+            if r <= 0:
+                break
+            c = self._eq_ctrl[:r]
+            u32 = c.view(np.uint32)
+            ok = (u32[:, 3] == SO_TIMESTAMPING) & (u32[:, 19] == PACKET_TX_TIMESTAMP)
+            ok &= self._eq_msg["controllen"][:r] >= ERRQ_CTRL
+            i64 = c.view(np.int64)
+            ns = i64[:, 2] * 1_000_000_000 + i64[:, 3]
+            ids = u32[:, 23].astype(np.int64)  # sock_extended_err.ee_data (the OPT_ID)
+            ok &= ns > 0
+            ids, ns = ids[ok], ns[ok]
+            # the kernel's id is 32 bits: rebuild it near the count of stamped frames sent
+            full = self._ts_ids - ((self._ts_ids - ids) & 0xFFFFFFFF)
+            keep = (full >= 0) & (self._ts_ids - full <= TS_RING)
+            self.ts_lost += int(len(full) - keep.sum())
+            tags.append(self._ts_tags[full[keep] % TS_RING])
+            times.append(ns[keep])
+            if r < m:
+                break
+        if not tags:
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(tags), np.concatenate(times)
+
+    def _mark(self, n: int) -> np.ndarray | None:
+        """Point the sampled messages of this batch at the timestamp request; their rows."""
+        if not self.ts_every:
+            return None
+        first = (-self._ts_frames) % self.ts_every
+        rows = np.arange(first, n, self.ts_every)
+        msg = self._msg
+        msg["control"][:n] = 0
+        msg["controllen"][:n] = 0
+        msg["control"][rows] = self._cmsg.ctypes.data
+        msg["controllen"][rows] = CMSG_SPACE_U32
+        return rows
+
+    def _record(self, rows: np.ndarray | None, done: int, tags: np.ndarray | None) -> None:
+        if rows is None:
+            return
+        rows = rows[rows < done]
+        t = (np.uint64(self._ts_frames) + rows.astype(np.uint64)) if tags is None else tags[rows]
+        self._ts_tags[(self._ts_ids + np.arange(len(rows))) % TS_RING] = t
+        self._ts_ids += len(rows)
+        self._ts_frames += done
+
+    def send(self, buf: np.ndarray, lengths: np.ndarray, tags: np.ndarray | None = None) -> int:
+        """Send ``len(lengths)`` frames (row i of ``buf``, ``lengths[i]`` bytes). Returns frames sent.
+
+        ``tags`` (uint64 per frame) name the frames in timestamp reports; without them a
+        report carries the frame's count since timestamps were enabled.
+        """
         n = len(lengths)
         if n == 0:
             return 0
@@ -142,6 +263,15 @@ class MmsgTx(_TxBase):
         iov = self._iov
         iov["base"][:n] = buf.ctypes.data + self._rows[:n] * np.uint64(stride)
         iov["len"][:n] = lengths
+        rows = self._mark(n)
+        self._done = 0
+        try:
+            self._send_all(n)
+        finally:  # even when sendmmsg fails for good, what it sent keeps its timestamp id
+            self._record(rows, self._done, tags)
+        return self._done
+
+    def _send_all(self, n: int) -> None:
         done = 0
         deadline = None
         while done < n:
@@ -150,6 +280,7 @@ class MmsgTx(_TxBase):
             )
             if r > 0:
                 done += r
+                self._done = done
                 if done < n:
                     self.errors += 1  # partial send: retry the rest
                 continue
@@ -163,7 +294,6 @@ class MmsgTx(_TxBase):
             elif now >= deadline:
                 break
             self._wait_writable(deadline)
-        return done
 
 
 class RingTx(_TxBase):
