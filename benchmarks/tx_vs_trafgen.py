@@ -523,15 +523,16 @@ def main() -> int:
     ap.add_argument("--tx-path", default="auto", choices=["auto", "sendmmsg", "tx_ring"],
                     help="the worker's tx_path, resolved as the engine does (default auto)")  # fmt: skip
     ap.add_argument("--calibrate", action="store_true",
-                    help="run tgen calibrate's measurement on this pair first and cache it")  # fmt: skip
+                    help="run `tgen calibrate` first (writes the cache auto uses)")  # fmt: skip
+    ap.add_argument(
+        "--allow-xdp", action="store_true", help="with --calibrate: let auto pick AF_XDP"
+    )
     ap.add_argument("--no-rx-check", action="store_true")
     ap.add_argument("--out", default=str(RESULTS / "tx_vs_trafgen.json"))
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root (network namespaces)", file=sys.stderr)
         return 3
-    from tgen_tui.calibrate import cache
-    from tgen_tui.calibrate.measure import measure as cal_measure
     from tgen_tui.calibrate.resolve import resolve
 
     variants = a.variants.split(",")
@@ -541,16 +542,14 @@ def main() -> int:
     cal = None
     rxc = None
     try:
-        if a.calibrate:
-            rows = cal_measure(pair.if_a, pair.ns_a, pair.rx_packets, cpu=a.cpu)
-            cal = {"table": [{"name": r.name, "kpps": r.kpps, "runs": r.kpps_runs} for r in rows]}
-            entry = {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                     "host": cache.host_facts(), "driver": "veth", "cpu": a.cpu,
-                     "choice": {"tx_path": rows[0].tx_path, "max_batch": rows[0].max_batch},
-                     "kpps": rows[0].kpps, "table": [r.__dict__ for r in rows],
-                     "counted_by": "benchmarks/tx_vs_trafgen.py --calibrate"}  # fmt: skip
-            cache.store(entry, cache.keys("veth"))
-            print("calibrated:", entry["choice"], f"{rows[0].kpps:.0f} kpps", flush=True)
+        if a.calibrate:  # exactly as a user would: `tgen calibrate` (its own sink pair)
+            argv = [sys.executable, "-m", "tgen_tui", "calibrate", "--cpu", str(a.cpu), "--json"]
+            r = subprocess.run(argv + (["--allow-xdp"] if a.allow_xdp else []),
+                               capture_output=True, text=True, cwd=str(ROOT))  # fmt: skip
+            if r.returncode != 0:
+                raise SystemExit(f"tgen calibrate failed: {r.stderr.strip()[-300:]}")
+            cal = json.loads(r.stdout)
+            print("calibrated:", cal["choice"], f"{cal['kpps']:.0f} kpps", flush=True)
         tx = resolve(a.tx_path, pair.if_a, pair.ns_a)
         print(f"tgen_worker: tx_path {tx.tx_path}, batch {tx.max_batch} [{tx.why}]")
         if tx.source == "default" and a.tx_path == "auto":
