@@ -59,6 +59,28 @@ class HostLost(Exception):
     """The host's agent died or stopped answering."""
 
 
+RAY_MESSAGES: list[str] = []  # first lines of Ray's own error messages (a node died, ...)
+
+
+def _keep_ray_messages_off_stdout() -> None:
+    """Ray prints cluster error messages (a dead raylet's log tail) on the driver's
+    *stdout*, which would corrupt ``--ndjson -`` and ``--json -``: keep their first lines
+    for the result instead."""
+    try:
+        from ray._private import worker as rw
+    except ImportError:
+        return
+
+    def keep(data, ignore_prefix=False) -> None:
+        for line in data.get("lines", [])[:1]:
+            first = str(line).strip().splitlines()[0][:300] if str(line).strip() else ""
+            if first and len(RAY_MESSAGES) < 50:
+                RAY_MESSAGES.append(first)
+
+    if hasattr(rw, "print_to_stdstream"):
+        rw.print_to_stdstream = keep
+
+
 def _short(e: BaseException) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
     return f"{type(e).__name__}: {text[:200]}"
@@ -74,7 +96,7 @@ def _get(ref, timeout: float, host: str):
     except rx.GetTimeoutError:
         raise HostLost(f"host {host}: its agent did not answer within {timeout:g} s") from None
     except (rx.RayActorError, rx.NodeDiedError, rx.WorkerCrashedError) as e:
-        raise HostLost(f"host {host}: node lost ({_short(e)})") from None
+        raise HostLost(f"host {host}: node lost (Ray: {type(e).__name__})") from None
     except rx.RayTaskError as e:
         cause = getattr(e, "cause", None)
         raise RuntimeError(str(cause) if cause is not None else _short(e)) from None
@@ -281,13 +303,14 @@ class ClusterLink:
                 ray.init(
                     address=address,
                     log_to_driver=False,
-                    logging_level=logging.WARNING,
+                    logging_level=logging.ERROR,
                 )
             except Exception as e:  # noqa: BLE001 - every failure to join is an environment problem
                 raise EnvironmentProblem(
                     f"--cluster {address}: cannot join the Ray cluster: {_short(e)} "
                     "(start it with: ray start --head --port 6379 --num-cpus 0)"
                 ) from None
+        _keep_ray_messages_off_stdout()
         offered = sorted(
             k[len(RESOURCE_PREFIX) :]
             for k in ray.cluster_resources()
@@ -458,6 +481,7 @@ class ClusterLink:
             "engine_hostname": os.uname().nodename,
             "hosts": hosts,
             "latency": {n: c.note for n, c in self.clocks.items()},
+            "ray_messages": list(RAY_MESSAGES),
         }
 
     # ------------------------------------------------------------------ the end
