@@ -15,7 +15,12 @@ now and then, the link state) of the ports on this host, at the engine's samplin
 
 Workers are spawned from one long-lived thread, so their ``PR_SET_PDEATHSIG`` fires only
 when the agent process dies (never when a Ray thread ends). :meth:`shutdown` (also run
-at exit) kills every worker; a killed agent's workers die by that signal.
+at exit) kills every worker; a killed agent's workers die by that signal. The engine
+calls the agent many times a second (samples, the event long poll); when it has not for
+``WATCHDOG_S`` (an engine that hangs, or a network split) the watchdog kills the
+workers. A SIGKILLed engine is Ray's to notice: it removes the engine's actors about
+15 s later (measured here; the agent's threads stall meanwhile), and the workers die
+with their agent.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from tgen_tui.worker import counters as C
 from tgen_tui.worker import protocol as P
 
 LINK_EVERY_NS = 1_000_000_000
+WATCHDOG_S = 5.0  # no call from the engine for this long: it is gone, kill the workers
 
 
 def describe_exit(rc: int | None) -> str:
@@ -86,10 +92,30 @@ class TesterAgent:
         self._links: dict[tuple[str | None, str], str] = {}
         self._link_ns = 0
         self._closed = False
+        self._contact = time.monotonic()
+        self.watchdog_kills = 0
+        threading.Thread(target=self._watchdog, name="tgen-watchdog", daemon=True).start()
         atexit.register(self.shutdown)
+
+    def _watchdog(self) -> None:
+        while not self._closed:
+            time.sleep(0.5)
+            if time.monotonic() - self._contact > WATCHDOG_S:
+                for w in list(self._workers.values()):
+                    if w.proc.poll() is None:
+                        self.watchdog_kills += 1
+                        w.stderr_tail.append(
+                            f"killed by the agent on {self.host}: no call from the engine for {WATCHDOG_S:g} s"
+                        )
+                        with contextlib.suppress(ProcessLookupError):
+                            w.proc.kill()
+
+    def _touch(self) -> None:
+        self._contact = time.monotonic()
 
     # ------------------------------------------------------------------ facts
     def hello(self) -> dict:
+        self._touch()
         return {
             "host": self.host,
             "hostname": platform.node(),
@@ -101,7 +127,9 @@ class TesterAgent:
     def clock(self) -> tuple[int, int]:
         """(arrival, departure) in this host's CLOCK_MONOTONIC ns (NTP's t2 and t3)."""
         t2 = time.monotonic_ns()
-        return t2, time.monotonic_ns()
+        t3 = time.monotonic_ns()
+        self._touch()
+        return t2, t3
 
     # ------------------------------------------------------------------ workers
     def _spawn_loop(self) -> None:
@@ -133,6 +161,7 @@ class TesterAgent:
     def spawn(self, wid: int, core: int) -> dict:
         """Start worker ``wid`` pinned to ``core`` (or, if this host lacks that core, to one
         of its own, all but the first). Returns its pid, core and counter file path."""
+        self._touch()
         if self._closed:
             raise RuntimeError(f"agent on {self.host} is shutting down")
         self.kill(wid)
@@ -200,6 +229,7 @@ class TesterAgent:
 
     def send(self, wid: int, data: bytes) -> None:
         """Write one encoded command line to the worker's stdin."""
+        self._touch()
         w = self._get(wid)
         if w.proc.poll() is not None or w.proc.stdin is None:
             raise RuntimeError(f"worker {wid} on host {self.host} {w.exit_text()}")
@@ -214,10 +244,13 @@ class TesterAgent:
         """Event lines since the last call (waits up to ``timeout`` s for one). The second
         item is None while the worker runs, and once it exited (and every line was
         returned) ``{returncode, reason}``."""
+        self._touch()
         w = self._get(wid)
         with w.cond:
             if not w.events and not w.eof:
                 w.cond.wait(timeout)
+        self._touch()
+        with w.cond:
             lines = list(w.events)
             w.events.clear()
             done = w.eof and not w.events
@@ -238,6 +271,7 @@ class TesterAgent:
         second), worker CPU % and the host's clock at the reading."""
         from tgen_tui.engine.probes import CpuProbe, InterfaceProbe
 
+        self._touch()
         if self._ifprobe is None:
             self._ifprobe, self._cpu = InterfaceProbe(), CpuProbe()
         blocks = {}
