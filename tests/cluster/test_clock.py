@@ -146,9 +146,7 @@ def test_host_in_profile_is_validated(tmp_path):
     from tgen_tui.profiles.loader import load_profile
 
     p = tmp_path / "p.yaml"
-    p.write_text(
-        "ports:\n  p0: {interface: p0, host: 'bad host'}\nstreams: []\n", encoding="utf-8"
-    )
+    p.write_text("ports:\n  p0: {interface: p0, host: 'bad host'}\nstreams: []\n", encoding="utf-8")
     with pytest.raises(BadInput) as ei:
         load_profile(str(p))
     assert "host" in str(ei.value)
