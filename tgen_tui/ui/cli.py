@@ -56,6 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="where the picker and palette look (default: profiles)",
     )
     p.add_argument("--fake", action="store_true", help="simulated engine (demo, no root, no lab)")
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run ports that name a host on that host's Ray node: the head's IP:PORT or "
+        "'auto' (see tgen run --help)",
+    )
     p.set_defaults(func=cmd_tui)
 
 
@@ -66,13 +72,15 @@ def _compile(path: str):
     return compile_profile(load_profile(path))
 
 
-def _check_environment(compiled) -> None:
+def _check_environment(compiled, cluster: str | None = None) -> None:
     """Same checks as ``tgen run``: root, and every port's namespace exists."""
     if os.geteuid() != 0:
         raise EnvironmentProblem(
             "tgen tui needs root (AF_PACKET sockets, network namespaces); --fake runs a simulation"
         )
     for spec in compiled.ports.values():
+        if cluster and spec.host:
+            continue  # on its own host: the engine checks there
         if spec.netns and not os.path.exists(f"/run/netns/{spec.netns}"):
             raise EnvironmentProblem(
                 f"port {spec.name}: network namespace {spec.netns!r} does not exist (bring the lab up: tgen lab up)"
@@ -98,11 +106,17 @@ def make_host_builder(args: argparse.Namespace):
 
             eng = FakeEngine(compiled, cores=cores)
             return AsyncioEngineHost(lambda: fake_engine_cm(eng)), compiled
-        _check_environment(compiled)
+        from tgen_tui.commands.run_cmd import check_cluster_option
+
+        cluster = getattr(args, "cluster", None)
+        check_cluster_option(cluster)
+        _check_environment(compiled, cluster)
         from tgen_tui.engine.controller import EngineOptions, open_engine
         from tgen_tui.ui.host import GuestEngineHost
 
-        opts = EngineOptions(cores=cores, dut_netns=args.dut_netns, dut_ssh=args.dut_ssh)
+        opts = EngineOptions(
+            cores=cores, dut_netns=args.dut_netns, dut_ssh=args.dut_ssh, cluster=cluster
+        )
         return GuestEngineHost(lambda: open_engine(compiled, opts)), compiled
 
     return build
