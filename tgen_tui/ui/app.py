@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
-from textual.app import App
+from textual.app import App, ScreenStackError
 
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription, EngineEvent
@@ -185,9 +185,14 @@ class TgenApp(App):
         self.redraw_view()
 
     def redraw_view(self) -> None:
-        scr = self.screen
+        try:
+            scr = self.screen
+        except ScreenStackError:  # shutting down
+            return
         if not isinstance(scr, ViewScreen) or self.desc is None or self.snap is None:
             return
+        if not scr.is_mounted or not scr.query("#title"):
+            return  # switching screens: not composed yet; the next tick draws it
         if scr.VIEW not in self._setup_done or scr.desc is not self.desc:
             scr.setup(self.desc)
             self._setup_done.add(scr.VIEW)

@@ -271,31 +271,36 @@ class MainScreen(ViewScreen):
                 if not found or not buf:
                     continue
                 sp = found.first(Sparkline)
-                data = list(buf)[-max(4, sp.size.width) :]
+                data = [0.0, *list(buf)[-max(4, sp.size.width - 1) :]]  # 0 anchors the scale
                 if data != sp.data:
                     sp.data = data
         self.query_one("#gauge", ConntrackGauge).show(snap.dut)
 
 
 # ------------------------------------------------------------------------ Streams
+# key, label, width, shown below 120 columns
 STREAM_COLS = [
-    ("name", "Stream", 14),
-    ("port", "Port", 9),
-    ("rate", "Rate", 11),
-    ("tx", "Tx", 12),
-    ("rx", "Rx", 12),
-    ("lost", "Lost", 9),
-    ("loss", "Loss", 9),
-    ("ooo", "OOO", 6),
-    ("dup", "Dup", 6),
-    ("lmin", "Lat min", 9),
-    ("lavg", "avg", 9),
-    ("l50", "p50", 9),
-    ("l99", "p99", 9),
-    ("lmax", "max", 9),
-    ("jit", "Jitter", 9),
-    ("state", "", 7),
+    ("name", "Stream", 14, True),
+    ("port", "Port", 9, False),
+    ("rate", "Rate", 11, False),
+    ("tx", "Tx", 11, True),
+    ("rx", "Rx", 11, True),
+    ("lost", "Lost", 8, True),
+    ("loss", "Loss", 9, True),
+    ("ooo", "OOO", 6, False),
+    ("dup", "Dup", 6, False),
+    ("lmin", "Lat min", 9, False),
+    ("lavg", "avg", 9, False),
+    ("l50", "p50", 9, False),
+    ("l99", "p99", 9, True),
+    ("lmax", "max", 9, False),
+    ("jit", "Jitter", 9, False),
+    ("state", "", 7, True),
 ]
+
+
+def narrow(screen: Screen) -> bool:
+    return screen.app.size.width < 120
 
 
 class StreamsScreen(ViewScreen):
@@ -314,13 +319,20 @@ class StreamsScreen(ViewScreen):
         t = self.query_one("#streams", DataTable)
         t.clear(columns=True)
         t.fixed_columns = 1
-        for key, label, w in STREAM_COLS:
-            t.add_column(label, width=w, key=key)
+        small = narrow(self)
+        cols = [c for c in STREAM_COLS if c[3] or not small]
+        self._cols = {c[0] for c in cols}
+        for key, label, w, _ in cols:
+            t.add_column(label, width=(10 if small and key == "name" else w), key=key)
         for s in desc.streams:
-            t.add_row(
-                s.name, f"{s.port}→{s.rx_port or '-'}", *["-"] * (len(STREAM_COLS) - 2), key=s.name
-            )
+            first = {"name": s.name, "port": f"{s.port}→{s.rx_port or '-'}"}
+            t.add_row(*[first.get(c[0], "-") for c in cols], key=s.name)
         self._cells: dict[tuple[str, str], object] = {}
+        self._width = self.app.size.width
+
+    def on_resize(self) -> None:
+        if self.desc is not None and narrow(self) != (self._width < 120):
+            self.setup(self.desc)
 
     def selected_stream(self) -> str | None:
         t = self.query_one("#streams", DataTable)
@@ -352,7 +364,7 @@ class StreamsScreen(ViewScreen):
                 "state": Text("PAUSED", style="bold yellow") if s.paused else Text(""),
             }
             for col, v in vals.items():
-                if self._cells.get((s.name, col)) != v:
+                if col in self._cols and self._cells.get((s.name, col)) != v:
                     self._cells[(s.name, col)] = v
                     t.update_cell(s.name, col, v)
 
@@ -397,7 +409,7 @@ class DutScreen(ViewScreen):
         h.styles.height = 8 if self.app.size.height >= 40 else 3
         buf = self.app.ct_history  # type: ignore[attr-defined]
         if buf:
-            data = list(buf)[-max(4, h.size.width) :]
+            data = [0.0, *list(buf)[-max(4, h.size.width - 1) :]]  # 0 anchors the scale
             if data != h.data:
                 h.data = data
         if d is None:
@@ -423,17 +435,17 @@ class DutScreen(ViewScreen):
 
 # ------------------------------------------------------------------------ Workers
 WORKER_COLS = [
-    ("id", "Worker", 7),
-    ("core", "Core", 5),
-    ("ports", "Ports", 10),
-    ("streams", "Streams", 14),
-    ("pps", "Tx pps", 11),
-    ("cpu", "CPU %", 7),
-    ("proc", "Proc %", 7),
-    ("busy", "Busy %", 7),
-    ("hb", "Heartbeat", 10),
-    ("path", "Path", 9),
-    ("alive", "", 10),
+    ("id", "Worker", 6, True),
+    ("core", "Core", 4, True),
+    ("ports", "Ports", 8, True),
+    ("streams", "Streams", 14, False),
+    ("pps", "Tx pps", 9, True),
+    ("cpu", "CPU %", 5, True),
+    ("proc", "Proc %", 6, False),
+    ("busy", "Busy %", 6, True),
+    ("hb", "Heartbeat", 8, True),
+    ("path", "Path", 8, True),
+    ("alive", "", 7, False),
 ]
 
 
@@ -452,21 +464,27 @@ class WorkersScreen(ViewScreen):
         super().setup(desc)
         t = self.query_one("#workers", DataTable)
         t.clear(columns=True)
-        for key, label, w in WORKER_COLS:
+        cols = [c for c in WORKER_COLS if c[3] or not narrow(self)]
+        self._cols = {c[0] for c in cols}
+        for key, label, w, _ in cols:
             t.add_column(label, width=w, key=key)
         for w in desc.workers:
-            t.add_row(
-                str(w.id),
-                str(w.core),
-                ", ".join(w.ports),
-                ", ".join(w.streams) or "(rx only)",
-                *["-"] * 7,
-                key=str(w.id),
-            )
+            first = {
+                "id": str(w.id),
+                "core": str(w.core),
+                "ports": ", ".join(w.ports),
+                "streams": ", ".join(w.streams) or "(rx only)",
+            }
+            t.add_row(*[first.get(c[0], "-") for c in cols], key=str(w.id))
+        self._width = self.app.size.width
         self.query_one("#plan-notes", Static).update(
             "\n".join(f"warning: {x}" for x in desc.warnings)
         )
         self._cells: dict[tuple[str, str], object] = {}
+
+    def on_resize(self) -> None:
+        if self.desc is not None and narrow(self) != (self._width < 120):
+            self.setup(self.desc)
 
     def update_view(self, snap: StatsSnapshot) -> None:
         t = self.query_one("#workers", DataTable)
@@ -487,7 +505,7 @@ class WorkersScreen(ViewScreen):
                 else Text(w.exit_reason or "dead", style="bold red"),
             }
             for col, v in vals.items():
-                if self._cells.get((k, col)) != v:
+                if col in self._cols and self._cells.get((k, col)) != v:
                     self._cells[(k, col)] = v
                     t.update_cell(k, col, v)
 
@@ -556,9 +574,10 @@ class HelpScreen(ViewScreen):
         keymap = getattr(self.app, "keymap_overrides", {})
         t = self.query_one("#help", DataTable)
         t.clear(columns=True)
-        t.add_column("Keys", width=14, key="keys")
-        t.add_column("Does", width=58, key="does")
-        t.add_column("Binding id", width=18, key="id")
+        small = narrow(self)
+        t.add_column("Keys", width=12, key="keys")
+        t.add_column("Does", width=44 if small else 70, key="does")
+        t.add_column("Binding id", width=16, key="id")
         digits = [b for b in ALL_BINDINGS if (b.id or "").startswith("port.select")]
         t.add_row(
             ", ".join(effective_keys(b, keymap) for b in digits[:3])

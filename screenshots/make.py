@@ -1,0 +1,120 @@
+"""Make the console's screenshots: every screen at 80x24 and 160x48, from the real app and
+the real engine against a lab this script brings up (unique prefix) and removes.
+
+    sudo .venv/bin/python screenshots/make.py            # writes screenshots/*.svg
+    sudo .venv/bin/python screenshots/make.py --seconds 5
+
+Each size runs ``profiles/lab.yaml`` (its namespaces renamed to the script's lab), starts
+both ports from the keyboard (``S``), lets them send, stops p0 (``0`` ``t``), selects p1,
+then saves Main, Streams, DUT, Workers, Log, Help and the editor, and quits with ``q`` ``y``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+VIEWS = [
+    ("m", "main"),
+    ("f", "streams"),
+    ("d", "dut"),
+    ("w", "workers"),
+    ("l", "log"),
+    ("question_mark", "help"),
+]
+SIZES = [(80, 24), (160, 48)]
+
+
+async def shoot(prefix: str, size: tuple[int, int], out: Path, seconds: float) -> list[str]:
+    from textual.widgets import Input, OptionList
+
+    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.profiles.loader import load_profile_text
+    from tgen_tui.ui.app import TgenApp
+    from tgen_tui.ui.editor import EditorScreen
+    from tgen_tui.ui.host import GuestEngineHost
+
+    text = (ROOT / "profiles" / "lab.yaml").read_text()
+    text = text.replace("tgen-tester", f"{prefix}-tester").replace("tgen-dut", f"{prefix}-dut")
+    tmp = Path(f"/tmp/{prefix}-lab.yaml")
+    tmp.write_text(text)
+    compiled = compile_profile(load_profile_text(text, str(tmp)))
+    host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions()))
+    app = TgenApp(
+        host, compiled=compiled, profile_path=str(tmp), profiles_dir=str(ROOT / "profiles")
+    )
+    w, h = size
+    written = []
+    async with app.run_test(size=size) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.1)
+            if app.snap is not None:
+                break
+        await pilot.press("S")
+        await pilot.pause(seconds)
+        await pilot.press("0", "t", "1")
+        await pilot.pause(1.5)
+        for key, view in VIEWS:
+            await pilot.press(key)
+            await pilot.pause(0.6)
+            name = f"{view}-{w}x{h}.svg"
+            app.save_screenshot(filename=name, path=str(out))
+            written.append(name)
+        await pilot.press("m", "e")
+        await pilot.pause(0.5)
+        scr = app.screen
+        assert isinstance(scr, EditorScreen)
+        scr.query_one("#etitle").update(" editor: profiles/lab.yaml")
+        scr.query_one("#sections", OptionList).highlighted = 3
+        await pilot.pause(0.5)
+        for inp in scr.query(Input):
+            inp.cursor_blink = False
+        name = f"editor-{w}x{h}.svg"
+        app.save_screenshot(filename=name, path=str(out))
+        written.append(name)
+        await pilot.press("escape", "q")
+        await pilot.pause(0.3)
+        await pilot.press("y")
+        await pilot.pause(1.0)
+    tmp.unlink(missing_ok=True)
+    return written
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--seconds", type=float, default=4.0, help="how long both ports send before the shots"
+    )
+    ap.add_argument("--out", default=str(ROOT / "screenshots"))
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("screenshots/make.py: needs root (it brings up a lab)", file=sys.stderr)
+        return 3
+    from tgen_tui.lab import topology
+    from tgen_tui.lab.config import LabConfig
+
+    prefix = "shot" + secrets.token_hex(2)
+    out = Path(args.out)
+    out.mkdir(exist_ok=True)
+    topology.up(LabConfig(prefix=prefix, topology="nat"))
+    try:
+        for size in SIZES:
+            names = asyncio.run(shoot(prefix, size, out, args.seconds))
+            print(f"{size[0]}x{size[1]}: " + ", ".join(names))
+    finally:
+        topology.down(prefix)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
