@@ -38,6 +38,7 @@ case "$MODE" in
         exec .venv/bin/tgen run profiles/lab.yaml --duration 10
         ;;
     test)
+        .venv/bin/python -m pip install -q -e '.[test,cluster]'  # the cluster tests use Ray
         .venv/bin/ruff check .
         set +e
         .venv/bin/python -m pytest -q -p no:cacheprovider "${@:2}"
