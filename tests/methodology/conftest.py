@@ -32,3 +32,9 @@ def limited_lab():
 def ct_limited_lab():
     """A NAT lab whose DUT tracks at most 3,000 new flows (nftables ct count)."""
     yield from lab(ct_limit=3000)
+
+
+@pytest.fixture
+def small_table_lab():
+    """A NAT lab with nf_conntrack_max = 3,000 (global while the lab is up; restored)."""
+    yield from lab(conntrack_max=3000)

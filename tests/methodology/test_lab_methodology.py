@@ -116,3 +116,53 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path):
     assert cp.stderr.strip().count("\n") == 0 and "--max-rate" in cp.stderr
     cp = tgen("rfc2544", "throughput", str(prof), "--loss-tolerance", "x%")
     assert cp.returncode == 2 and "--loss-tolerance" in cp.stderr
+
+
+def test_capacity_finds_conntrack_max(small_table_lab, tmp_path: Path):
+    """nf_conntrack_max = 3,000 is a state table of known size: the capacity search must
+    land within 5 % of it, and a trial above it fails for the table, not the rate."""
+    prof = tmp_path / "p.yaml"
+    prof.write_text(
+        forward_profile(small_table_lab, ports="{min: 1024, max: 65535, mode: unique}").replace(
+            "dst_port: 7", "dst_port: {min: 1, max: 10, mode: unique}"
+        )
+    )
+    out = tmp_path / "r.json"
+    cp = tgen(
+        "rfc9693", "capacity", str(prof), "--c0", "1000", "--max-rate", "20000",
+        "--error", "5000", "-E", "100", "--json", str(out), *FAST,
+    )  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(out.read_text())
+    cap = doc["capacity"]
+    assert doc["dut"]["conntrack_max"] == 3000
+    assert cap["status"] == "ok" and cap["r0"] > 0
+    assert abs(cap["capacity"] - 3000) <= 150, cap
+    assert cap["h_connections"] - cap["capacity"] <= 100
+    passed = [s for s in cap["steps"] if s["phase"] != "R0" and s["passed"]]
+    assert passed and all(
+        s["trial"]["extra"]["conntrack"]["rise"] == s["connections"] for s in passed
+    )
+
+
+def test_sigint_writes_a_partial_report(limited_lab, tmp_path: Path):
+    import signal
+    import time
+
+    prof = tmp_path / "p.yaml"
+    prof.write_text(forward_profile(limited_lab))
+    out = tmp_path / "r.json"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tgen_tui", "rfc2544", "throughput", str(prof), "--max-rate",
+         "4000", "--duration", "30s", "--json", str(out), "--no-store", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(4)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    doc = json.loads(out.read_text())
+    assert doc["partial"] is True and doc["signal"] == "SIGINT"
+    (s,) = doc["searches"]
+    assert s["status"] == "running"  # interrupted inside the upper-bound trial
+    assert not list(Path("/dev/shm").glob(f"tgen-{p.pid}-*"))  # workers reaped, files gone
