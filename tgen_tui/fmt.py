@@ -47,10 +47,8 @@ def mbps(value: float | None) -> str:
 
 
 def _fixed(v: float, unit: str) -> str:
-    for scale, prefix in _PREFIXES:
-        if abs(v) >= scale:
-            return f"{v / scale:.1f} {prefix}{unit}"
-    return f"{v:.0f} {unit}"
+    steps = tuple((scale, ".1f", prefix + unit) for scale, prefix in _PREFIXES)
+    return _scaled(v, steps, "{:.0f} " + unit)
 
 
 def count(value: int | float | None) -> str:
@@ -69,18 +67,22 @@ def pct(value: float | None, digits: int = 2) -> str:
     return f"{value:.{digits}f} %"
 
 
+def _scaled(v: float, steps: tuple[tuple[float, str, str], ...], last: str) -> str:
+    """The first step whose scale ``v`` reaches: ``format(v / scale, spec) + unit``."""
+    for scale, spec, unit in steps:
+        if abs(v) >= scale:
+            return f"{v / scale:{spec}} {unit}"
+    return last.format(v)
+
+
+_NS_STEPS = ((1e9, ".2f", "s"), (1e6, ".2f", "ms"), (1e3, ".1f", "µs"))
+
+
 def ns(value: float | None) -> str:
     """A time given in nanoseconds, in the unit that reads best: '812 ns', '52.3 µs', '17.8 ms'."""
     if value is None:
         return DASH
-    v = float(value)
-    if abs(v) >= 1e9:
-        return f"{v / 1e9:.2f} s"
-    if abs(v) >= 1e6:
-        return f"{v / 1e6:.2f} ms"
-    if abs(v) >= 1e3:
-        return f"{v / 1e3:.1f} µs"
-    return f"{v:.0f} ns"
+    return _scaled(float(value), _NS_STEPS, "{:.0f} ns")
 
 
 def seconds(value: float | None) -> str:
@@ -95,15 +97,39 @@ def seconds(value: float | None) -> str:
     return f"{int(v // 3600)} h {int(v % 3600 // 60):02d} min"
 
 
+_BYTE_STEPS = (
+    (2**40, ".1f", "TiB"),
+    (2**30, ".1f", "GiB"),
+    (2**20, ".1f", "MiB"),
+    (2**10, ".1f", "KiB"),
+)
+
+
 def nbytes(value: int | float | None) -> str:
     """Bytes in binary units: '79.0 MiB'."""
     if value is None:
         return DASH
-    v = float(value)
-    for scale, prefix in ((2**40, "Ti"), (2**30, "Gi"), (2**20, "Mi"), (2**10, "Ki")):
-        if abs(v) >= scale:
-            return f"{v / scale:.1f} {prefix}B"
-    return f"{v:.0f} B"
+    return _scaled(float(value), _BYTE_STEPS, "{:.0f} B")
 
 
-__all__ = ["DASH", "bps", "count", "mbps", "nbytes", "ns", "pct", "pps", "seconds", "si"]
+def rate_short(value: float) -> str:
+    """A compact rate for progress lines, no unit: '1.23M', '20.00k', '950'."""
+    for scale, prefix in _PREFIXES[1:]:
+        if abs(value) >= scale:
+            return f"{value / scale:.2f}{prefix}"
+    return f"{value:.0f}"
+
+
+__all__ = [
+    "DASH",
+    "rate_short",
+    "bps",
+    "count",
+    "mbps",
+    "nbytes",
+    "ns",
+    "pct",
+    "pps",
+    "seconds",
+    "si",
+]

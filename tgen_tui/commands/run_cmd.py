@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from tgen_tui import fmt
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
 from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.profiles.units import parse_duration
@@ -142,18 +143,13 @@ def _check_environment(compiled, cluster: str | None = None) -> None:
             )
 
 
-def _fmt_rate(x: float) -> str:
-    for s, u in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= s:
-            return f"{x / s:.2f}{u}"
-    return f"{x:.0f}"
-
-
 def progress_line(snap) -> str:
     parts = [f"t={snap.t:6.1f}s"]
     for p in snap.ports:
         flag = "" if p.state not in ("failed",) else " FAILED"
-        parts.append(f"{p.name} tx {_fmt_rate(p.tx_pps)}pps rx {_fmt_rate(p.rx_pps)}pps{flag}")
+        parts.append(
+            f"{p.name} tx {fmt.rate_short(p.tx_pps)}pps rx {fmt.rate_short(p.rx_pps)}pps{flag}"
+        )
     lost = sum(s.lost for s in snap.streams)
     parts.append(f"lost {lost}")
     if snap.dut and snap.dut.conntrack_count is not None:
@@ -161,12 +157,8 @@ def progress_line(snap) -> str:
     return " | ".join(parts)
 
 
-def _lat(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if v >= 1e6:
-        return f"{v / 1e6:.2f}ms"
-    return f"{v / 1e3:.1f}us"
+def _lat_cell(v: float | None) -> str:
+    return fmt.ns(v).replace(" ", "")
 
 
 def summary_table(result: dict) -> str:
@@ -196,8 +188,8 @@ def summary_table(result: dict) -> str:
         lat = s["latency_ns"]
         lines.append(
             f"{name[:15]:<16}{s['tx_frames']:>11,}{s['rx_frames']:>11,}{s['lost']:>9,}{s['loss_pct']:>9.4f}"
-            f"{s['out_of_order']:>6}{s['duplicates']:>6}{_lat(lat['min']):>10}{_lat(lat['avg']):>10}"
-            f"{_lat(lat['p99']):>10}{_lat(lat['max']):>10}"
+            f"{s['out_of_order']:>6}{s['duplicates']:>6}{_lat_cell(lat['min']):>10}{_lat_cell(lat['avg']):>10}"
+            f"{_lat_cell(lat['p99']):>10}{_lat_cell(lat['max']):>10}"
         )
     if result.get("dut"):
         d = result["dut"]
