@@ -525,7 +525,7 @@ def main() -> int:
     ap.add_argument("--calibrate", action="store_true",
                     help="run `tgen calibrate` first (writes the cache auto uses)")  # fmt: skip
     ap.add_argument(
-        "--allow-xdp", action="store_true", help="with --calibrate: let auto pick AF_XDP"
+        "--no-xdp", action="store_true", help="with --calibrate: auto never picks AF_XDP"
     )
     ap.add_argument("--no-rx-check", action="store_true")
     ap.add_argument("--out", default=str(RESULTS / "tx_vs_trafgen.json"))
@@ -544,7 +544,7 @@ def main() -> int:
     try:
         if a.calibrate:  # exactly as a user would: `tgen calibrate` (its own sink pair)
             argv = [sys.executable, "-m", "tgen_tui", "calibrate", "--cpu", str(a.cpu), "--json"]
-            r = subprocess.run(argv + (["--allow-xdp"] if a.allow_xdp else []),
+            r = subprocess.run(argv + (["--no-xdp"] if a.no_xdp else []),
                                capture_output=True, text=True, cwd=str(ROOT))  # fmt: skip
             if r.returncode != 0:
                 raise SystemExit(f"tgen calibrate failed: {r.stderr.strip()[-300:]}")

@@ -147,9 +147,9 @@ def test_calibrate_cli_writes_cache(cache_dir):
     rows = {(x["tx_path"], x["max_batch"]): x for x in e["table"]}
     assert {p for p, _ in rows} == {"sendmmsg", "tx_ring", "af_xdp"} and len(rows) == 7
     packet = [x for (p, _), x in rows.items() if p != "af_xdp"]
-    assert all(x["kpps"] > 0 and not x["errors"] and x["eligible"] for x in packet), e["table"]
-    assert all(not x["eligible"] for (p, _), x in rows.items() if p == "af_xdp")
-    best = max(packet, key=lambda x: x["kpps"])  # auto never picks AF_XDP without --allow-xdp
+    assert all(x["kpps"] > 0 and not x["errors"] for x in packet), e["table"]
+    assert all(x["eligible"] for x in rows.values())  # AF_XDP too, unless --no-xdp
+    best = max((x for x in rows.values() if not x["errors"]), key=lambda x: x["kpps"])
     assert e["choice"] == {"tx_path": best["tx_path"], "max_batch": best["max_batch"]}
     assert e["driver"] == "veth" and e["host"]["kernel"] == os.uname().release
     k, got, stale = cache.lookup("veth", None, None)
@@ -175,3 +175,15 @@ def test_calibrate_missing_interface(cache_dir):
                        text=True, cwd=str(ROOT))  # fmt: skip
     assert r.returncode == 3 and r.stderr.count("\n") == 1 and "nope0" in r.stderr
     assert not (cache_dir / cache.FILE_NAME).exists()
+
+
+@needs_root
+def test_no_xdp_keeps_auto_on_af_packet(cache_dir):
+    from tgen_tui.calibrate.measure import calibrate
+
+    e = calibrate(rounds=1, seconds=0.2, warm_s=0.05, allow_xdp=False,
+                  candidates=(("sendmmsg", 64), ("af_xdp", 64)))  # fmt: skip
+    rows = {r["tx_path"]: r for r in e["table"]}
+    assert e["choice"] == {"tx_path": "sendmmsg", "max_batch": 64} and not e["allow_xdp"]
+    assert rows["sendmmsg"]["eligible"] and not rows["af_xdp"]["eligible"]
+    assert rows["sendmmsg"]["kpps"] > 0

@@ -26,7 +26,7 @@ from tgen_tui.calibrate import iface
 SINK_MAC = "02:00:00:00:00:02"  # locally administered, nobody's: the sink drops the frames
 
 # (tx_path, batch): sendmmsg at a few batch sizes, the TX ring at a few flush sizes, and
-# AF_XDP (measured always, chosen for `auto` only when allowed: see AUTO_PATHS)
+# AF_XDP in copy mode (excluded from the choice with allow_xdp=False: see AUTO_PATHS)
 CANDIDATES: tuple[tuple[str, int], ...] = (
     ("sendmmsg", 256),
     ("sendmmsg", 1024),
@@ -36,8 +36,8 @@ CANDIDATES: tuple[tuple[str, int], ...] = (
     ("af_xdp", 256),
     ("af_xdp", 1024),
 )
-# AF_XDP bypasses the qdisc and the packet taps (tcpdump on the port sees nothing), so
-# `auto` picks it only after `tgen calibrate --allow-xdp`
+# AF_XDP bypasses the qdisc and the packet taps (tcpdump on the port sees none of its
+# frames): `tgen calibrate --no-xdp` keeps `auto` to these
 AUTO_PATHS = ("sendmmsg", "tx_ring")
 
 
@@ -199,7 +199,7 @@ def calibrate(
     cpu: int | None = None,
     candidates=CANDIDATES,
     progress=None,
-    allow_xdp: bool = False,
+    allow_xdp: bool = True,
 ) -> dict:
     """Measure on ``interface`` (in ``netns``), or on a sink pair of its own when None.
 

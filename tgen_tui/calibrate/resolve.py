@@ -61,12 +61,15 @@ def resolve(
         return TxChoice(req, batch, "profile", f"tx_path: {req} in the profile")
     if entry and not stale:
         c = entry["choice"]
+        note = ""
+        if c["tx_path"] == "af_xdp":
+            note = " (AF_XDP: tcpdump on this port does not see these frames)"
         return TxChoice(
             c["tx_path"],
             int(c.get("max_batch", DEFAULT_BATCH)),
             "cache",
             f"calibrated for {key} at {entry.get('measured_at', '?')}: "
-            f"{c['tx_path']} batch {c.get('max_batch')} at {entry.get('kpps', 0):.0f} kpps",
+            f"{c['tx_path']} batch {c.get('max_batch')} at {entry.get('kpps', 0):.0f} kpps{note}",
         )
     if stale:
         why = f"default: cache entry {key} is stale ({stale}); run tgen calibrate"

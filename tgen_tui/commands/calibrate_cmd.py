@@ -18,9 +18,10 @@ fastest for this host and interface driver in ~/.cache/tgen/txpath.json ($TGEN_C
 overrides). A port with `tx_path: auto` (the default) then uses it; `tgen run --json`
 shows, per worker, which path ran and why (profile, cache or default).
 
-AF_XDP is measured but chosen for `auto` only with --allow-xdp: its frames bypass the
-qdisc and the packet taps, so tcpdump on the tester port sees none of them (the
-interface counters do). A profile can always ask for it with `tx_path: af_xdp`.
+AF_XDP (copy mode) bypasses the qdisc and the packet taps: when it is chosen, tcpdump
+on the tester port sees none of the frames tgen sends (the interface counters and the
+far end do). --no-xdp keeps `auto` to the AF_PACKET paths; a profile can also pin a
+port with `tx_path: sendmmsg`.
 
 By default the frames go into a veth pair of its own, in two namespaces it creates and
 removes, whose far end drops them: never the DUT, no test traffic touched. With
@@ -33,6 +34,7 @@ on an otherwise idle host: other work changes the ranking (it warns when the loa
 examples:
   tgen calibrate                                   # own veth pair; caches for 'veth'
   tgen calibrate --rounds 3 --seconds 3            # steadier figures on a busy host
+  tgen calibrate --no-xdp                          # keep tcpdump on the ports useful
   tgen calibrate --interface p0 --netns lab-tester --json
 
 Exit codes: 0 ok, 2 bad option, 3 environment (not root, no such interface, nothing sent).
@@ -67,9 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--no-cache", action="store_true", help="measure and print, do not write the cache"
     )
     p.add_argument(
-        "--allow-xdp",
+        "--no-xdp",
         action="store_true",
-        help="let tx_path auto choose AF_XDP when fastest (it bypasses the qdisc and packet taps)",
+        help="never choose AF_XDP for auto (keeps tcpdump on the tester ports seeing the frames)",
     )
     p.add_argument("--json", action="store_true", help="print the cache entry as JSON")
     p.set_defaults(func=cmd_calibrate)
@@ -101,7 +103,7 @@ def table(entry: dict) -> str:
         )
         err = f"  failed: {r['errors'][0]}" if r["errors"] else ""
         if not r.get("eligible", True) and not err:
-            err = "  (not for auto without --allow-xdp)"
+            err = "  (excluded: --no-xdp)"
         lines.append(f"{r['tx_path']:10s} {r['max_batch']:6d} {r['kpps']:8.1f}  {runs}{mark}{err}")
     return "\n".join(lines)
 
@@ -124,7 +126,7 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     try:
         entry = calibrate(a.interface, a.netns, rounds=a.rounds, seconds=a.seconds,
                           warm_s=a.warm, cpu=a.cpu, progress=progress,
-                          allow_xdp=a.allow_xdp)  # fmt: skip
+                          allow_xdp=not a.no_xdp)  # fmt: skip
     except (RuntimeError, OSError) as e:
         raise EnvironmentProblem(f"calibration failed: {e}") from None
     written = None
