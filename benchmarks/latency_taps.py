@@ -7,7 +7,8 @@ lab.yaml sends 20 kfps per stream, so 1 and 5 give 20 and 100 kfps), then matche
 captured frame by its signature (stream, sequence number):
 
 - tap latency: the receiving port's capture time minus the sending port's capture time
-  (the DUT and the wire, as the kernel saw them);
+  (the DUT and the wire, as the kernel saw them). The ports are pinned to
+  ``tx_path: sendmmsg``: AF_XDP frames would bypass the sending port's tap;
 - send delay: the sending port's capture time minus the signature's timestamp (the
   tester's own send path; CLOCK_MONOTONIC, aligned to the capture clock once);
 - tgen's figures: ``latency_ns`` of the run's result for the same stream.
@@ -140,9 +141,9 @@ def main() -> int:
     try:
         prof = tmp / "lab.yaml"
         txt = (ROOT / "profiles" / "lab.yaml").read_text()
-        prof.write_text(
-            txt.replace("tgen-tester", f"{prefix}-tester").replace("tgen-dut", f"{prefix}-dut")
-        )
+        txt = txt.replace("tgen-tester", f"{prefix}-tester").replace("tgen-dut", f"{prefix}-dut")
+        # pinned to sendmmsg: AF_XDP frames (tx_path auto may pick it) bypass the egress tap
+        prof.write_text(txt.replace("speed: 10G}", "speed: 10G, tx_path: sendmmsg}"))
         tester = f"{prefix}-tester"
         for scale in [float(x) for x in a.rates.split(",")]:
             caps = {i: str(tmp / f"{i}-{scale:g}.pcap") for i in ("p0", "p1")}
