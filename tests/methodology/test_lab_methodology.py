@@ -166,3 +166,28 @@ def test_sigint_writes_a_partial_report(limited_lab, tmp_path: Path):
     (s,) = doc["searches"]
     assert s["status"] == "running"  # interrupted inside the upper-bound trial
     assert not list(Path("/dev/shm").glob(f"tgen-{p.pid}-*"))  # workers reaped, files gone
+
+
+def test_latency_reports_tl_and_wcl_of_tagged_frames(limited_lab, tmp_path: Path):
+    prof = tmp_path / "p.yaml"
+    prof.write_text(forward_profile(limited_lab))
+    out = tmp_path / "r.json"
+    cp = tgen(
+        "rfc2544", "latency", str(prof), "--rate", "2000", "--delay", "300ms", "--repeats",
+        "2", "--json", str(out), *FAST,
+    )  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    (fs,) = json.loads(out.read_text())["by_frame_size"]
+    assert fs["rate_pps"] == 2000 and fs["delay_s"] == 0.3 and len(fs["trials"]) == 2
+    for tr in fs["trials"]:
+        f, t = tr["figures"], tr["trial"]
+        # tagged = frames counted after the delay (the counters are cleared then)
+        assert 1000 <= f["tagged"] <= 2000 - 300 * 2 + 100 and f["lost_tagged"] == t["lost"]
+        assert f["penalty_ns"] == (1.0 - 0.3 + 0.3) * 1e9
+        if f["lost_tagged"] == 0:
+            assert 0 < f["tl_ns"] <= f["wcl_ns"] < f["penalty_ns"]
+        c = t["extra"]["clear"]  # frames sent between the reading and the clear are in neither
+        if t["valid"]:
+            assert 2000 - c["unobserved_frames_max"] <= t["tx_frames"] + c["sent_before"] <= 2000
+    s = fs["summary"]
+    assert s["tl_ns"]["n"] == 2 and s["wcl_ns"]["median"] >= s["tl_ns"]["median"]

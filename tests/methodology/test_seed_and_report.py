@@ -77,3 +77,16 @@ def test_document_and_tables_from_a_session():
     assert cols == [64] and rows[0][1] == [49_500]
     text = render(doc)
     assert "[QUICK]" in text and "PARTIAL" in text and "| 49,500 |" in text
+
+
+def test_methodology_never_imports_textual():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tgen_tui.methodology.run, tgen_tui.methodology.trial, "
+        "tgen_tui.methodology.output, tgen_tui.methodology.phase2, "
+        "tgen_tui.commands.methodology_cmds; print('textual' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -115,7 +115,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         )
         _common(q, repeats=20 if name in ("latency", "pdv") else 10)
         if name in ("latency", "pdv"):
-            q.set_defaults(duration="120s" if name == "latency" else "60s")
+            q.set_defaults(default_duration="120s" if name == "latency" else "60s")
         q.set_defaults(func=cmd_method, verb_name=f"rfc2544-{name}")
     p.set_defaults(func=_need_test(p))
 
@@ -174,20 +174,23 @@ def _need_test(parser: argparse.ArgumentParser):
 def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = True) -> None:
     p.add_argument("profile", metavar="PROFILE", help="profile YAML (e.g. profiles/lab.yaml)")
     g = p.add_argument_group("trial")
-    g.add_argument("--duration", "-d", default="60s", help="trial length (default: %(default)s)")
+    g.add_argument("--duration", "-d", help="trial length (default: 60s; --quick: 2s)")
     g.add_argument(
         "--search-duration",
         help="length of search trials (default: --duration); l is confirmed at full length",
     )
     g.add_argument(
-        "--timeout", default="2000ms", help="keep counting after sending (default: %(default)s)"
+        "--timeout", help="keep counting after sending (default: 2000ms; --quick: 500ms)"
     )
     g.add_argument(
-        "--settle", default="2s", help="pause for the DUT between trials (default: %(default)s)"
+        "--settle", help="pause for the DUT between trials (default: 2s; --quick: 500ms)"
     )
     g.add_argument(
-        "--repeats", type=int, default=repeats, help="whole searches/runs (default: %(default)s)"
+        "--repeats",
+        type=int,
+        help=f"whole searches/runs (default: {repeats}; --quick: 3)",
     )
+    p.set_defaults(default_repeats=repeats)
     g.add_argument(
         "--max-rate",
         help="highest rate tried, e.g. 200k or 1.5M fps (default: the port's line rate at "
@@ -241,7 +244,7 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         "--rate", help="latency/pdv: rate to run at (default: search the throughput first)"
     )
     g.add_argument(
-        "--delay", default="60s", help="latency: tagging starts after this (default: 60s)"
+        "--delay", help="latency: tagging starts after this (default: 60s; --quick: 0.5s)"
     )
     g.add_argument(
         "--step", type=float, default=10.0, help="loss: load step in %% (default: 10, max 10)"
@@ -378,19 +381,25 @@ def params_from_args(args: argparse.Namespace):
     from tgen_tui.engine.assignment import parse_cores
     from tgen_tui.methodology.run import Params
 
-    if args.repeats < 1:
+    quick = args.quick
+    duration = args.duration or ("2s" if quick else getattr(args, "default_duration", "60s"))
+    repeats = args.repeats if args.repeats is not None else (3 if quick else args.default_repeats)
+    timeout = args.timeout or ("500ms" if quick else "2000ms")
+    settle = args.settle or ("500ms" if quick else "2s")
+    delay = args.delay or ("500ms" if quick else "60s")
+    if repeats < 1:
         raise BadInput("--repeats must be at least 1")
     if not (0 <= args.tolerance < 1):
         raise BadInput("--tolerance must be in [0, 1)")
     p = Params(
         profile=args.profile,
-        duration_s=_dur(args.duration, "--duration"),
+        duration_s=_dur(duration, "--duration"),
         search_duration_s=_dur(args.search_duration, "--search-duration")
         if args.search_duration
         else None,
-        timeout_s=_dur(args.timeout, "--timeout"),
-        settle_s=_dur(args.settle, "--settle"),
-        repeats=args.repeats,
+        timeout_s=_dur(timeout, "--timeout"),
+        settle_s=_dur(settle, "--settle"),
+        repeats=repeats,
         max_rate=_count(args.max_rate, "--max-rate"),
         error=_count(args.error, "--error") or 1000.0,
         frame_sizes=_sizes(args.frame_sizes),
@@ -403,7 +412,7 @@ def params_from_args(args: argparse.Namespace):
         retries=max(0, args.retries),
         quick=args.quick,
         rate=_count(args.rate, "--rate"),
-        delay_s=_dur(args.delay, "--delay"),
+        delay_s=_dur(delay, "--delay"),
         step_pct=args.step,
         dut_netns=args.dut_netns,
         dut_ssh=args.dut_ssh,
@@ -414,6 +423,8 @@ def params_from_args(args: argparse.Namespace):
             p.cores = parse_cores(args.cores)
         except ValueError as e:
             raise BadInput(f"--cores: {e}") from None
+    if p.duration_s <= 0 or (p.search_duration_s is not None and p.search_duration_s <= 0):
+        raise BadInput("--duration and --search-duration must be > 0")
     if not 0 < p.step_pct <= 10:
         raise BadInput("--step must be in (0, 10] %")
     if hasattr(args, "c0"):
@@ -428,17 +439,6 @@ def params_from_args(args: argparse.Namespace):
         p.phase2, p.responder_order, p.public_ip = args.phase2, args.responder_order, args.public_ip
         if not (0 < p.beta < 1 and 0 < p.gamma < 1):
             raise BadInput("--beta and --gamma must be between 0 and 1")
-    if p.quick:
-        d = "--duration" not in sys.argv and "-d" not in sys.argv
-        if d:
-            p.duration_s = 2.0
-            p.delay_s = min(p.delay_s, 0.5)
-        if "--repeats" not in sys.argv:
-            p.repeats = 3
-        if "--timeout" not in sys.argv:
-            p.timeout_s = 0.5
-        if "--settle" not in sys.argv:
-            p.settle_s = 0.5
     if p.delay_s >= p.duration_s and args.verb_name == "rfc2544-latency":
         raise BadInput(
             f"--delay ({p.delay_s:g} s) must be shorter than --duration ({p.duration_s:g} s)"
