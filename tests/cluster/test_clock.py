@@ -150,3 +150,20 @@ def test_host_in_profile_is_validated(tmp_path):
     with pytest.raises(BadInput) as ei:
         load_profile(str(p))
     assert "host" in str(ei.value)
+
+
+def test_cluster_modules_import_no_textual_and_the_agent_no_trio():
+    code = (
+        "import sys, json\n"
+        "import tgen_tui.cluster.agent\n"
+        "a = sorted({k.split('.')[0] for k in sys.modules})\n"
+        "import tgen_tui.cluster.remote\n"
+        "b = sorted({k.split('.')[0] for k in sys.modules})\n"
+        "print(json.dumps([a, b]))"
+    )
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    import json
+
+    agent, remote = json.loads(cp.stdout)
+    assert "trio" not in agent and "textual" not in agent and "ray" not in agent
+    assert "textual" not in remote and "ray" not in remote  # ray only once --cluster connects

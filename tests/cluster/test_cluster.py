@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -53,11 +54,16 @@ def _node_pids(node) -> set[int]:
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def cluster(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.skip("needs root: creates network namespaces, veths and AF_PACKET sockets")
     from ray.cluster_utils import Cluster
 
+    # the agents resolve tx_path 'auto' from the host's calibration cache, which other
+    # tests rewrite while these run: an empty one of our own keeps the default path
+    # (the nodes, their agents and every tgen run below inherit it)
+    old_cache = os.environ.get("TGEN_CACHE_DIR")
+    os.environ["TGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("tgen-cache"))
     c = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 0, "include_dashboard": False, "object_store_memory": 80 * MB},
@@ -84,6 +90,10 @@ def cluster():
         for n in c.list_all_nodes():
             pids |= _node_pids(n)
         c.shutdown()
+        if old_cache is None:
+            os.environ.pop("TGEN_CACHE_DIR", None)
+        else:
+            os.environ["TGEN_CACHE_DIR"] = old_cache
         end = time.monotonic() + 20
         left = pids
         while left and time.monotonic() < end:
@@ -239,6 +249,47 @@ def test_bad_input_and_unknown_host(cluster, nat_lab, tmp_path):
     assert cp.stderr.strip().splitlines() == [
         "--cluster: ' ': give the Ray head's IP:PORT, or 'auto'"
     ]
+
+
+def test_ctrl_c_stops_every_host_and_leaves_no_worker(cluster, nat_lab, tmp_path):
+    """SIGINT: the ports on both hosts stop, the partial result is written (exit 130), and
+    no worker or counter file is left on either host."""
+    c, _, _ = cluster
+    prof = lab_profile(nat_lab, tmp_path)
+    out = tmp_path / "r.json"
+    nd = tmp_path / "snaps.ndjson"
+    proc = subprocess.Popen(
+        run_args(prof, c.address, out, "--duration", "60", "--ndjson", str(nd)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        end = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+            assert time.monotonic() < end, "the ports never started sending"
+            lines = nd.read_text().splitlines() if nd.exists() else []
+            snaps = [json.loads(x) for x in lines if x.startswith('{"t"')]
+            if snaps and all(snaps[-1]["ports"][p]["tx_frames"] > 0 for p in ("p0", "p1")):
+                break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-3000:]
+    res = json.loads(out.read_text())
+    assert res["partial"] is True and res["signal"] == "SIGINT"
+    for name, p in res["ports"].items():
+        assert p["state"] == "stopped", (name, p["failure"])
+        assert p["tx_frames"] == p["if_tx_frames"]
+    for s in res["streams"].values():
+        assert s["lost"] == 0  # stopped with a drain: every frame sent was counted
+    _assert_agents_left_nothing(res, timeout=10)
 
 
 def test_killing_node_b_fails_p1_and_p0_goes_on(cluster, nat_lab, tmp_path):

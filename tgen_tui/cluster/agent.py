@@ -94,6 +94,10 @@ class TesterAgent:
         self._closed = False
         self._contact = time.monotonic()
         self.watchdog_kills = 0
+        with contextlib.suppress(Exception):  # counter files of agents that were SIGKILLed
+            from tgen_tui.engine.controller import remove_stale_counter_files
+
+            remove_stale_counter_files()
         threading.Thread(target=self._watchdog, name="tgen-watchdog", daemon=True).start()
         atexit.register(self.shutdown)
 
@@ -130,6 +134,14 @@ class TesterAgent:
         t3 = time.monotonic_ns()
         self._touch()
         return t2, t3
+
+    def port_configs(self, specs: list[tuple]) -> list[dict]:
+        """The configure entries of this host's ports (``port_config`` arguments each):
+        tx_path 'auto' becomes what ``tgen calibrate`` measured on this host."""
+        self._touch()
+        from tgen_tui.engine.workers import port_config
+
+        return [port_config(*a) for a in specs]
 
     # ------------------------------------------------------------------ workers
     def _spawn_loop(self) -> None:

@@ -353,6 +353,11 @@ class ClusterLink:
                 hs.clock_error = str(e)
         return link
 
+    def port_configs(self, host: str, specs: list[tuple]) -> list[dict]:
+        """Blocking: the configure entries of ports on ``host``, made there (tx_path
+        'auto' is that host's calibrated path)."""
+        return _get(self.hosts[host].agent.port_configs.remote(specs), HOST_TIMEOUT * 2, host)
+
     def offset_ns(self, host: str) -> int:
         c = self.hosts[host].clock
         return c.offset_ns if c is not None else 0

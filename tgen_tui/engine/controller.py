@@ -335,11 +335,11 @@ class Engine:
 
             h = RemoteWorkerHandle(st, self._on_worker_event, self._cluster, host)
         self.states[plan.id] = st
-        ports = []
+        specs = []
         for pn in plan.ports:
             spec = self.compiled.ports[pn]
-            ports.append(
-                port_config(
+            specs.append(
+                (
                     pn,
                     spec.interface,
                     spec.netns,
@@ -347,10 +347,14 @@ class Engine:
                     getattr(spec, "tx_path", None),
                 )
             )
-            if self._cluster is not None:
-                skew = self._cluster.rx_skews(pn, self.programs)
+        if host is None:
+            ports = [port_config(*a) for a in specs]
+        else:  # tx_path 'auto' is resolved on the port's own host (its calibration, its NIC)
+            ports = await trio.to_thread.run_sync(self._cluster.port_configs, host, specs)
+            for d in ports:
+                skew = self._cluster.rx_skews(d["name"], self.programs)
                 if skew:
-                    ports[-1]["clock_skew_ns"] = skew
+                    d["clock_skew_ns"] = skew
         try:
             await self._nursery.start(h.run, ports, self.n_streams)
         except (WorkerDied, BaseExceptionGroup) as e:
@@ -380,8 +384,9 @@ class Engine:
         # mapped by the worker and by us: the name can go, so a SIGKILLed run leaves no file
         with contextlib.suppress(OSError):
             os.unlink(shm)
+        where = f"core {plan.core}" if host is None else f"host {host}, core {h.core}"
         self._notice(
-            f"worker {plan.id} (pid {st.pid}) pinned to core {plan.core}: "
+            f"worker {plan.id} (pid {st.pid}) pinned to {where}: "
             f"port {', '.join(plan.ports)}; streams {', '.join(plan.streams) or '(receive only)'}"
         )
 
@@ -455,8 +460,10 @@ class Engine:
         lines = []
         for p in self.plans:
             streams = ", ".join(p.streams) or "(receive only)"
+            host = self.ports[p.ports[0]].host if p.ports else None
+            at = f"host {host}: " if host else ""
             lines.append(
-                f"worker {p.id}: core {p.core}: port {', '.join(p.ports)}: streams {streams}"
+                f"worker {p.id}: {at}core {p.core}: port {', '.join(p.ports)}: streams {streams}"
             )
         return lines + [f"warning: {w}" for w in self.warnings]
 
