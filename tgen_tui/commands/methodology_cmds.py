@@ -160,7 +160,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="1,2",
         help="core counts to run, e.g. 1,2,4 (default: 1,2; at most this machine's CPUs)",
     )
-    p.set_defaults(func=cmd_scaleup, verb_name="scaleup")
+    p.set_defaults(func=cmd_scaleup, verb_name="scaleup", plots="scaleup-plots")
 
 
 def _need_test(parser: argparse.ArgumentParser):
@@ -262,7 +262,11 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
     o.add_argument("--ndjson", metavar="FILE", help="one line per trial (- for stdout)")
     o.add_argument("--md", metavar="FILE", help="Markdown tables (USERS.md §1 layout)")
     o.add_argument("--csv", metavar="FILE", help="the same tables as CSV")
-    o.add_argument("--plots", metavar="DIR", help="write plots here (created if missing)")
+    o.add_argument(
+        "--plots",
+        metavar="DIR",
+        help="write the plots here as files (created if missing; scaleup: scaleup-plots/)",
+    )
     o.add_argument("--plot-format", choices=("svg", "png"), default="svg")
     o.add_argument("--no-plot", action="store_true", help="no terminal plot")
     o.add_argument("--quiet", "-q", action="store_true", help="no progress, no tables")
@@ -528,7 +532,7 @@ def _finish(args: argparse.Namespace, doc: dict, session) -> None:
     from tgen_tui.methodology import output
 
     text = output.render(doc)
-    plots_text = output.plots(doc, args.plots, args.plot_format)
+    plots_text, plot_files = output.plots(doc, args.plots, args.plot_format)
     if args.json:
         body = json.dumps(doc, indent=2, default=str) + "\n"
         if args.json == "-":
@@ -544,6 +548,8 @@ def _finish(args: argparse.Namespace, doc: dict, session) -> None:
         print(text, file=out)
         if plots_text and not args.no_plot:
             print(plots_text, file=out)
+        for f in plot_files:
+            print(f"plot: {f}", file=out)
     _store(args, doc, session)
 
 

@@ -188,13 +188,17 @@ def render(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def plots(doc: dict, directory: str | None, fmt: str = "svg") -> str:
-    """Draw the test's plots in the terminal (returned) and into ``directory``."""
+def plots(doc: dict, directory: str | None, fmt: str = "svg") -> tuple[str, list[str]]:
+    """Draw the test's plots in the terminal and into ``directory``: (text, file paths)."""
     if directory:
         os.makedirs(directory, exist_ok=True)
+    written: list[str] = []
 
     def path(name: str) -> str | None:
-        return os.path.join(directory, f"{name}.{fmt}") if directory else None
+        if not directory:
+            return None
+        written.append(os.path.join(directory, f"{name}.{fmt}"))
+        return written[-1]
 
     test = doc.get("test", "")
     texts = []
@@ -298,7 +302,7 @@ def plots(doc: dict, directory: str | None, fmt: str = "svg") -> str:
                 path=path("scaleup_relative"),
             )
         )
-    return "\n".join(t for t in texts if t)
+    return "\n".join(t for t in texts if t), [w for w in written if os.path.exists(w)]
 
 
 def _sender_limited(search: dict) -> str:
