@@ -38,3 +38,9 @@ def ct_limited_lab():
 def small_table_lab():
     """A NAT lab with nf_conntrack_max = 3,000 (global while the lab is up; restored)."""
     yield from lab(conntrack_max=3000)
+
+
+@pytest.fixture
+def plain_lab():
+    """A NAT lab with no impairment."""
+    yield from lab()

@@ -191,3 +191,26 @@ def test_latency_reports_tl_and_wcl_of_tagged_frames(limited_lab, tmp_path: Path
             assert 2000 - c["unobserved_frames_max"] <= t["tx_frames"] + c["sent_before"] <= 2000
     s = fs["summary"]
     assert s["tl_ns"]["n"] == 2 and s["wcl_ns"]["median"] >= s["tl_ns"]["median"]
+
+
+def test_cps_phase2_replies_come_back_through_the_nat(plain_lab, tmp_path: Path):
+    """After the search, phase 1 at l fills the table with all 5,000 tuples, then the
+    Responder sends a reply to each (random order) and every one comes back to p0."""
+    prof = tmp_path / "p.yaml"
+    prof.write_text(unique_profile(plain_lab))
+    out = tmp_path / "r.json"
+    cp = tgen(
+        "rfc9693", "cps", str(prof), "--max-rate", "4000", "--error", "1000",
+        "--repeats", "1", "--json", str(out), *FAST,
+    )  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(out.read_text())
+    (s,) = doc["searches"]
+    final = s["trials"][-1]
+    assert final["kind"] == "confirm" and final["rate_pps"] == s["l_pps"] > 0
+    assert final["extra"]["conntrack"]["rise"] == 5000
+    p2 = final["extra"]["phase2"]
+    assert p2["order"] == "random" and p2["tx_frames"] == 5000
+    assert p2["rx_frames"] == 5000 and p2["lost"] == 0 and p2["verdict"] == "pass"
+    assert p2["extra"]["ports"]["p0"]["if_rx_frames"] == 5000  # back on the Initiator's port
+    assert s["confirmed"] is True
