@@ -18,6 +18,7 @@ from tgen_tui.ui.screens import (
     StreamsScreen,
     WorkersScreen,
 )
+from tgen_tui.ui.widgets import Grid
 
 from .conftest import make_app, settle
 
@@ -37,7 +38,7 @@ def test_digits_select_and_s_t_start_stop_the_selected_port() -> None:
             assert eng.calls == [("start", ["p1"])]
             assert app.port_state("p0") == "idle"
             # the Main screen marks the selected port's column
-            label = str(app.screen.query_one("#ports", DataTable).columns["p1"].label)
+            label = str(app.screen.query_one("#ports", Grid).headers["p1"])
             assert "◀" in label
             await pilot.press("s")  # start on a running port is disabled: no second call
             await pilot.pause(0.1)

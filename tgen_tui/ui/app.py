@@ -209,7 +209,7 @@ class TgenApp(App):
         names = [p.name for p in d.ports]
         sel = names[self.selected] if self.selected < len(names) else "-"
         t.append(f" port {self.selected}:{sel} ", style="reverse")
-        t.append(f" {view} · t {fmt.seconds(s.t)} · seed {d.seed}")
+        t.append(f" {view} · t {int(s.t)} s · seed {d.seed}")  # whole seconds: one redraw a second
         if s.warnings:
             t.append(f" · {len(s.warnings)} warning(s)", style="yellow")
         return t

@@ -14,13 +14,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Input, Label, Log, OptionList, Sparkline, Static
+from textual.widgets import DataTable, Footer, Input, Label, Log, OptionList, Static
 
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.ui.keymap import ALL_BINDINGS, STREAM_BINDINGS, effective_keys
-from tgen_tui.ui.widgets import ConntrackGauge, state_text
+from tgen_tui.ui.widgets import ConntrackGauge, Grid, Spark, TextWidget, state_text
 
 COL = 13  # width of a port column on the Main screen
 
@@ -34,8 +34,8 @@ class ViewScreen(Screen):
         super().__init__(name=self.VIEW)
         self.desc: EngineDescription | None = None
 
-    def compose_title(self) -> Static:
-        return Static("tgen-tui: starting the engine…", id="title", classes="title")
+    def compose_title(self) -> TextWidget:
+        return TextWidget("tgen-tui: starting the engine…", id="title", classes="title")
 
     def setup(self, desc: EngineDescription) -> None:
         self.desc = desc
@@ -44,7 +44,7 @@ class ViewScreen(Screen):
         pass
 
     def set_title(self, text: str | Text) -> None:
-        self.query_one("#title", Static).update(text)
+        self.query_one("#title", TextWidget).show_text(text)
 
 
 # ------------------------------------------------------------------------ Main
@@ -81,7 +81,7 @@ class MainScreen(ViewScreen):
 
     def compose(self) -> ComposeResult:
         yield self.compose_title()
-        yield DataTable(id="ports", cursor_type="none", zebra_stripes=True, show_cursor=False)
+        yield Grid(id="ports")
         yield Vertical(id="sparks")
         yield ConntrackGauge(id="gauge")
         yield Footer()
@@ -100,16 +100,9 @@ class MainScreen(ViewScreen):
     def _build(self) -> None:
         desc = self.desc
         assert desc is not None
-        t = self.query_one("#ports", DataTable)
-        t.clear(columns=True)
-        t.add_column("", width=12, key="label")
-        for p in desc.ports:
-            t.add_column(p.name, width=COL, key=p.name)
-        t.add_column("Total", width=COL, key="total")
+        t = self.query_one("#ports", Grid)
         rows = MAIN_ROWS + (MAIN_ROWS_LARGE if self._large() else [])
-        for key, label in rows:
-            t.add_row(label, *["-"] * (len(desc.ports) + 1), key=key)
-        t.styles.height = len(rows) + 1
+        t.define([(p.name, p.name) for p in desc.ports] + [("total", "Total")], rows)
         sparks = self.query_one("#sparks", Vertical)
         sparks.remove_children()
         kinds = ("tx", "rx") if self._large() else ("tx",)
@@ -118,7 +111,7 @@ class MainScreen(ViewScreen):
                 sparks.mount(
                     Horizontal(
                         Label(f"{p.name} {kind} pps", classes="spark-label"),
-                        Sparkline([0.0], id=f"spark-{kind}-{p.name}", summary_function=max),
+                        Spark(id=f"spark-{kind}-{p.name}"),
                         classes="spark-row",
                     )
                 )
@@ -126,27 +119,25 @@ class MainScreen(ViewScreen):
         self._cells: dict[tuple[str, str], object] = {}
 
     def _label(self, selected: int) -> None:
-        if self._labels_for == selected or self.desc is None:
+        if self.desc is None:
             return
-        self._labels_for = selected
-        t = self.query_one("#ports", DataTable)
+        t = self.query_one("#ports", Grid)
         for i, p in enumerate(self.desc.ports):
-            col = t.columns[p.name]  # type: ignore[index]
-            col.label = Text(
-                f"{i}:{p.name}" + (" ◀" if i == selected else ""),
-                style="reverse bold" if i == selected else "bold",
+            t.header(
+                p.name,
+                Text(
+                    f"{i}:{p.name}" + (" ◀" if i == selected else ""),
+                    style="reverse bold" if i == selected else "bold",
+                ),
             )
-        t.refresh()
 
-    def _set(self, t: DataTable, row: str, col: str, value) -> None:
-        if self._cells.get((row, col)) != value:
-            self._cells[(row, col)] = value
-            t.update_cell(row, col, value)
+    def _set(self, t: Grid, row: str, col: str, value) -> None:
+        t.set(row, col, value)
 
     def update_view(self, snap: StatsSnapshot) -> None:
         app = self.app
         self._label(app.selected)  # type: ignore[attr-defined]
-        t = self.query_one("#ports", DataTable)
+        t = self.query_one("#ports", Grid)
         large = self._large()
         tot = dict.fromkeys(
             (
@@ -175,7 +166,7 @@ class MainScreen(ViewScreen):
             lost_by_port[s.port] = lost_by_port.get(s.port, 0) + s.lost
         for p in snap.ports:
             c = p.name
-            if c not in t.columns:  # type: ignore[operator]
+            if c not in t.columns:
                 continue
             lost = lost_by_port.get(c, 0)
             drops = p.rx_drops + p.if_rx_dropped
@@ -264,16 +255,15 @@ class MainScreen(ViewScreen):
             self._set(t, "late", "total", "")
             self._set(t, "speed", "total", "")
         hist = app.port_history  # type: ignore[attr-defined]
-        for p in snap.ports:
+        self._spark_tick = getattr(self, "_spark_tick", 0) + 1
+        for p in snap.ports if self._spark_tick % 3 == 1 else ():  # sparklines at ~3 Hz
             for kind in ("tx", "rx"):
                 found = self.query(f"#spark-{kind}-{p.name}")
                 buf = hist.get((p.name, kind))
                 if not found or not buf:
                     continue
-                sp = found.first(Sparkline)
-                data = [0.0, *list(buf)[-max(4, sp.size.width - 1) :]]  # 0 anchors the scale
-                if data != sp.data:
-                    sp.data = data
+                found.first(Spark).set_data(list(buf))
+        t.flush()
         self.query_one("#gauge", ConntrackGauge).show(snap.dut)
 
 
@@ -379,7 +369,7 @@ class DutScreen(ViewScreen):
         yield self.compose_title()
         yield ConntrackGauge(id="gauge")
         yield Label("conntrack entries (history, 10 Hz)", classes="dim")
-        yield Sparkline([0.0], id="ct-history", summary_function=max)
+        yield Vertical(id="ct-history")
         yield DataTable(id="dut", cursor_type="none", show_header=False)
         yield Footer()
 
@@ -402,16 +392,35 @@ class DutScreen(ViewScreen):
             self._cells[key] = value
             t.update_cell(key, "v", value)
 
+    @staticmethod
+    def _history_bars(values: list[float], rows: list) -> None:
+        """A multi-row bar chart: each row shows its slice of the 0..max range."""
+        if not rows:
+            return
+        width = rows[0].size.width
+        if width <= 0:
+            return
+        vals = values[-width:]
+        top = max(vals, default=0.0) or 1.0
+        n = len(rows)
+        for r, sp in enumerate(rows):  # r = 0 is the top row
+            lo = (n - 1 - r) / n
+            scaled = [max(0.0, min(1.0, (v / top - lo) * n)) for v in vals]
+            s = "".join(" ▁▂▃▄▅▆▇█"[round(8 * x)] for x in scaled).rjust(width)
+            if s != sp._last:
+                sp._last = s
+                sp.update(s)
+
     def update_view(self, snap: StatsSnapshot) -> None:
         d = snap.dut
         self.query_one("#gauge", ConntrackGauge).show(d)
-        h = self.query_one("#ct-history", Sparkline)
-        h.styles.height = 8 if self.app.size.height >= 40 else 3
-        buf = self.app.ct_history  # type: ignore[attr-defined]
-        if buf:
-            data = [0.0, *list(buf)[-max(4, h.size.width - 1) :]]  # 0 anchors the scale
-            if data != h.data:
-                h.data = data
+        box = self.query_one("#ct-history", Vertical)
+        rows = 6 if self.app.size.height >= 40 else 2
+        if len(box.children) != rows:
+            box.remove_children()
+            box.mount_all([Spark(classes="ct-row") for _ in range(rows)])
+            box.styles.height = rows
+        self._history_bars(list(self.app.ct_history), list(box.query(Spark)))  # type: ignore[attr-defined]
         if d is None:
             self._kv("source", "none: the profile has no dut: (add dut: {netns: …})")
             return
