@@ -9,8 +9,9 @@ is pinned to one CPU (default: the last one). Variants, interleaved, ``--runs`` 
 - ``tgen_worker``: the real worker process (``python -m tgen_tui.worker``), one stream at
   an unreachable rate (flat out through its paced loop), with ``--tx-path`` (default
   ``auto``: resolved exactly as the engine does, from the ``tgen calibrate`` cache, else
-  the default; the result says which and why). ``--calibrate`` calibrates first, on this
-  pair, and caches the choice;
+  the default; the result says which and why). ``--calibrate`` runs ``tgen calibrate``
+  first; so does a run whose ``auto`` finds no usable calibration (``--no-calibrate``
+  measures the default path instead);
 - ``raw_<path>_<batch>``: ``tgen calibrate``'s sender (BatchBuilder batch + one send), no
   pacing, fresh frames every batch: sendmmsg at 256/1024/2048, TX ring at 1024/4096;
 - ``raw_sendmmsg_prebuilt``: one prebuilt batch sent again and again (the kernel's
@@ -528,8 +529,14 @@ def main() -> int:
                     help="comma list of variants")  # fmt: skip
     ap.add_argument("--tx-path", default="auto", choices=["auto", "sendmmsg", "tx_ring"],
                     help="the worker's tx_path, resolved as the engine does (default auto)")  # fmt: skip
-    ap.add_argument("--calibrate", action="store_true",
-                    help="run `tgen calibrate` first (writes the cache auto uses)")  # fmt: skip
+    ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="run `tgen calibrate` first (writes the cache auto uses); done anyway "
+        "when auto finds no usable calibration, unless --no-calibrate",
+    )
+    ap.add_argument("--no-calibrate", action="store_true",
+                    help="measure auto as it resolves now, even on the default path")  # fmt: skip
     ap.add_argument(
         "--no-xdp", action="store_true", help="with --calibrate: auto never picks AF_XDP"
     )
@@ -548,6 +555,12 @@ def main() -> int:
     cal = None
     rxc = None
     try:
+        first = resolve(a.tx_path, pair.if_a, pair.ns_a)
+        if a.tx_path == "auto" and first.source == "default" and not a.no_calibrate:
+            print(
+                f"no usable calibration ({first.why}): running `tgen calibrate` first", flush=True
+            )
+            a.calibrate = True
         if a.calibrate:  # exactly as a user would: `tgen calibrate` (its own sink pair)
             argv = [sys.executable, "-m", "tgen_tui", "calibrate", "--cpu", str(a.cpu), "--json"]
             r = subprocess.run(argv + (["--no-xdp"] if a.no_xdp else []),
@@ -559,7 +572,7 @@ def main() -> int:
         tx = resolve(a.tx_path, pair.if_a, pair.ns_a)
         print(f"tgen_worker: tx_path {tx.tx_path}, batch {tx.max_batch} [{tx.why}]")
         if tx.source == "default" and a.tx_path == "auto":
-            print("  note: no calibration for this host: run `tgen calibrate` or pass --calibrate")
+            print("  note: no calibration for this host: auto runs on the default path")
         for r in range(a.runs):
             for v in variants:
                 if v == "trafgen":
