@@ -310,7 +310,9 @@ async def run_loss(session: Session) -> None:
             session.progress.expected = len(sizes) * int(100 / p.step_pct)
 
         async def trial(rate: float, kind: str, runner=runner, size=size) -> TrialResult:
-            t = await runner.run(rate, kind, duration_s=p.duration_s, early_stop=False)
+            t = await runner.with_retries(
+                lambda: runner.run(rate, kind, duration_s=p.duration_s, early_stop=False)
+            )
             session.trial_done(t, size=f"{size}B", flr=f"{t.loss_pct:.3f}%")
             return t
 
