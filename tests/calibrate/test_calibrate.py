@@ -72,6 +72,11 @@ def test_resolve_profile_cache_default(cache_dir):
         assert (c.tx_path, c.max_batch, c.source) == ("tx_ring", 4096, "cache")
         p = resolve("sendmmsg", pair.if_a, pair.ns_a)  # the profile wins, with its best batch
         assert (p.tx_path, p.max_batch, p.source) == ("sendmmsg", 2048, "profile")
+        cache.store(_entry("af_xdp", 1024), cache.keys("veth"))
+        x = resolve("auto", pair.if_a, pair.ns_a, max_frame=2048)
+        assert (x.tx_path, x.source) == ("af_xdp", "cache") and "tcpdump" in x.why
+        j = resolve("auto", pair.if_a, pair.ns_a, max_frame=9000)  # jumbo: not in a UMEM chunk
+        assert (j.tx_path, j.source) == ("sendmmsg", "default") and "9000 B" in j.why
         cache.store(_entry("tx_ring", 4096, cpu_model="another CPU"), cache.keys("veth"))
         s = resolve("auto", pair.if_a, pair.ns_a)
         assert s.source == "default" and "stale" in s.why

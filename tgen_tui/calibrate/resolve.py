@@ -12,6 +12,7 @@ from tgen_tui.calibrate import cache, iface
 DEFAULT_PATH = "sendmmsg"
 DEFAULT_BATCH = 1024
 PATHS = ("sendmmsg", "tx_ring", "af_xdp")
+XDP_MAX_FRAME = 2048  # one AF_XDP UMEM chunk (tgen_tui.worker.txpath.XDP_CHUNK)
 
 
 @dataclass(frozen=True)
@@ -34,13 +35,19 @@ class TxChoice:
 
 
 def resolve(
-    requested: str | None, interface: str, netns: str | None, path: Path | None = None
+    requested: str | None,
+    interface: str,
+    netns: str | None,
+    path: Path | None = None,
+    max_frame: int = 0,
 ) -> TxChoice:
     """Resolve ``requested`` ('auto', None, or a concrete path) for one port.
 
     A concrete path from the profile is used as given (with the batch size calibrated for
     it, when the cache has one). ``auto`` uses the cache entry for this host and driver;
-    without one (or with a stale one) it falls back to :data:`DEFAULT_PATH`.
+    without one (or with a stale one) it falls back to :data:`DEFAULT_PATH`. A cached
+    AF_XDP choice gives way to the default when the port's largest frame (``max_frame``
+    bytes) does not fit a UMEM chunk.
     """
     req = requested or "auto"
     if req != "auto" and req not in PATHS:
@@ -59,6 +66,14 @@ def resolve(
                 if row.get("tx_path") == req and row.get("best_for_path"):
                     batch = int(row["max_batch"])
         return TxChoice(req, batch, "profile", f"tx_path: {req} in the profile")
+    if entry and not stale and entry["choice"]["tx_path"] == "af_xdp" and max_frame > XDP_MAX_FRAME:
+        return TxChoice(
+            DEFAULT_PATH,
+            DEFAULT_BATCH,
+            "default",
+            f"default: calibrated af_xdp takes frames up to {XDP_MAX_FRAME} B, "
+            f"this port sends {max_frame} B",
+        )
     if entry and not stale:
         c = entry["choice"]
         note = ""

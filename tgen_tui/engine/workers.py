@@ -262,5 +262,6 @@ def port_config(
         "tx_streams": [program_to_dict(p) for p in programs],
     }
     if programs:
-        d.update(resolve(tx_path, interface, netns).port_fields())
+        biggest = max(len(p.template) for p in programs)
+        d.update(resolve(tx_path, interface, netns, max_frame=biggest).port_fields())
     return d
