@@ -222,6 +222,14 @@ def test_two_hosts_run_the_lab_profile(cluster, nat_lab, tmp_path):
         # one machine, one clock: t1 <= t2 <= t3 <= t4, so |offset| <= half the round trip
         assert abs(h["clock_offset_ns"]) <= h["uncertainty_ns"]
         assert any(f"host {h['host']}: agent pid {h['agent_pid']}" in e for e in res["events"])
+    # Must show 3: the offset between the two nodes, with its uncertainty
+    (pair,) = res["cluster"]["between_hosts"]
+    assert (pair["from"], pair["to"]) == ("tester-a", "tester-b")
+    a, b = hosts["tester-a"], hosts["tester-b"]
+    assert pair["clock_offset_ns"] == b["clock_offset_ns"] - a["clock_offset_ns"]
+    assert pair["uncertainty_ns"] == a["uncertainty_ns"] + b["uncertainty_ns"]
+    assert abs(pair["clock_offset_ns"]) <= pair["uncertainty_ns"]
+    assert f"{pair['clock_offset_ns'] / 1e3:+.1f} us" in up["latency_note"]
     _assert_agents_left_nothing(res)
 
 

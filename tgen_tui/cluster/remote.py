@@ -25,6 +25,7 @@ import contextlib
 import functools
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -118,6 +119,7 @@ class HostState:
     cpu: dict = field(default_factory=dict)
     views: dict[int, RemoteCounterView] = field(default_factory=dict)
     polls: int = 0
+    slow_since: float | None = None  # monotonic s of the first unanswered poll in a row
 
 
 class RemoteCounterView(C.CounterView):
@@ -187,7 +189,8 @@ class RemoteWorkerHandle(WorkerHandle):
 
             msg = replace(msg, t0_ns=int(msg.t0_ns) + self.link.offset_ns(self.host))
         try:
-            await self._call("send", st.plan.id, P.encode(msg))
+            async with self._send_lock:  # one at a time: the actor runs calls in parallel
+                await self._call("send", st.plan.id, P.encode(msg))
         except HostLost as e:
             raise WorkerDied(str(e)) from None
         except RuntimeError as e:
@@ -421,7 +424,9 @@ class ClusterLink:
         out: dict[str, dict | Exception] = {}
         for h, ref in refs.items():
             if ref not in ready_ids:
-                out[h] = HostLost(f"host {h}: its agent did not answer within {POLL_TIMEOUT:g} s")
+                out[h] = TimeoutError(
+                    f"host {h}: its agent did not answer within {POLL_TIMEOUT:g} s"
+                )
                 continue
             try:
                 out[h] = _get(ref, 0.1, h)
@@ -435,13 +440,19 @@ class ClusterLink:
         if not any(not hs.lost for hs in self.hosts.values()):
             return
         res = await trio.to_thread.run_sync(self._poll_all, abandon_on_cancel=True)
+        now = time.monotonic()
         for h, data in res.items():
             hs = self.hosts[h]
             if isinstance(data, HostLost):
                 self.mark_lost(h, str(data))
+            elif isinstance(data, TimeoutError):  # a slow sample keeps the last values
+                hs.slow_since = hs.slow_since or now
+                if now - hs.slow_since > HOST_TIMEOUT:
+                    self.mark_lost(h, f"host {h}: its agent did not answer for {HOST_TIMEOUT:g} s")
             elif isinstance(data, Exception):
                 continue
             else:
+                hs.slow_since = None
                 self._take(hs, data)
 
     def interfaces(self) -> dict:
@@ -481,10 +492,26 @@ class ClusterLink:
                 "lost": hs.lost,
             }
             hosts.append(d)
+        pairs = []
+        names = list(self.hosts)
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                ca, cb = self.hosts[a].clock, self.hosts[b].clock
+                pairs.append(
+                    {
+                        "from": a,
+                        "to": b,
+                        "clock_offset_ns": cb.offset_ns - ca.offset_ns if ca and cb else None,
+                        "uncertainty_ns": cb.uncertainty_ns + ca.uncertainty_ns
+                        if ca and cb
+                        else None,
+                    }
+                )
         return {
             "address": self.address,
             "engine_hostname": os.uname().nodename,
             "hosts": hosts,
+            "between_hosts": pairs,  # clock of 'to' minus clock of 'from'
             "latency": {n: c.note for n, c in self.clocks.items()},
             "ray_messages": list(RAY_MESSAGES),
         }

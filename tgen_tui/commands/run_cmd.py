@@ -199,6 +199,14 @@ def summary_table(result: dict) -> str:
         lines.append(
             f"DUT conntrack peak {d['conntrack_peak']:,} of max {d['conntrack_max'] or 0:,}{full}"
         )
+    for h in (result.get("cluster") or {}).get("hosts", []):
+        clock = (
+            f"clock offset {h['clock_offset_ns'] / 1e3:+.1f} us +/- {h['uncertainty_ns'] / 1e3:.1f} us"
+            if h.get("clock_offset_ns") is not None
+            else f"clock offset not measured ({h.get('clock_error')})"
+        )
+        lost = f"; LOST: {h['lost']}" if h.get("lost") else ""
+        lines.append(f"host {h['host']} ({h.get('hostname')}): {clock}{lost}")
     for b in result.get("breached", []):
         lines.append(f"FAIL {b['threshold']}: {b['where']} = {b['value']:.6g}")
     for w in result.get("warnings", []):
