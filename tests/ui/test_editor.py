@@ -89,7 +89,7 @@ def test_saved_rate_change_keeps_comments_validates_and_applies_live(lab_copy) -
             assert scr.valid
             derived = str(scr.query_one("#derived").render())
             assert "distinct flows      256" in derived and "30.0 kpps" in derived
-            await pilot.press("ctrl+a")
+            await pilot.press("ctrl+r")
             await settle(pilot, app, lambda: app.snap.port("p0").requested_pps == 30_000)
             assert ("set_rate", "up", 30000.0) in eng.calls
             assert not any(c[0] == "reload" for c in eng.calls)
@@ -116,7 +116,7 @@ def test_non_rate_change_reloads_the_engine(lab_copy) -> None:
             size = _row(scr, "streams", 0, "size")
             size.query_one(Input).value = "128"
             await pilot.pause(0.2)
-            await pilot.press("ctrl+a")
+            await pilot.press("ctrl+r")
             await settle(pilot, app, lambda: any(c[0] == "reload" for c in eng.calls))
             assert ("reload", "lab") in eng.calls
 

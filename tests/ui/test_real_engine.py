@@ -89,3 +89,57 @@ def test_keyboard_start_stop_p0_on_the_real_engine(ui_nat_lab, tmp_path) -> None
     assert res["ports"]["p0"]["tx_frames"] == res["ports"]["p0"]["if_tx_frames"] == sent
     assert res["streams"]["up"]["lost"] == 0 and res["streams"]["up"]["duplicates"] == 0
     assert (tmp_path / "s.json").exists()
+
+
+@pytest.mark.timeout(60)
+def test_editor_rate_change_applies_live_on_the_real_engine(ui_nat_lab, tmp_path) -> None:
+    from textual.widgets import Input, OptionList
+
+    from tgen_tui.ui.editor import EditorScreen, FieldRow
+
+    prefix = ui_nat_lab
+    text = (
+        (PROFILES / "lab.yaml")
+        .read_text()
+        .replace("tgen-tester", f"{prefix}-tester")
+        .replace("tgen-dut", f"{prefix}-dut")
+    )
+    prof = tmp_path / "lab.yaml"
+    prof.write_text(text)
+    compiled = compile_profile(load_profile_text(text, str(prof)))
+    host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions()))
+    app = TgenApp(host, compiled=compiled, profile_path=str(prof))
+    ns = f"{prefix}-tester"
+
+    async def go():
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot, app, lambda: app.snap is not None, timeout=20)
+            await pilot.press("0", "s")
+            await settle(pilot, app, lambda: app.snap.port("p0").tx_pps > 10_000, timeout=15)
+            await pilot.press("e")
+            await pilot.pause(0.3)
+            scr = app.screen
+            assert isinstance(scr, EditorScreen)
+            scr.query_one("#sections", OptionList).highlighted = 3
+            await pilot.pause(0.3)
+            row = next(r for r in scr.query(FieldRow) if r.path == ("streams", 0, "rate"))
+            row.query_one(Input).value = "{pps: 40000}"
+            await pilot.pause(0.2)
+            await pilot.press("ctrl+r")
+            await settle(
+                pilot, app, lambda: app.snap.port("p0").requested_pps == 40_000, timeout=10
+            )
+            assert app.snap.port("p0").requested_pps == 40_000
+            a = tx_packets(ns, "p0")
+            await pilot.pause(1.0)
+            rate = tx_packets(ns, "p0") - a
+            assert rate > 30_000, f"p0 sent {rate} frames in 1 s after the change to 40 kpps"
+            assert app.port_state("p0") == "running"  # applied live: no restart
+            await pilot.press("escape", "q")
+            await pilot.pause(0.3)
+            await pilot.press("y")
+            await pilot.pause(0.5)
+
+    asyncio.run(go())
+    assert "rate: {pps: 40000}" in prof.read_text()
+    assert prof.read_text().startswith("# lab.yaml: the default demo.")

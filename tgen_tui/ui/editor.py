@@ -250,7 +250,7 @@ class FieldRow(Vertical):
     FieldRow Horizontal { height: 1; }
     FieldRow Label.name { width: 18; color: $text-muted; }
     FieldRow Input { height: 1; border: none; padding: 0 1; width: 1fr; }
-    FieldRow Input:focus { background: $boost; }
+    FieldRow Input:focus { background: $boost; border: none; }
     FieldRow Static.fielderror { color: $error; height: auto; padding: 0 0 0 2; }
     FieldRow.bad Label.name { color: $error; }
     """
@@ -288,7 +288,7 @@ class EditorScreen(Screen):
 
     BINDINGS = [
         Binding("ctrl+s", "save", "Save", id="editor.save"),
-        Binding("ctrl+a", "apply", "Save+apply", id="editor.apply"),
+        Binding("ctrl+r", "apply", "Save+apply", id="editor.apply"),
         Binding("escape", "close", "Close", id="editor.close"),
     ]
     DEFAULT_CSS = """
@@ -346,7 +346,9 @@ class EditorScreen(Screen):
         yield Static(f" editor: {self.path}", classes="title", id="etitle")
         with Horizontal():
             yield OptionList(*[s[0] for s in self.sections], id="sections")
-            yield VerticalScroll(id="form")
+            form = VerticalScroll(id="form")
+            form.can_focus = False  # Tab goes from the sections straight to the first field
+            yield form
         yield Static("", id="derived")
         yield Static("", id="status")
         yield Footer()
@@ -450,7 +452,7 @@ class EditorScreen(Screen):
             changed = " (unsaved changes)" if self._dirty() else ""
             status.update(
                 Text(
-                    f"valid{changed}: ctrl+s saves, ctrl+a saves and applies, esc closes",
+                    f"valid{changed}: ctrl+s saves, ctrl+r saves and applies, esc closes",
                     style="green",
                 )
             )
