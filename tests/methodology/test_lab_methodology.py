@@ -195,18 +195,23 @@ def test_latency_reports_tl_and_wcl_of_tagged_frames(limited_lab, tmp_path: Path
 
 def test_cps_phase2_replies_come_back_through_the_nat(plain_lab, tmp_path: Path):
     """After the search, phase 1 at l fills the table with all 5,000 tuples, then the
-    Responder sends a reply to each (random order) and every one comes back to p0."""
+    Responder sends a reply to each (random order) and every one comes back to p0.
+    Phase 1 itself is not under test here: on a loaded machine it can lose a few frames
+    and then phase 2 is not run, so the run is repeated once in that case."""
     prof = tmp_path / "p.yaml"
     prof.write_text(unique_profile(plain_lab))
     out = tmp_path / "r.json"
-    cp = tgen(
-        "rfc9693", "cps", str(prof), "--max-rate", "4000", "--error", "1000",
-        "--repeats", "1", "--json", str(out), *FAST,
-    )  # fmt: skip
-    assert cp.returncode == 0, cp.stderr
-    doc = json.loads(out.read_text())
-    (s,) = doc["searches"]
-    final = s["trials"][-1]
+    for _ in range(2):
+        cp = tgen(
+            "rfc9693", "cps", str(prof), "--max-rate", "3000", "--error", "1000",
+            "--repeats", "1", "--json", str(out), *FAST,
+        )  # fmt: skip
+        assert cp.returncode == 0, cp.stderr
+        doc = json.loads(out.read_text())
+        (s,) = doc["searches"]
+        final = s["trials"][-1]
+        if "phase2" in final["extra"]:
+            break
     assert final["kind"] == "confirm" and final["rate_pps"] == s["l_pps"] > 0
     assert final["extra"]["conntrack"]["rise"] == 5000
     p2 = final["extra"]["phase2"]
