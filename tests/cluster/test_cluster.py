@@ -300,6 +300,49 @@ def test_ctrl_c_stops_every_host_and_leaves_no_worker(cluster, nat_lab, tmp_path
     _assert_agents_left_nothing(res, timeout=10)
 
 
+def test_sigkill_of_the_engine_leaves_no_worker_on_any_host(cluster, nat_lab, tmp_path):
+    """tgen run SIGKILLed mid-run: each agent's watchdog kills its workers (no call from
+    the engine), and Ray removes the agents; no worker or counter file is left."""
+    c, _, _ = cluster
+    prof = lab_profile(nat_lab, tmp_path)
+    nd = tmp_path / "snaps.ndjson"
+    proc = subprocess.Popen(
+        run_args(prof, c.address, tmp_path / "r.json", "--duration", "60", "--ndjson", str(nd)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+    try:
+        end = time.monotonic() + 90
+        agents: list[int] = []
+        while True:
+            assert proc.poll() is None
+            assert time.monotonic() < end, "the ports never started sending"
+            lines = nd.read_text().splitlines() if nd.exists() else []
+            agents = [
+                int(m.group(1)) for x in lines for m in [re.search(r"agent pid (\d+)", x)] if m
+            ]
+            snaps = [json.loads(x) for x in lines if x.startswith('{"t"')]
+            if snaps and all(snaps[-1]["ports"][p]["tx_frames"] > 0 for p in ("p0", "p1")):
+                break
+            time.sleep(0.2)
+        assert len(agents) == 2
+        assert all(_workers_of(a) for a in agents), "each agent runs a worker"
+    finally:
+        proc.kill()
+        proc.wait()
+    end = time.monotonic() + 30
+    while any(_workers_of(a) for a in agents):
+        assert time.monotonic() < end, {a: _workers_of(a) for a in agents}
+        time.sleep(0.5)
+    files = [f for f in os.listdir("/dev/shm") for a in agents if f.startswith(f"tgen-{a}-")]
+    assert not files
+    end = time.monotonic() + 60  # Ray removes the dead engine's agents (frees the hosts)
+    while any(_pid_alive(a) for a in agents):
+        assert time.monotonic() < end, "Ray did not remove the agents of a dead engine"
+        time.sleep(0.5)
+
+
 def test_killing_node_b_fails_p1_and_p0_goes_on(cluster, nat_lab, tmp_path):
     """Must show 2: killing node tester-b during a run marks p1 failed with the reason,
     p0 keeps sending, and the run still writes its result."""

@@ -17,10 +17,9 @@ Workers are spawned from one long-lived thread, so their ``PR_SET_PDEATHSIG`` fi
 when the agent process dies (never when a Ray thread ends). :meth:`shutdown` (also run
 at exit) kills every worker; a killed agent's workers die by that signal. The engine
 calls the agent many times a second (samples, the event long poll); when it has not for
-``WATCHDOG_S`` (an engine that hangs, or a network split) the watchdog kills the
-workers. A SIGKILLed engine is Ray's to notice: it removes the engine's actors about
-15 s later (measured here; the agent's threads stall meanwhile), and the workers die
-with their agent.
+``WATCHDOG_S`` (a SIGKILLed engine, a hung one, a network split) the watchdog process
+(:mod:`tgen_tui.cluster.watchdog`) kills the workers. It is a process of its own because
+an actor whose owner was SIGKILLed stalls until Ray removes it, about 15 s later.
 """
 
 from __future__ import annotations
@@ -92,30 +91,33 @@ class TesterAgent:
         self._links: dict[tuple[str | None, str], str] = {}
         self._link_ns = 0
         self._closed = False
-        self._contact = time.monotonic()
-        self.watchdog_kills = 0
+        self._contact = 0.0
+        self._dog_lock = threading.Lock()
         with contextlib.suppress(Exception):  # counter files of agents that were SIGKILLed
             from tgen_tui.engine.controller import remove_stale_counter_files
 
             remove_stale_counter_files()
-        threading.Thread(target=self._watchdog, name="tgen-watchdog", daemon=True).start()
+        self._dog: subprocess.Popen | None = self._in_spawner(self._start_watchdog)  # type: ignore[assignment]
         atexit.register(self.shutdown)
 
-    def _watchdog(self) -> None:
-        while not self._closed:
-            time.sleep(0.5)
-            if time.monotonic() - self._contact > WATCHDOG_S:
-                for w in list(self._workers.values()):
-                    if w.proc.poll() is None:
-                        self.watchdog_kills += 1
-                        w.stderr_tail.append(
-                            f"killed by the agent on {self.host}: no call from the engine for {WATCHDOG_S:g} s"
-                        )
-                        with contextlib.suppress(ProcessLookupError):
-                            w.proc.kill()
+    def _start_watchdog(self) -> subprocess.Popen:
+        argv = [sys.executable, "-m", "tgen_tui.cluster.watchdog"]
+        argv += ["--parent-pid", str(os.getpid()), "--timeout", str(WATCHDOG_S)]
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def _tell_dog(self, line: str) -> None:
+        dog = self._dog
+        if dog is None or dog.stdin is None:
+            return
+        with self._dog_lock, contextlib.suppress(OSError, ValueError):
+            dog.stdin.write(line.encode() + b"\n")
+            dog.stdin.flush()
 
     def _touch(self) -> None:
-        self._contact = time.monotonic()
+        now = time.monotonic()
+        if now - self._contact >= 0.25:  # a beat at most 4 times a second
+            self._contact = now
+            self._tell_dog("beat")
 
     # ------------------------------------------------------------------ facts
     def hello(self) -> dict:
@@ -195,6 +197,7 @@ class TesterAgent:
             )
 
         proc = self._in_spawner(start)
+        self._tell_dog(f"pid {proc.pid}")  # type: ignore[attr-defined]
         w = _Worker(wid, core, shm, proc)  # type: ignore[arg-type]
         with self._lock:
             self._workers[wid] = w
@@ -329,6 +332,14 @@ class TesterAgent:
             if w.view is not None:
                 w.view.close()
                 w.view = None
+        dog, self._dog = self._dog, None
+        if dog is not None and dog.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                dog.stdin.close()  # type: ignore[union-attr]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                dog.wait(2)
+            if dog.poll() is None:
+                dog.kill()
         return n
 
 
