@@ -27,6 +27,8 @@ def test_keymap_file_remaps_start_and_footer_and_help_show_it(tmp_path) -> None:
             await settle(pilot, app, lambda: app.snap is not None)
             footer = {k.action: k.key_display for k in app.screen.query(FooterKey)}
             assert footer.get("start_selected") == "x"
+            first = next(iter(app.screen.query(FooterKey)))  # still first: visible at 80 columns
+            assert (first.action, first.key_display) == ("start_selected", "x")
             await pilot.press("s")  # the old key does nothing now
             await pilot.pause(0.2)
             assert eng.calls == []

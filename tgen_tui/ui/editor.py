@@ -27,13 +27,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Label, OptionList, Static
+from textual.widgets import Input, Label, OptionList, Static
 
 from tgen_tui import fmt
 from tgen_tui.diagnostics import BadInput, Problem
 from tgen_tui.profiles import models as m
 from tgen_tui.profiles.loader import load_profile_text
 from tgen_tui.profiles.units import line_rate_fps
+from tgen_tui.ui.widgets import OrderedFooter
 
 # sub-models shown one level expanded (their fields get an input each)
 EXPAND = {
@@ -351,7 +352,7 @@ class EditorScreen(Screen):
             yield form
         yield Static("", id="derived")
         yield Static("", id="status")
-        yield Footer()
+        yield OrderedFooter()
 
     async def on_mount(self) -> None:
         self.validate()

@@ -14,13 +14,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import DataTable, Footer, Input, Label, Log, OptionList, Static
+from textual.widgets import DataTable, Input, Label, Log, OptionList, Static
 
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.ui.keymap import ALL_BINDINGS, STREAM_BINDINGS, effective_keys
-from tgen_tui.ui.widgets import ConntrackGauge, Grid, Spark, TextWidget, state_text
+from tgen_tui.ui.widgets import ConntrackGauge, Grid, OrderedFooter, Spark, TextWidget, state_text
 
 COL = 13  # width of a port column on the Main screen
 
@@ -84,7 +84,7 @@ class MainScreen(ViewScreen):
         yield Grid(id="ports")
         yield Vertical(id="sparks")
         yield ConntrackGauge(id="gauge")
-        yield Footer()
+        yield OrderedFooter()
 
     def setup(self, desc: EngineDescription) -> None:
         super().setup(desc)
@@ -302,7 +302,7 @@ class StreamsScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         yield self.compose_title()
         yield DataTable(id="streams", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield OrderedFooter()
 
     def setup(self, desc: EngineDescription) -> None:
         super().setup(desc)
@@ -371,7 +371,7 @@ class DutScreen(ViewScreen):
         yield Label("conntrack entries (history, 10 Hz)", classes="dim")
         yield Vertical(id="ct-history")
         yield DataTable(id="dut", cursor_type="none", show_header=False)
-        yield Footer()
+        yield OrderedFooter()
 
     def setup(self, desc: EngineDescription) -> None:
         super().setup(desc)
@@ -467,7 +467,7 @@ class WorkersScreen(ViewScreen):
         yield self.compose_title()
         yield DataTable(id="workers", cursor_type="row", zebra_stripes=True)
         yield Static("", id="plan-notes", classes="dim")
-        yield Footer()
+        yield OrderedFooter()
 
     def setup(self, desc: EngineDescription) -> None:
         super().setup(desc)
@@ -528,7 +528,7 @@ class LogScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         yield self.compose_title()
         yield Log(id="log", max_lines=2000, auto_scroll=True)
-        yield Footer()
+        yield OrderedFooter()
 
     def setup(self, desc: EngineDescription) -> None:
         super().setup(desc)
@@ -574,7 +574,7 @@ class HelpScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         yield self.compose_title()
         yield DataTable(id="help", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield OrderedFooter()
 
     def on_mount(self) -> None:
         self.fill()
@@ -682,7 +682,7 @@ class ProfilePicker(Screen[str]):
         )
         yield OptionList(*self.files, id="profiles")
         yield Static("", id="picker-error", classes="error")
-        yield Footer()
+        yield OrderedFooter()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         self.dismiss(self.files[event.option_index])

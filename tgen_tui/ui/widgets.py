@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
+from textual.widgets import Footer
 
 from tgen_tui import fmt
 
@@ -237,3 +238,23 @@ class Grid(Widget):
         if strip is None:
             strip = self._strips[y] = self._build(y)
         return strip.adjust_cell_length(self.size.width, self.rich_style)
+
+
+class OrderedFooter(Footer):
+    """The footer in the order of the console's bindings, also after a keymap: Textual
+    re-adds remapped bindings at the end of its map, which at 80 columns pushes a remapped
+    ``s`` (Start) off the screen."""
+
+    def compose(self):
+        from tgen_tui.ui.keymap import APP_BINDINGS, STREAM_BINDINGS
+
+        order = {b.action: i for i, b in enumerate(STREAM_BINDINGS + APP_BINDINGS)}
+        items = list(super().compose())
+        palette = [w for w in items if w.has_class("-command-palette")]
+        ours = sorted(
+            (w for w in items if getattr(w, "action", None) in order), key=lambda w: order[w.action]
+        )
+        others = [
+            w for w in items if w not in palette and w not in ours
+        ]  # the screen's own (editor)
+        yield from others + ours + palette
