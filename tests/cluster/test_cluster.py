@@ -89,6 +89,8 @@ def cluster(tmp_path_factory):
     finally:
         for n in c.list_all_nodes():
             pids |= _node_pids(n)
+        if ray.is_initialized():  # the console test made this process a driver
+            ray.shutdown()
         c.shutdown()
         if old_cache is None:
             os.environ.pop("TGEN_CACHE_DIR", None)
@@ -231,6 +233,61 @@ def test_two_hosts_run_the_lab_profile(cluster, nat_lab, tmp_path):
     assert abs(pair["clock_offset_ns"]) <= pair["uncertainty_ns"]
     assert f"{pair['clock_offset_ns'] / 1e3:+.1f} us" in up["latency_note"]
     _assert_agents_left_nothing(res)
+
+
+def test_console_on_two_hosts(cluster, nat_lab, tmp_path):
+    """tgen tui's engine with --cluster (trio guest mode, in this process): 0 s starts p0
+    on tester-a, t stops it; the console's result names the hosts; q leaves no worker."""
+    import asyncio
+
+    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.profiles.loader import load_profile
+    from tgen_tui.ui.app import TgenApp
+    from tgen_tui.ui.host import GuestEngineHost
+
+    c, _, _ = cluster
+    prof = lab_profile(nat_lab, tmp_path)
+    compiled = compile_profile(load_profile(prof), rate_scale=0.2)
+    host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions(cluster=c.address)))
+    app = TgenApp(
+        host, compiled=compiled, profile_path=str(prof), json_path=str(tmp_path / "s.json")
+    )
+
+    async def until(pilot, cond, timeout):
+        end = time.monotonic() + timeout
+        while not cond() and time.monotonic() < end:
+            await pilot.pause(0.1)
+
+    async def go():
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: app.snap is not None, 60)
+            assert app.snap is not None, "the engine did not come up"
+            assert {p.name: p.host for p in app.snap.ports} == {"p0": "tester-a", "p1": "tester-b"}
+            await pilot.press("0", "s")
+            await until(pilot, lambda: app.snap.port("p0").tx_frames > 2000, 20)
+            assert app.snap.port("p0").tx_frames > 2000
+            assert app.snap.port("p1").tx_frames == 0  # only p0 was started
+            await pilot.press("t")
+            await until(pilot, lambda: app.snap.port("p0").state == "stopped", 15)
+            assert app.snap.port("p0").state == "stopped"
+            await pilot.press("q")
+            await pilot.pause(0.5)
+
+    asyncio.run(go())
+    res = app.result
+    assert res is not None
+    p0 = res["ports"]["p0"]
+    assert p0["host"] == "tester-a" and res["ports"]["p1"]["host"] == "tester-b"
+    assert p0["tx_frames"] == p0["if_tx_frames"] > 2000
+    assert res["streams"]["up"]["lost"] == 0
+    assert res["streams"]["up"]["rx_frames"] == p0["tx_frames"]
+    agents = [int(a) for a in re.findall(r"agent pid (\d+)", "\n".join(res.get("events", [])))]
+    assert len(agents) == 2, res.get("events")
+    end = time.monotonic() + 30
+    while any(_workers_of(a) for a in agents):  # q quit the workers on both hosts
+        assert time.monotonic() < end, {a: _workers_of(a) for a in agents}
+        time.sleep(0.5)
 
 
 def test_bad_input_and_unknown_host(cluster, nat_lab, tmp_path):
