@@ -164,9 +164,7 @@ class Port:
         with netns(self.netns):
             if rx_table is not None:
                 self.rx = RxRing(self.interface, **ring_opts)
-                self.rxstats = RxStats(
-                    self.w.cv.rx[rx_table], skew=self.spec.get("clock_skew_ns")
-                )
+                self.rxstats = RxStats(self.w.cv.rx[rx_table], skew=self.spec.get("clock_skew_ns"))
                 self.ctr[C.P_RX_TABLE] = rx_table
             if progs:
                 kind = self.spec.get("tx_path", DEFAULT_TX)
