@@ -290,6 +290,58 @@ def test_console_on_two_hosts(cluster, nat_lab, tmp_path):
         time.sleep(0.5)
 
 
+def test_reload_respawns_on_the_same_hosts(cluster, nat_lab, tmp_path):
+    """An edit that is more than a rate change re-spawns the workers on their hosts; an
+    edit that moves a port to a host without an agent is refused."""
+    import trio
+
+    from tgen_tui.diagnostics import BadInput
+    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.profiles.loader import load_profile
+
+    c, _, _ = cluster
+    prof = lab_profile(nat_lab, tmp_path)
+    first = compile_profile(load_profile(prof), rate_scale=0.2)
+    text = prof.read_text()
+    prof.write_text(text.replace("size: 64", "size: 128"))
+    bigger = compile_profile(load_profile(prof), rate_scale=0.2)
+    prof.write_text(text.replace("host: tester-b", "host: tester-c"))
+    moved = compile_profile(load_profile(prof), rate_scale=0.2)
+    out = {}
+
+    async def go():
+        async with open_engine(first, EngineOptions(cluster=c.address, drain_ms=300)) as eng:
+            await eng.reload(bigger)
+            await eng.start()
+            await trio.sleep(1.5)
+            await eng.stop()
+            out["snap"] = await eng.final_snapshot()
+            try:
+                await eng.reload(moved)
+            except BadInput as e:
+                out["refused"] = str(e)
+            # refused before anything stopped: the engine still runs the old profile
+            await eng.start()
+            await trio.sleep(0.5)
+            await eng.stop()
+            out["after"] = await eng.final_snapshot()
+
+    trio.run(go)
+    snap = out["snap"]
+    for p in snap.ports:
+        assert p.state == "stopped" and p.tx_frames > 0
+        assert p.tx_frames == p.if_tx_frames and p.rx_frames == p.if_rx_frames
+        assert p.tx_bytes == p.tx_frames * 124  # 128 B frames (without the FCS) after the reload
+    for s in snap.streams:
+        assert s.lost == 0 and s.rx_frames == s.tx_frames > 0
+    assert "tester-c" in out["refused"] and "restart tgen" in out["refused"]
+    after = out["after"]
+    assert {p.name: p.host for p in after.ports} == {"p0": "tester-a", "p1": "tester-b"}
+    assert after.port("p0").tx_frames > snap.port("p0").tx_frames
+    assert all(p.state == "stopped" for p in after.ports)
+
+
 def test_bad_input_and_unknown_host(cluster, nat_lab, tmp_path):
     c, _, _ = cluster
     prof = lab_profile(nat_lab, tmp_path, hosts=("tester-a", "tester-c"))

@@ -356,6 +356,18 @@ class ClusterLink:
                 hs.clock_error = str(e)
         return link
 
+    def update_hosts(self, ifaces: dict[str, list[tuple[str | None, str]]]) -> None:
+        """After a reload: the same agents serve the new ports; a new host needs a new engine."""
+        new = [h for h in ifaces if h not in self.hosts]
+        if new:
+            raise BadInput(
+                f"reload: port(s) now on host(s) {', '.join(new)}, which this engine has no "
+                "agent on: restart tgen to add a host"
+            )
+        for h, hs in self.hosts.items():
+            if h in ifaces and ifaces[h]:
+                hs.ifaces = list(ifaces[h])
+
     def port_configs(self, host: str, specs: list[tuple]) -> list[dict]:
         """Blocking: the configure entries of ports on ``host``, made there (tx_path
         'auto' is that host's calibrated path)."""

@@ -405,24 +405,31 @@ class Engine:
             self._acc.ct_start = r.count
 
     async def _connect_cluster(self) -> None:
-        """With --cluster: join Ray, place one agent per host, measure their clocks."""
-        if not self.options.cluster or self._cluster is not None:
+        """With --cluster: join Ray, place one agent per host, measure their clocks (once:
+        a reload keeps the agents, and cannot add a host)."""
+        if not self.options.cluster:
             return
         hosts: dict[str, list[tuple[str | None, str]]] = {}
         for pr in self.ports.values():
             if pr.host is not None:
                 hosts.setdefault(pr.host, []).append((pr.netns, pr.interface))
-        if not hosts:
+        if self._cluster is not None:
+            self._cluster.update_hosts(hosts)  # BadInput for a host without an agent
+        elif not hosts:
             return
-        from tgen_tui.cluster.remote import ClusterLink
+        else:
+            from tgen_tui.cluster.remote import ClusterLink
 
-        self._cluster = await trio.to_thread.run_sync(
-            ClusterLink.connect, self.options.cluster, list(hosts), hosts
-        )
+            self._cluster = await trio.to_thread.run_sync(
+                ClusterLink.connect, self.options.cluster, list(hosts), hosts
+            )
+            self._notice_cluster()
         self._cluster.set_streams(
             [(p.name, p.port, p.rx_port) for p in self.programs],
             {n: pr.host for n, pr in self.ports.items()},
         )
+
+    def _notice_cluster(self) -> None:
         for h, hs in self._cluster.hosts.items():
             c = hs.clock
             self._notice(
@@ -842,6 +849,10 @@ class Engine:
             self.compiled = compiled
             self._notice(f"profile {compiled.name} reloaded: rates applied live")
             return
+        if self._cluster is not None:  # refuse a new host before anything stops
+            self._cluster.update_hosts(
+                {h: [] for p in compiled.ports.values() if (h := getattr(p, "host", None))}
+            )
         names = list(self.ports)
         async with self._holding(names):
             running = [n for n in names if self.ports[n].state == PortState.RUNNING]
