@@ -153,6 +153,7 @@ class TrialRunner:
         if reset_dut and self.dut is not None:
             ct_reset_s = await trio.to_thread.run_sync(self.dut.reset)
         ct_before = await self._count()
+        backlog_drops_before = host_backlog_drops()
         early = self.early_stop if early_stop is None else early_stop
         expected = {p.name: p.schedule.count for p in progs}
         t = TrialResult(rate_pps=rate, kind=kind, duration_s=d)
@@ -176,7 +177,7 @@ class TrialRunner:
                 t_done = None
                 while True:
                     now = time.monotonic()
-                    if eng.ports_done_sending():
+                    if _done_sending(eng):
                         t_done = now
                         break
                     if now >= deadline:
@@ -277,6 +278,16 @@ class TrialRunner:
                 f"lost {t.lost:,} frames by {t.extra['early_stop_at_s']} s: stopped early "
                 f"(sent {t.tx_frames:,} of {want_total:,})"
             )
+        host_drops = host_backlog_drops() - backlog_drops_before
+        t.extra["host_backlog_drops"] = host_drops
+        if host_drops > 0 and t.lost > 0 and t.valid:
+            t.extra["host_dropped"] = True
+            t.valid = False
+            t.reason = (
+                f"invalid: this host's receive backlog dropped {host_drops:,} packets during "
+                f"the trial (CPU contention, /proc/net/softnet_stat) and {t.lost:,} frames "
+                "were lost: not the DUT's loss"
+            )
         late = max((v["late_max_ns"] or 0) for v in t.extra["ports"].values()) / 1e9
         t.extra["sender_late_max_s"] = round(late, 6)
         if self.max_late_s and late > self.max_late_s and t.lost > 0 and t.valid:
@@ -304,8 +315,19 @@ class TrialRunner:
         return await trio.to_thread.run_sync(self.dut.count)
 
 
+def host_backlog_drops() -> int:
+    """Packets this host's per-CPU receive backlogs dropped since boot (netdev_max_backlog
+    overflows; the second column of /proc/net/softnet_stat). veth delivery goes through
+    these backlogs, so a stalled CPU loses lab frames that the DUT never saw."""
+    try:
+        with open("/proc/net/softnet_stat") as f:
+            return sum(int(line.split()[1], 16) for line in f if line.strip())
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _retry_worthy(t: TrialResult) -> bool:
-    if t.extra.get("sender_stalled"):
+    if t.extra.get("sender_stalled") or t.extra.get("host_dropped"):
         return True
     want = sum(v["count"] for v in t.extra.get("streams", {}).values())
     sent = t.extra.get("sent_by_deadline", 0)
@@ -317,6 +339,11 @@ def _retry_worthy(t: TrialResult) -> bool:
 def _latest(eng):
     f = getattr(eng, "latest_snapshot", None)
     return f() if callable(f) else eng.latest
+
+
+def _done_sending(eng) -> bool:
+    f = getattr(eng, "ports_done_sending", None)
+    return bool(f()) if callable(f) else False
 
 
 async def _fresh(eng):
