@@ -9,7 +9,9 @@ a notification and a log line, never a crash.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import signal
 import time
 from collections import deque
 from collections.abc import Callable
@@ -93,9 +95,14 @@ class TgenApp(App):
         self.result: dict | None = None
         self.exit_message: str | None = None
         self.quitting = False
+        self.signal_name: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def on_mount(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):  # stop the ports and write --json, as q does
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self._on_signal, sig)
         if self.keymap_overrides:
             self.set_keymap(self.keymap_overrides)
         for name, cls in VIEW_SCREENS.items():
@@ -152,6 +159,8 @@ class TgenApp(App):
                 self.result = self.session.result(
                     self.compiled, final, self.profile_path or "", self.desc, self.log_lines
                 )
+                if self.signal_name:
+                    self.result["signal"] = self.signal_name
                 if self.json_path:
                     Path(self.json_path).write_text(
                         json.dumps(self.result, indent=2, default=str) + "\n"
@@ -385,7 +394,13 @@ class TgenApp(App):
             return
         self.run_worker(self._stop_and_exit(), exclusive=True)
 
-    async def _stop_and_exit(self) -> None:
+    def _on_signal(self, sig: signal.Signals) -> None:
+        if not self.quitting:
+            self.signal_name = signal.Signals(sig).name
+            self._log_line(f"{self.signal_name}: stopping every port and quitting")
+            self.run_worker(self._stop_and_exit(128 + int(sig)), exclusive=True)
+
+    async def _stop_and_exit(self, return_code: int = 0) -> None:
         self.quitting = True
         eng = self._eng()
         if eng is not None and self.host is not None and not self.host.closed:
@@ -393,7 +408,7 @@ class TgenApp(App):
                 await asyncio.wait_for(self.host.call(eng.stop, None), timeout=10)
             except Exception as e:  # noqa: BLE001 - the host's close stops them anyway
                 self._log_line(f"stop on quit: {e}")
-        self.exit()
+        self.exit(return_code)
 
 
 __all__ = ["TgenApp", "rate_step"]
