@@ -265,3 +265,43 @@ def test_rate_prompt_escape_cancels() -> None:
             assert not any(c[0] == "set_rate" for c in eng.calls)
 
     run(go())
+
+
+def test_without_a_profile_the_picker_opens_the_chosen_one_idle() -> None:
+    from textual.widgets import OptionList
+
+    from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.profiles.loader import load_profile
+    from tgen_tui.ui.app import TgenApp
+    from tgen_tui.ui.fake import FakeEngine
+    from tgen_tui.ui.host import AsyncioEngineHost, fake_engine_cm
+    from tgen_tui.ui.screens import ProfilePicker
+
+    from .conftest import PROFILES
+
+    picked: list[str] = []
+
+    def build(path: str):
+        picked.append(path)
+        compiled = compile_profile(load_profile(path))
+        eng = FakeEngine(compiled)
+        return AsyncioEngineHost(lambda: fake_engine_cm(eng)), compiled
+
+    async def go():
+        app = TgenApp(None, host_builder=build, profiles_dir=str(PROFILES))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, ProfilePicker)
+            files = app.screen.files
+            assert any(f.endswith("nat44-stateful.yaml") for f in files)
+            app.screen.query_one(OptionList).highlighted = files.index(
+                next(f for f in files if f.endswith("nat44-stateful.yaml"))
+            )
+            await pilot.press("enter")
+            await settle(pilot, app, lambda: app.snap is not None)
+            assert picked and picked[0].endswith("nat44-stateful.yaml")
+            assert isinstance(app.screen, MainScreen)
+            assert app.desc.profile == "nat44-stateful"
+            assert all(p.state == "idle" for p in app.snap.ports)
+
+    run(go())
