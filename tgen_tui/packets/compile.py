@@ -63,8 +63,15 @@ class CompiledProfile:
 
 
 def profile_hash(profile: m.Profile) -> str:
-    """sha256 of the canonical JSON of the validated profile (recorded with every result)."""
-    canon = json.dumps(profile.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """sha256 of the canonical JSON of the validated profile (recorded with every result).
+
+    Fields left at their defaults are not part of it, so a new optional field in a later
+    tgen (a port's ``host``, ``tx_path``) does not change the hash of an unchanged profile."""
+    canon = json.dumps(
+        profile.model_dump(mode="json", exclude_defaults=True),
+        sort_keys=True,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
