@@ -36,8 +36,19 @@ def ct_limited_lab():
 
 @pytest.fixture
 def small_table_lab():
-    """A NAT lab with nf_conntrack_max = 3,000 (global while the lab is up; restored)."""
-    yield from lab(conntrack_max=3000)
+    """A NAT lab with nf_conntrack_max = 3,000 (global while the lab is up; restored).
+
+    The lab restores a global only when no other lab holds a record of it; on a machine
+    where other labs are up, put back the value found before, so later tests (and other
+    people's labs) do not run with a 3,000-entry table."""
+    path = "/proc/sys/net/netfilter/nf_conntrack_max"
+    before = open(path).read().strip() if os.path.exists(path) else None
+    try:
+        yield from lab(conntrack_max=3000)
+    finally:
+        if before is not None and open(path).read().strip() == "3000":
+            with open(path, "w") as f:
+                f.write(before)
 
 
 @pytest.fixture
