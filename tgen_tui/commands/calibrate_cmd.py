@@ -12,7 +12,8 @@ from tgen_tui.diagnostics import EnvironmentProblem, TgenError
 EPILOG = """\
 What it does: sends 64-byte UDP frames flat out from one pinned core with each candidate
 send path (AF_PACKET sendmmsg at 256/1024/2048-frame batches, PACKET_TX_RING at
-1024/4096-frame flushes, AF_XDP at 256/1024), interleaved ROUNDS times, counts them with
+1024/4096-frame flushes, AF_XDP at 256/1024), interleaved ROUNDS times (a candidate's figure is its best round: other work only
+takes rate away), counts them with
 the kernel's interface counter (frames per second, kpps = 1000 frames/s), and caches the
 fastest for this host and interface driver in ~/.cache/tgen/txpath.json ($TGEN_CACHE_DIR
 overrides). A port with `tx_path: auto` (the default) then uses it; `tgen run --json`
@@ -28,7 +29,7 @@ removes, whose far end drops them: never the DUT, no test traffic touched. With
 --interface the frames leave that interface (198.18.0.1 -> 198.18.0.2, to a MAC nobody
 has) and are counted by its tx_packets: use a port whose far end is a sink.
 
-Takes about ROUNDS x 7 x (SECONDS + 0.8) s (about 32 s by default). Needs root. Run it
+Takes about ROUNDS x 7 x (SECONDS + 0.8) s (about 38 s by default). Needs root. Run it
 on an otherwise idle host: other work changes the ranking (it warns when the load is high).
 
 examples:
@@ -54,10 +55,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--netns", metavar="NS", help="namespace of --interface (default: this one)")
     p.add_argument(
-        "--rounds", type=int, default=2, help="interleaved rounds per candidate (default 2)"
+        "--rounds", type=int, default=3, help="interleaved rounds per candidate (default 3)"
     )
     p.add_argument(
-        "--seconds", type=float, default=1.5, help="counted window per run, s (default 1.5)"
+        "--seconds", type=float, default=1.0, help="counted window per run, s (default 1)"
     )
     p.add_argument(
         "--warm", type=float, default=0.5, help="warm-up before counting, s (default 0.5)"
@@ -92,7 +93,7 @@ def _check(a: argparse.Namespace) -> None:
 
 def table(entry: dict) -> str:
     rows = entry["table"]
-    lines = [f"{'path':10s} {'batch':>6s} {'kpps':>8s}  runs (kpps)"]
+    lines = [f"{'path':10s} {'batch':>6s} {'best kpps':>9s}  rounds (kpps)"]
     for r in rows:
         runs = " ".join(f"{x:.0f}" for x in r["kpps_runs"])
         mark = (
@@ -104,7 +105,7 @@ def table(entry: dict) -> str:
         err = f"  failed: {r['errors'][0]}" if r["errors"] else ""
         if not r.get("eligible", True) and not err:
             err = "  (excluded: --no-xdp)"
-        lines.append(f"{r['tx_path']:10s} {r['max_batch']:6d} {r['kpps']:8.1f}  {runs}{mark}{err}")
+        lines.append(f"{r['tx_path']:10s} {r['max_batch']:6d} {r['kpps']:9.1f}  {runs}{mark}{err}")
     return "\n".join(lines)
 
 
