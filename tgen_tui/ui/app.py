@@ -232,7 +232,7 @@ class TgenApp(App):
 
     def _on_engine_event(self, ev: EngineEvent) -> None:
         stamp = time.strftime("%H:%M:%S", time.localtime(ev.wall))
-        self._log_line(f"{stamp} [{ev.t:8.2f}s] {ev.kind:<12} {ev.text()}")
+        self._log_line(f"{stamp} {ev.t:7.2f}s {ev.kind:<11} {ev.text()}")
         if ev.kind == "worker_failed":
             self.notify(ev.text(), severity="error", timeout=10)
 

@@ -270,13 +270,13 @@ class MainScreen(ViewScreen):
 # ------------------------------------------------------------------------ Streams
 # key, label, width, shown below 120 columns
 STREAM_COLS = [
-    ("name", "Stream", 14, True),
+    ("name", "Stream", 12, True),
     ("port", "Port", 9, False),
     ("rate", "Rate", 11, False),
-    ("tx", "Tx", 11, True),
-    ("rx", "Rx", 11, True),
-    ("lost", "Lost", 8, True),
-    ("loss", "Loss", 9, True),
+    ("tx", "Tx", 12, True),
+    ("rx", "Rx", 12, True),
+    ("lost", "Lost", 9, True),
+    ("loss", "Loss", 10, True),
     ("ooo", "OOO", 6, False),
     ("dup", "Dup", 6, False),
     ("lmin", "Lat min", 9, False),
@@ -312,11 +312,12 @@ class StreamsScreen(ViewScreen):
         small = narrow(self)
         cols = [c for c in STREAM_COLS if c[3] or not small]
         self._cols = {c[0] for c in cols}
+        t.cell_padding = 0  # widths include one trailing space: 16 columns fit in 160
         for key, label, w, _ in cols:
-            t.add_column(label, width=(10 if small and key == "name" else w), key=key)
+            t.add_column(" " + label, width=(10 if small and key == "name" else w), key=key)
         for s in desc.streams:
-            first = {"name": s.name, "port": f"{s.port}→{s.rx_port or '-'}"}
-            t.add_row(*[first.get(c[0], "-") for c in cols], key=s.name)
+            first = {"name": f" {s.name}", "port": f" {s.port}→{s.rx_port or '-'}"}
+            t.add_row(*[first.get(c[0], " -") for c in cols], key=s.name)
         self._cells: dict[tuple[str, str], object] = {}
         self._width = self.app.size.width
 
@@ -356,7 +357,7 @@ class StreamsScreen(ViewScreen):
             for col, v in vals.items():
                 if col in self._cols and self._cells.get((s.name, col)) != v:
                     self._cells[(s.name, col)] = v
-                    t.update_cell(s.name, col, v)
+                    t.update_cell(s.name, col, Text(" ") + (v if isinstance(v, Text) else Text(v)))
 
 
 # ------------------------------------------------------------------------ DUT
