@@ -46,6 +46,11 @@ EXPAND = {
     "schedule": m.Schedule,
 }
 PROFILE_FIELDS = ("name", "description", "seed", "duration")
+# the stream fields an operator edits most come first (the rest follow in schema order)
+FIRST = {
+    f: i
+    for i, f in enumerate(("name", "port", "rx_port", "rate", "size", "vlan", "mode", "schedule"))
+}
 _TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
 
 Path_ = tuple[Any, ...]
@@ -334,7 +339,8 @@ class EditorScreen(Screen):
             return [(base + (f,), fi.description or "") for f, fi in m.Dut.model_fields.items()]
         out = []
         node = get_in(self.etree, base) or {}
-        for f, fi in m.Stream.model_fields.items():
+        fields = sorted(m.Stream.model_fields.items(), key=lambda kv: FIRST.get(kv[0], len(FIRST)))
+        for f, fi in fields:
             sub = EXPAND.get(f)
             if sub is not None and isinstance(node.get(f), dict):
                 for g, gi in sub.model_fields.items():
@@ -371,6 +377,12 @@ class EditorScreen(Screen):
             rows.append(FieldRow(path, text, hint[:60]))
         await form.mount_all(rows)
         self._paint_errors()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        """Enter on a section jumps to its first field."""
+        inputs = list(self.query_one("#form", VerticalScroll).query(Input))
+        if inputs:
+            inputs[0].focus()
 
     async def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option_list.id == "sections" and event.option_index != self.section:
