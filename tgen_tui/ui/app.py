@@ -70,6 +70,7 @@ class TgenApp(App):
         json_path: str | None = None,
         profiles_dir: str = "profiles",
         tick_s: float = 0.1,
+        results_db: str | None = None,
     ) -> None:
         super().__init__()
         self.host = host
@@ -79,6 +80,7 @@ class TgenApp(App):
         self.keymap_overrides = dict(keymap or {})
         self.json_path = json_path
         self.profiles_dir = profiles_dir
+        self.results_db = results_db
         self.tick_s = tick_s
         self.selected = 0
         self.desc: EngineDescription | None = None
@@ -371,6 +373,12 @@ class TgenApp(App):
         else:
             self.push_screen(name)
         self.call_later(self.redraw_view)
+
+    def action_results(self) -> None:
+        """The results store: recent runs, trends per build, regressions marked."""
+        from tgen_tui.ui.results_screen import ResultsScreen
+
+        self.push_screen(ResultsScreen(self.results_db))
 
     def action_edit(self) -> None:
         from tgen_tui.ui.editor import EditorScreen

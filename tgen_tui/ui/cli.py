@@ -20,7 +20,8 @@ keys (every port starts idle; nothing is sent until you say so):
   0-9 select a port   s/t start/stop it   S/T start/stop all   c clear counters
   +/- rate one step (1-2-5 series)   r exact rate: 50kpps, 200Mbit, 10% (of line rate)
   m main  f streams  d DUT  w workers  l log  ? help  e editor  p pause a stream (streams)
-  ctrl+p command palette   q quit (asks when traffic runs; stops ports, writes --json)
+  R results store (recent runs, trends, regressions)   ctrl+p command palette
+  q quit (asks when traffic runs; stops ports, writes --json, records the session)
 
 keymap: ~/.config/tgen/keymap.toml (or --keymap FILE) remaps a binding by its id, e.g.
   "port.start" = "ctrl+s"
@@ -62,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="run ports that name a host on that host's Ray node: the head's IP:PORT or "
         "'auto' (see tgen run --help)",
     )
+    from tgen_tui.results.record import add_store_options
+
+    add_store_options(p)  # the session is recorded on quit (not with --fake)
     p.set_defaults(func=cmd_tui)
 
 
@@ -140,10 +144,15 @@ def cmd_tui(args: argparse.Namespace) -> int:
         keymap=keymap,
         json_path=args.json,
         profiles_dir=args.profiles_dir,
+        results_db=getattr(args, "db", None),
     )
     rc = app.run()
     if app.exit_message:
         print(app.exit_message, file=sys.stderr)
+    if app.result is not None and not args.fake:
+        from tgen_tui.results.record import record_from_args
+
+        record_from_args(args, app.result, test="tui")
     return int(rc or 0)
 
 

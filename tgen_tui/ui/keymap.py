@@ -38,6 +38,7 @@ APP_BINDINGS: list[Binding] = [
     Binding("w", "view('workers')", "Workers", id="view.workers"),
     Binding("l", "view('log')", "Log", id="view.log"),
     Binding("question_mark", "view('help')", "Help", id="view.help"),
+    Binding("R", "results", "Results", show=False, id="view.results"),
     Binding("q", "quit_console", "Quit", id="app.quit"),
     Binding("ctrl+c", "quit_console", "Quit", show=False, priority=True, id="app.interrupt"),
     *PORT_BINDINGS,

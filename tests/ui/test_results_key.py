@@ -1,0 +1,29 @@
+"""R opens the results store's screen in the console; tgen tui records its session."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tgen_tui.ui.results_screen import ResultsScreen
+
+from .conftest import make_app, settle
+
+
+def test_R_opens_the_results_screen_and_escape_returns(tmp_path) -> None:
+    async def go():
+        app, _eng = make_app()
+        app.results_db = str(tmp_path / "r.db")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app, lambda: app.snap is not None)
+            await pilot.press("R")
+            await settle(pilot, app, lambda: isinstance(app.screen, ResultsScreen))
+            await pilot.press("escape")
+            await settle(pilot, app, lambda: not isinstance(app.screen, ResultsScreen))
+
+    asyncio.run(go())
+
+
+def test_help_lists_the_results_key() -> None:
+    from tgen_tui.ui.keymap import APP_BINDINGS
+
+    assert any(b.id == "view.results" and b.key == "R" for b in APP_BINDINGS)
