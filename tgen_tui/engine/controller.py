@@ -355,6 +355,12 @@ class Engine:
                 skew = self._cluster.rx_skews(d["name"], self.programs)
                 if skew:
                     d["clock_skew_ns"] = skew
+        # which send path each port uses and why (profile, tgen calibrate's cache, default)
+        st.tx_why = {
+            d["name"]: f"{d.get('tx_path_source', 'default')}: {d['tx_path_why']}"
+            for d in ports
+            if d.get("tx_path_why")
+        }
         try:
             await self._nursery.start(h.run, ports, self.n_streams)
         except (WorkerDied, BaseExceptionGroup) as e:
@@ -983,6 +989,7 @@ class Engine:
                 alive=st.alive,
                 exit_reason=st.exit_reason if not st.quitting else None,
                 tx_path=", ".join(sorted(set(st.layout.tx_path.values()))) if st.layout else None,
+                tx_path_why="; ".join(f"{p}: {w}" for p, w in st.tx_why.items()) or None,
                 proc_cpu_pct=(
                     0.0
                     if not (st.pid and st.alive)

@@ -110,7 +110,8 @@ class WorkerStats:
     exit_reason: str | None = None
     heartbeat_age_s: float | None = None  # since the worker's loop last turned
     busy_pct: float = 0.0  # share of wall time the worker spent building/sending/receiving
-    tx_path: str | None = None  # sendmmsg | tx_ring
+    tx_path: str | None = None  # sendmmsg | tx_ring | af_xdp
+    tx_path_why: str | None = None  # "cache: measured fastest by tgen calibrate ..." per port
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,7 @@ class WorkerLive:
     alive: bool
     exit_reason: str | None = None
     tx_path: str | None = None
+    tx_path_why: str | None = None
     proc_cpu_pct: float = 0.0
 
 
@@ -519,6 +520,7 @@ class Accumulator:
                     heartbeat_age_s=max(0.0, (now_ns - hb) / 1e9) if hb else None,
                     busy_pct=busy_pct,
                     tx_path=wl.tx_path,
+                    tx_path_why=wl.tx_path_why,
                 )
             )
 

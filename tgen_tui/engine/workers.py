@@ -41,6 +41,7 @@ class WorkerState:
     layout: P.Ready | None = None
     errors: list[str] = field(default_factory=list)
     replies: dict[str, tuple[trio.Event, list[P.Event]]] = field(default_factory=dict)
+    tx_why: dict[str, str] = field(default_factory=dict)  # port -> why its send path was chosen
 
 
 class CommandRefused(Exception):

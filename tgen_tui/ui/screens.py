@@ -518,6 +518,17 @@ class WorkersScreen(ViewScreen):
                 if col in self._cols and self._cells.get((k, col)) != v:
                     self._cells[(k, col)] = v
                     t.update_cell(k, col, v)
+        # which send path each worker uses and why (tgen calibrate's cache, profile, default)
+        notes = [f"warning: {x}" for x in (self.desc.warnings if self.desc else ())]
+        notes += [
+            f"worker {w.id} sends with {w.tx_path}: {w.tx_path_why}"
+            for w in snap.workers
+            if w.tx_path and w.tx_path_why
+        ]
+        text = "\n".join(notes)
+        if self._cells.get(("notes", "")) != text:
+            self._cells[("notes", "")] = text
+            self.query_one("#plan-notes", Static).update(text)
 
 
 # ------------------------------------------------------------------------ Log
