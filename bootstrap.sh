@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bootstrap.sh: set up tgen-tui on a fresh Debian machine (as root) and run the demo or the tests.
 #
-#   bash bootstrap.sh demo   # install, bring the lab up, run the default profile for 10 s
+#   bash bootstrap.sh demo   # install, bring the lab up, open the console on profiles/lab.yaml
 #   bash bootstrap.sh test   # install, then ruff + the full pytest suite (what CI runs)
 #
 # It installs the apt packages the lab and the tests need (iproute2, nftables, conntrack,
@@ -34,7 +34,11 @@ fi
 case "$MODE" in
     demo)
         .venv/bin/tgen lab up
-        .venv/bin/tgen lab status
+        if [ -t 0 ] && [ -t 1 ]; then
+            # the console: every port idle; 0 s starts p0, S/T all, ? every key, q quits
+            exec .venv/bin/tgen tui profiles/lab.yaml
+        fi
+        # no terminal (a script, CI): the same profile headless for 10 s
         exec .venv/bin/tgen run profiles/lab.yaml --duration 10
         ;;
     test)

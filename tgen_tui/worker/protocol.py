@@ -20,7 +20,7 @@ Commands (``{"cmd": ...}``)
     ``{"cmd": "configure", "shm": "/dev/shm/tgen-....ctr", "n_streams": N,
     "ports": [{"name": "p0", "interface": "veth0", "netns": "lab-t0" | null,
     "rx": true, "tx_streams": [program_to_dict(p), ...],
-    "tx_path": "sendmmsg" | "tx_ring" (optional), "max_batch": 1024 (optional),
+    "tx_path": "sendmmsg" | "tx_ring" | "af_xdp" (optional), "max_batch": 1024 (optional),
     "clock_skew_ns": {stream: ns} (optional: rx clock - tx clock of streams sent from
     another host, subtracted from their latency)}],
     "rx_ring": {"block_size": 1048576, "block_nr": 32, "retire_ms": 4} (optional)}``
