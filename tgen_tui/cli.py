@@ -19,9 +19,11 @@ firewalls and routers on stock Linux (AF_PACKET, network namespaces, nftables).
 
 Typical session:
   tgen lab up                               # namespaces + NAT44 DUT, no hardware needed
+  tgen tui profiles/lab.yaml                # the console: 0 s starts p0, ? lists every key
   tgen validate profiles/lab.yaml           # check a profile: file:line:col errors
-  tgen run profiles/lab.yaml --duration 10  # send, count, print results
-  tgen pcap profiles/lab.yaml --count 100 --output lab.pcap
+  tgen run profiles/lab.yaml --duration 10  # headless: send, count, print, exit code for CI
+  tgen rfc2544 throughput profiles/lab.yaml --quick   # the lossless rate, binary search
+  tgen results list                         # every run is stored; results check flags regressions
   tgen lab down
 
 Exit codes: 0 ok, 1 test failed (threshold breached), 2 bad input, 3 environment.
