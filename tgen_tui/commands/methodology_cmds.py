@@ -17,6 +17,12 @@ import signal
 import sys
 from pathlib import Path
 
+from tgen_tui.commands.options import (
+    add_cores_option,
+    add_dut_options,
+    add_quiet_option,
+    parse_cores_option,
+)
 from tgen_tui.diagnostics import BadInput, ExitCode
 from tgen_tui.profiles.units import parse_duration
 
@@ -230,7 +236,7 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
     )
     g.add_argument("--retries", type=int, default=2, help="re-runs of such a trial (default: 2)")
     if cores_option:
-        g.add_argument("--cores", help="cores for workers, e.g. 1 or 0-1 (default: all but 0)")
+        add_cores_option(g)
     g.add_argument(
         "--no-early-stop",
         dest="early_stop",
@@ -250,8 +256,11 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         "--step", type=float, default=10.0, help="loss: load step in %% (default: 10, max 10)"
     )
     d = p.add_argument_group("DUT")
-    d.add_argument("--dut-netns", help="the DUT namespace (default: the profile's dut.netns)")
-    d.add_argument("--dut-ssh", help="remote DUT: command prefix, e.g. 'ssh root@dut'")
+    add_dut_options(
+        d,
+        netns_help="the DUT namespace (default: the profile's dut.netns)",
+        ssh_help="remote DUT: command prefix, e.g. 'ssh root@dut'",
+    )
     d.add_argument(
         "--dut-reset",
         metavar="COMMAND",
@@ -269,7 +278,7 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
     )
     o.add_argument("--plot-format", choices=("svg", "png"), default="svg")
     o.add_argument("--no-plot", action="store_true", help="no terminal plot")
-    o.add_argument("--quiet", "-q", action="store_true", help="no progress, no tables")
+    add_quiet_option(o, "no progress, no tables")
     try:
         from tgen_tui.results.record import add_store_options
 
@@ -382,7 +391,6 @@ def _sizes(text: str | None) -> list[int] | None:
 
 
 def params_from_args(args: argparse.Namespace):
-    from tgen_tui.engine.assignment import parse_cores
     from tgen_tui.methodology.run import Params
 
     quick = args.quick
@@ -423,10 +431,7 @@ def params_from_args(args: argparse.Namespace):
         dut_reset=args.dut_reset,
     )
     if getattr(args, "cores", None):
-        try:
-            p.cores = parse_cores(args.cores)
-        except ValueError as e:
-            raise BadInput(f"--cores: {e}") from None
+        p.cores = parse_cores_option(args.cores)
     if p.duration_s <= 0 or (p.search_duration_s is not None and p.search_duration_s <= 0):
         raise BadInput("--duration and --search-duration must be > 0")
     if not 0 < p.step_pct <= 10:

@@ -18,6 +18,13 @@ import time
 from pathlib import Path
 
 from tgen_tui import fmt
+from tgen_tui.commands.options import (
+    add_cluster_option,
+    add_cores_option,
+    add_dut_options,
+    add_quiet_option,
+    parse_cores_option,
+)
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
 from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.profiles.units import parse_duration
@@ -79,7 +86,7 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
         help="how long to send, e.g. 10, 30s, 2min (default: the profile's duration)",
     )
     p.add_argument("--ports", help="comma-separated port names to use (default: all)")
-    p.add_argument("--cores", help="cores for workers, e.g. 1 or 1-3 (default: all but core 0)")
+    add_cores_option(p)
     p.add_argument(
         "--rate-scale", type=float, default=1.0, help="multiply every stream's rate (default: 1)"
     )
@@ -97,22 +104,18 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
         metavar="EXPR",
         help="threshold, e.g. 'loss>0.1%%' (repeatable)",
     )
-    p.add_argument(
-        "--dut-netns", help="probe conntrack in this namespace (default: the profile's dut.netns)"
-    )
-    p.add_argument("--dut-ssh", help="probe a remote DUT: command prefix, e.g. 'ssh root@dut'")
+    add_dut_options(p)
     p.add_argument(
         "--flush-dut",
         action="store_true",
         help="flush the DUT's conntrack table before sending (lab namespace or --dut-ssh host)",
     )
-    p.add_argument(
-        "--cluster",
-        metavar="ADDRESS",
-        help="run ports that name a host on that host's Ray node: the head's IP:PORT, "
+    add_cluster_option(
+        p,
+        "run ports that name a host on that host's Ray node: the head's IP:PORT, "
         "or 'auto' for a cluster started on this machine (see below)",
     )
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress line, no table")
+    add_quiet_option(p, "no progress line, no table")
     add_store_options(p)
     p.set_defaults(func=cmd_run)
 
@@ -131,9 +134,15 @@ def check_cluster_option(cluster: str | None) -> None:
         )
 
 
-def _check_environment(compiled, cluster: str | None = None) -> None:
+def check_environment(
+    compiled,
+    cluster: str | None = None,
+    *,
+    needs_root: str = "tgen run needs root (AF_PACKET sockets, network namespaces)",
+) -> None:
+    """Root, and every port's namespace exists (with a cluster, a port on its own host is checked there)."""
     if os.geteuid() != 0:
-        raise EnvironmentProblem("tgen run needs root (AF_PACKET sockets, network namespaces)")
+        raise EnvironmentProblem(needs_root)
     for spec in compiled.ports.values():
         if cluster and getattr(spec, "host", None):
             continue  # its namespace is on its host: the engine checks there
@@ -215,7 +224,6 @@ def summary_table(result: dict) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tgen_tui.engine.assignment import parse_cores
     from tgen_tui.engine.thresholds import parse_thresholds
     from tgen_tui.packets.compile import compile_profile
     from tgen_tui.profiles.loader import load_profile
@@ -232,12 +240,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if interval <= 0:
         raise BadInput("--interval must be > 0")
     thresholds = parse_thresholds(args.fail_on)
-    cores = None
-    if args.cores:
-        try:
-            cores = parse_cores(args.cores)
-        except ValueError as e:
-            raise BadInput(f"--cores: {e}") from None
+    cores = parse_cores_option(args.cores)
     ports = [p.strip() for p in args.ports.split(",")] if args.ports else None
     compiled = compile_profile(prof, rate_scale=args.rate_scale)
     if ports:
@@ -247,7 +250,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"--ports: unknown port(s) {', '.join(unknown)} (profile has: {', '.join(compiled.ports)})"
             )
     check_cluster_option(args.cluster)
-    _check_environment(compiled, args.cluster)
+    check_environment(compiled, args.cluster)
 
     import trio
 

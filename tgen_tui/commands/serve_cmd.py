@@ -15,6 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from tgen_tui.commands.options import add_cores_option, add_dut_options
 from tgen_tui.diagnostics import EnvironmentProblem, ExitCode, TgenError
 
 SERVE_EPILOG = """\
@@ -65,11 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     console = p.add_argument_group("passed to each console (see tgen tui --help)")
     console.add_argument("--fake", action="store_true", help="simulated engine: no root, no lab")
-    console.add_argument("--cores", help="cores for workers, e.g. 1 or 1-3")
-    console.add_argument("--dut-netns", help="probe conntrack in this namespace")
-    console.add_argument(
-        "--dut-ssh", help="probe a remote DUT: command prefix, e.g. 'ssh root@dut'"
-    )
+    add_cores_option(console)
+    add_dut_options(console)
     p.set_defaults(func=cmd_serve)
 
 

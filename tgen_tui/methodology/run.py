@@ -212,9 +212,9 @@ def describe_profile(params: Params, prof, compiled) -> dict:
 
 def preflight(session: Session, prof, compiled, test_seconds: float) -> None:
     """Environment check, DUT settings and timeout warnings, deviations from the RFCs."""
-    from tgen_tui.commands.run_cmd import _check_environment
+    from tgen_tui.commands.run_cmd import check_environment
 
-    _check_environment(compiled)
+    check_environment(compiled)
     p = session.params
     dut = dut_control(p, compiled)
     session.dut_settings = dut.settings() if dut else {"source": "none"}

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from tgen_tui.diagnostics import BadInput, EnvironmentProblem
+from tgen_tui.commands.options import (
+    add_cluster_option,
+    add_cores_option,
+    add_dut_options,
+    parse_cores_option,
+)
 
 TUI_EPILOG = """\
 examples:
@@ -48,19 +52,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--keymap", metavar="FILE", help="keymap TOML (default: ~/.config/tgen/keymap.toml)"
     )
-    p.add_argument("--cores", help="cores for workers, e.g. 1 or 1-3 (default: all but core 0)")
-    p.add_argument("--dut-netns", help="probe conntrack in this namespace (default: the profile's)")
-    p.add_argument("--dut-ssh", help="probe a remote DUT: command prefix, e.g. 'ssh root@dut'")
+    add_cores_option(p)
+    add_dut_options(p)
     p.add_argument(
         "--profiles-dir",
         default="profiles",
         help="where the picker and palette look (default: profiles)",
     )
     p.add_argument("--fake", action="store_true", help="simulated engine (demo, no root, no lab)")
-    p.add_argument(
-        "--cluster",
-        metavar="ADDRESS",
-        help="run ports that name a host on that host's Ray node: the head's IP:PORT or "
+    add_cluster_option(
+        p,
+        "run ports that name a host on that host's Ray node: the head's IP:PORT or "
         "'auto' (see tgen run --help)",
     )
     from tgen_tui.results.record import add_store_options
@@ -78,29 +80,18 @@ def _compile(path: str):
 
 def _check_environment(compiled, cluster: str | None = None) -> None:
     """Same checks as ``tgen run``: root, and every port's namespace exists."""
-    if os.geteuid() != 0:
-        raise EnvironmentProblem(
-            "tgen tui needs root (AF_PACKET sockets, network namespaces); --fake runs a simulation"
-        )
-    for spec in compiled.ports.values():
-        if cluster and spec.host:
-            continue  # on its own host: the engine checks there
-        if spec.netns and not os.path.exists(f"/run/netns/{spec.netns}"):
-            raise EnvironmentProblem(
-                f"port {spec.name}: network namespace {spec.netns!r} does not exist (bring the lab up: tgen lab up)"
-            )
+    from tgen_tui.commands.run_cmd import check_environment
+
+    check_environment(
+        compiled,
+        cluster,
+        needs_root="tgen tui needs root (AF_PACKET sockets, network namespaces); --fake runs a simulation",
+    )
 
 
 def make_host_builder(args: argparse.Namespace):
     """Profile path -> (host, compiled): the real engine in guest mode, or the fake."""
-    cores = None
-    if args.cores:
-        from tgen_tui.engine.assignment import parse_cores
-
-        try:
-            cores = parse_cores(args.cores)
-        except ValueError as e:
-            raise BadInput(f"--cores: {e}") from None
+    cores = parse_cores_option(args.cores)
 
     def build(path: str):
         compiled = _compile(path)
