@@ -31,7 +31,6 @@ import os
 import platform
 import queue
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -40,20 +39,10 @@ from collections.abc import Callable
 
 from tgen_tui.worker import counters as C
 from tgen_tui.worker import protocol as P
+from tgen_tui.worker.client import describe_exit, stderr_suffix, worker_argv
 
 LINK_EVERY_NS = 1_000_000_000
 WATCHDOG_S = 5.0  # no call from the engine for this long: it is gone, kill the workers
-
-
-def describe_exit(rc: int | None) -> str:
-    if rc is None:
-        return "unknown exit"
-    if rc < 0:
-        try:
-            return f"killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"killed by signal {-rc}"
-    return f"exited with code {rc}"
 
 
 class _Worker:
@@ -72,8 +61,7 @@ class _Worker:
         self.send_lock = threading.Lock()
 
     def exit_text(self) -> str:
-        tail = [x for x in self.stderr_tail if x.strip()]
-        return describe_exit(self.proc.returncode) + (f": {tail[-1].strip()}" if tail else "")
+        return describe_exit(self.proc.returncode) + stderr_suffix(self.stderr_tail)
 
 
 class TesterAgent:
@@ -181,15 +169,7 @@ class TesterAgent:
         self.kill(wid)
         core = self._pick_core(wid, core)
         shm = f"/dev/shm/tgen-{os.getpid()}-w{wid}-{secrets.token_hex(4)}"
-        argv = [
-            sys.executable,
-            "-m",
-            "tgen_tui.worker",
-            "--core",
-            str(core),
-            "--parent-pid",
-            str(os.getpid()),
-        ]
+        argv = worker_argv(core)
 
         def start() -> subprocess.Popen:
             return subprocess.Popen(

@@ -233,12 +233,7 @@ class RemoteWorkerHandle(WorkerHandle):
                                 "events", plan.id, EVENT_WAIT, timeout=EVENT_WAIT + HOST_TIMEOUT
                             )
                             for line in lines:
-                                try:
-                                    ev = P.decode_event(line)
-                                except ValueError:
-                                    st.stderr_tail.append(line.decode(errors="replace")[:200])
-                                    continue
-                                self._handle(ev, ready)
+                                self._take_line(line, ready)
                             if ex is not None:
                                 if not st.quitting:
                                     st.exit_reason = f"{where} {ex['reason']}"
@@ -252,21 +247,13 @@ class RemoteWorkerHandle(WorkerHandle):
 
                 nursery.start_soon(pump)
                 await self.send(P.Configure(shm=st.shm_path, n_streams=n_streams, ports=ports))
-                with trio.move_on_after(15) as cs:
-                    await ready.wait()
-                if cs.cancelled_caught or not st.alive:
-                    raise WorkerDied(st.exit_reason or f"{where} did not become ready within 15 s")
-                if st.errors and not st.layout:
-                    raise WorkerDied(st.errors[-1])
+                await self._await_ready(
+                    ready, task_status, lambda: f"{where} did not become ready within 15 s"
+                )
                 started = True
-                task_status.started(self)
                 await self._exited.wait()
                 st.alive = False
-                self._on_event(st, None)  # None: the process exited (or its host was lost)
-                for ev in st.stopped.values():
-                    ev.set()
-                for ev, _box in st.replies.values():
-                    ev.set()
+                self._wake_waiters()  # the process exited (or its host was lost)
                 nursery.cancel_scope.cancel()
         finally:
             st.alive = False

@@ -11,10 +11,7 @@ reason other than a requested quit, marks the worker's ports failed with the rea
 from __future__ import annotations
 
 import dataclasses
-import os
-import signal
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,6 +20,8 @@ import trio
 from tgen_tui.engine.assignment import WorkerPlan
 from tgen_tui.packets.program import StreamProgram, program_to_dict
 from tgen_tui.worker import protocol as P
+from tgen_tui.worker.client import describe_exit as _describe_exit
+from tgen_tui.worker.client import stderr_suffix, worker_argv
 
 
 @dataclass
@@ -50,17 +49,6 @@ class CommandRefused(Exception):
 
 class WorkerDied(Exception):
     """The worker process exited before it was asked to."""
-
-
-def _describe_exit(rc: int | None) -> str:
-    if rc is None:
-        return "unknown exit"
-    if rc < 0:
-        try:
-            return f"killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            return f"killed by signal {-rc}"
-    return f"exited with code {rc}"
 
 
 class WorkerHandle:
@@ -130,17 +118,11 @@ class WorkerHandle:
     ) -> None:
         """Supervisor task: spawn, configure, report ready, then pump events until exit."""
         st = self.state
-        argv = [
-            sys.executable,
-            "-m",
-            "tgen_tui.worker",
-            "--core",
-            str(st.plan.core),
-            "--parent-pid",
-            str(os.getpid()),
-        ]
         proc = await trio.lowlevel.open_process(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            worker_argv(st.plan.core),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self._proc = proc
         st.pid = proc.pid
@@ -164,33 +146,20 @@ class WorkerHandle:
                             line, buf = buf.split(b"\n", 1)
                             if not line.strip():
                                 continue
-                            try:
-                                ev = P.decode_event(line)
-                            except ValueError:
-                                st.stderr_tail.append(line.decode(errors="replace")[:200])
-                                continue
-                            self._handle(ev, ready)
+                            self._take_line(line, ready)
 
                 nursery.start_soon(pump_stdout)
-                with trio.move_on_after(15) as cs:
-                    await ready.wait()
-                if cs.cancelled_caught or not st.alive:
-                    raise WorkerDied(
-                        st.exit_reason or "worker did not become ready within 15 s" + self._tail()
-                    )
-                if st.errors and not st.layout:
-                    raise WorkerDied(st.errors[-1])
+                await self._await_ready(
+                    ready,
+                    task_status,
+                    lambda: "worker did not become ready within 15 s" + self._tail(),
+                )
                 started = True
-                task_status.started(self)
                 rc = await proc.wait()
                 st.alive = False
                 if not st.quitting:
                     st.exit_reason = f"worker {st.plan.id} (core {st.plan.core}, pid {proc.pid}) {_describe_exit(rc)}{self._tail()}"
-                self._on_event(st, None)  # None: the process exited
-                for ev in st.stopped.values():
-                    ev.set()
-                for ev, _box in st.replies.values():
-                    ev.set()
+                self._wake_waiters()  # the process exited
                 nursery.cancel_scope.cancel()
         finally:
             st.alive = False
@@ -202,8 +171,38 @@ class WorkerHandle:
                 st.exit_reason = f"worker {st.plan.id} failed to start: {_describe_exit(proc.returncode)}{self._tail()}"
 
     def _tail(self) -> str:
-        t = [x for x in self.state.stderr_tail if x.strip()]
-        return f": {t[-1].strip()}" if t else ""
+        return stderr_suffix(self.state.stderr_tail)
+
+    def _take_line(self, line: bytes, ready: trio.Event) -> None:
+        """One line the worker wrote: an event is handled, anything else kept as stderr."""
+        try:
+            ev = P.decode_event(line)
+        except ValueError:
+            self.state.stderr_tail.append(line.decode(errors="replace")[:200])
+            return
+        self._handle(ev, ready)
+
+    async def _await_ready(
+        self, ready: trio.Event, task_status, not_ready: Callable[[], str]
+    ) -> None:
+        """Wait (15 s at most) for the worker's ready (or its error), then report it started."""
+        st = self.state
+        with trio.move_on_after(15) as cs:
+            await ready.wait()
+        if cs.cancelled_caught or not st.alive:
+            raise WorkerDied(st.exit_reason or not_ready())
+        if st.errors and not st.layout:
+            raise WorkerDied(st.errors[-1])
+        task_status.started(self)
+
+    def _wake_waiters(self) -> None:
+        """The worker is gone: tell the engine (event None) and wake every waiter."""
+        st = self.state
+        self._on_event(st, None)
+        for ev in st.stopped.values():
+            ev.set()
+        for ev, _box in st.replies.values():
+            ev.set()
 
     def _handle(self, ev: P.Event, ready: trio.Event) -> None:
         st = self.state

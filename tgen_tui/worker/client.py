@@ -9,12 +9,40 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
 import time
 
 from tgen_tui.worker import protocol as P
+
+
+def worker_argv(core: int | None = None) -> list[str]:
+    """The command line of a worker process, pinned to ``core`` where given; it exits when
+    this process (its parent) does."""
+    argv = [sys.executable, "-m", "tgen_tui.worker"]
+    if core is not None:
+        argv += ["--core", str(core)]
+    return argv + ["--parent-pid", str(os.getpid())]
+
+
+def describe_exit(rc: int | None) -> str:
+    """A worker's exit status in words: its exit code, or the signal that killed it."""
+    if rc is None:
+        return "unknown exit"
+    if rc < 0:
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exited with code {rc}"
+
+
+def stderr_suffix(tail) -> str:
+    """``": <last non-blank stderr line>"``, or "" where the worker wrote none."""
+    lines = [x for x in tail if x.strip()]
+    return f": {lines[-1].strip()}" if lines else ""
 
 
 class WorkerError(RuntimeError):
@@ -25,11 +53,12 @@ class WorkerClient:
     """``python -m tgen_tui.worker`` as a subprocess, with a reader thread for its events."""
 
     def __init__(self, core: int | None = None, cwd: str | None = None) -> None:
-        argv = [sys.executable, "-m", "tgen_tui.worker", "--parent-pid", str(os.getpid())]
-        if core is not None:
-            argv += ["--core", str(core)]
         self.p = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd
+            worker_argv(core),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
         )
         self.q: queue.Queue[P.Event | dict | None] = queue.Queue()
         self._t = threading.Thread(target=self._read, daemon=True)
@@ -94,4 +123,4 @@ class WorkerClient:
         return self.p.returncode
 
 
-__all__ = ["WorkerClient", "WorkerError"]
+__all__ = ["WorkerClient", "WorkerError", "describe_exit", "stderr_suffix", "worker_argv"]
