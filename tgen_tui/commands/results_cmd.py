@@ -103,6 +103,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         )
         sp.add_argument("--until", metavar="WHEN", help="before this time (same forms as --since)")
 
+    def series(sp: argparse.ArgumentParser) -> None:
+        """The profile and test of a series of builds (trend, check)."""
+        sp.add_argument(
+            "--profile",
+            metavar="P",
+            help="profile name, path or hash prefix (default: the newest run's)",
+        )
+        sp.add_argument("--test", metavar="T", help="test (default: the newest run's)")
+
     sp = add("list", "list stored runs, newest first", cmd_list)
     filters(sp)
     sp.add_argument(
@@ -149,12 +158,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     sp.add_argument(
         "--dut", metavar="NAME", help="DUT label (default: the only one, or the newest run's)"
     )
-    sp.add_argument(
-        "--profile",
-        metavar="P",
-        help="profile name, path or hash prefix (default: the newest run's)",
-    )
-    sp.add_argument("--test", metavar="T", help="test (default: the newest run's)")
+    series(sp)
     sp.add_argument(
         "--output",
         "-o",
@@ -186,12 +190,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="last",
         help="baseline build (default: last = the previous build tested)",
     )
-    sp.add_argument(
-        "--profile",
-        metavar="P",
-        help="profile name, path or hash prefix (default: the newest run's)",
-    )
-    sp.add_argument("--test", metavar="T", help="test (default: the newest run's)")
+    series(sp)
     sp.add_argument(
         "--metric",
         action="append",
@@ -316,9 +315,10 @@ def _flags(r: dict) -> str:
 # ---------------------------------------------------------------- list / show
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    conn = _open(args)
-    runs = store.list_runs(
+def _filtered_runs(conn, args: argparse.Namespace, **kw) -> list[dict]:
+    """The stored runs that the filter options select (--dut --build --profile --test
+    --since --until); ``kw`` goes to store.list_runs as it is."""
+    return store.list_runs(
         conn,
         dut=args.dut,
         build=args.build,
@@ -326,8 +326,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         test=args.test,
         since=parse_when(args.since, "--since"),
         until=parse_when(args.until, "--until"),
-        limit=args.limit or None,
+        **kw,
     )
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    conn = _open(args)
+    runs = _filtered_runs(conn, args, limit=args.limit or None)
     for r in runs:
         r["metrics"] = store.run_metrics(conn, r["id"])
     if args.json:
@@ -692,16 +697,7 @@ def _latency_ns(text: str, parse_duration) -> float:
 
 def cmd_export(args: argparse.Namespace) -> int:
     conn = _open(args)
-    runs = store.list_runs(
-        conn,
-        dut=args.dut,
-        build=args.build,
-        profile=args.profile,
-        test=args.test,
-        since=parse_when(args.since, "--since"),
-        until=parse_when(args.until, "--until"),
-        newest_first=False,
-    )
+    runs = _filtered_runs(conn, args, newest_first=False)
     out = open(args.output, "w", newline="") if args.output else sys.stdout  # noqa: SIM115
     try:
         if args.json:
