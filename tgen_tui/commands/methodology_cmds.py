@@ -10,18 +10,17 @@ SIGTERM ends the run cleanly and the report keeps every trial so far, marked par
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import signal
 import sys
-from pathlib import Path
 
 from tgen_tui.commands.options import (
     add_cores_option,
     add_dut_options,
     add_quiet_option,
     parse_cores_option,
+    write_json_output,
 )
 from tgen_tui.diagnostics import BadInput, ExitCode
 from tgen_tui.profiles.units import parse_duration
@@ -98,57 +97,43 @@ TESTS = {
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    def rfc2544_test(q: argparse.ArgumentParser, name: str) -> None:
+        _common(q, repeats=20 if name in ("latency", "pdv") else 10)
+        if name in ("latency", "pdv"):
+            q.set_defaults(default_duration="120s" if name == "latency" else "60s")
+
+    _add_test_family(
+        sub,
         "rfc2544",
         help="RFC 2544 throughput (binary search), frame loss, latency (RFC 8219), PDV",
         description="RFC 2544 benchmarks on the real data path (METHODOLOGY.md).",
         epilog=RFC2544_EPILOG + "\n" + COMMON_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        tests=(
+            ("throughput", "highest rate with no loss: repeated binary search"),
+            ("loss", "frame loss rate from 100 %% down until two clean trials"),
+            ("latency", "TL and WCL (RFC 8219) at the throughput rate"),
+            ("pdv", "packet delay variation D99.9 - Dmin at the throughput rate"),
+        ),
+        add_options=rfc2544_test,
     )
-    s2 = p.add_subparsers(dest="test", metavar="TEST")
-    for name, helptext in (
-        ("throughput", "highest rate with no loss: repeated binary search"),
-        ("loss", "frame loss rate from 100 %% down until two clean trials"),
-        ("latency", "TL and WCL (RFC 8219) at the throughput rate"),
-        ("pdv", "packet delay variation D99.9 - Dmin at the throughput rate"),
-    ):
-        q = s2.add_parser(
-            name,
-            help=helptext,
-            description=helptext,
-            epilog=RFC2544_EPILOG + "\n" + COMMON_EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        _common(q, repeats=20 if name in ("latency", "pdv") else 10)
-        if name in ("latency", "pdv"):
-            q.set_defaults(default_duration="120s" if name == "latency" else "60s")
-        q.set_defaults(func=cmd_method, verb_name=f"rfc2544-{name}")
-    p.set_defaults(func=_need_test(p))
 
-    p = sub.add_parser(
+    def rfc9693_test(q: argparse.ArgumentParser, name: str) -> None:
+        _common(q, repeats=1 if name == "capacity" else 10)
+        _stateful(q)
+
+    _add_test_family(
+        sub,
         "rfc9693",
         help="RFC 9693 stateful NAT: connection rate, table capacity, tear-down rate",
         description="RFC 9693 stateful NATxy benchmarks (METHODOLOGY.md).",
         epilog=RFC9693_EPILOG + "\n" + COMMON_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        tests=(
+            ("cps", "maximum connection establishment rate (binary search, phase 1)"),
+            ("capacity", "conntrack table capacity (C0, beta/gamma doubling and search)"),
+            ("teardown", "connection tear-down rate from timed flushes"),
+        ),
+        add_options=rfc9693_test,
     )
-    s3 = p.add_subparsers(dest="test", metavar="TEST")
-    for name, helptext in (
-        ("cps", "maximum connection establishment rate (binary search, phase 1)"),
-        ("capacity", "conntrack table capacity (C0, beta/gamma doubling and search)"),
-        ("teardown", "connection tear-down rate from timed flushes"),
-    ):
-        q = s3.add_parser(
-            name,
-            help=helptext,
-            description=helptext,
-            epilog=RFC9693_EPILOG + "\n" + COMMON_EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        _common(q, repeats=1 if name == "capacity" else 10)
-        _stateful(q)
-        q.set_defaults(func=cmd_method, verb_name=f"rfc9693-{name}")
-    p.set_defaults(func=_need_test(p))
 
     p = sub.add_parser(
         "scaleup",
@@ -167,6 +152,39 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="core counts to run, e.g. 1,2,4 (default: 1,2; at most this machine's CPUs)",
     )
     p.set_defaults(func=cmd_scaleup, verb_name="scaleup", plots="scaleup-plots")
+
+
+def _add_test_family(
+    sub: argparse._SubParsersAction,
+    verb: str,
+    *,
+    help: str,
+    description: str,
+    epilog: str,
+    tests: tuple[tuple[str, str], ...],
+    add_options,
+) -> None:
+    """``tgen VERB TEST``: one parser per test, each with the verb's epilog and
+    ``add_options(parser, test)``; the verb alone prints its help (bad input)."""
+    p = sub.add_parser(
+        verb,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tests_sub = p.add_subparsers(dest="test", metavar="TEST")
+    for name, helptext in tests:
+        q = tests_sub.add_parser(
+            name,
+            help=helptext,
+            description=helptext,
+            epilog=epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        add_options(q, name)
+        q.set_defaults(func=cmd_method, verb_name=f"{verb}-{name}")
+    p.set_defaults(func=_need_test(p))
 
 
 def _need_test(parser: argparse.ArgumentParser):
@@ -539,11 +557,7 @@ def _finish(args: argparse.Namespace, doc: dict, session) -> None:
     text = output.render(doc)
     plots_text, plot_files = output.plots(doc, args.plots, args.plot_format)
     if args.json:
-        body = json.dumps(doc, indent=2, default=str) + "\n"
-        if args.json == "-":
-            sys.stdout.write(body)
-        else:
-            Path(args.json).write_text(body)
+        write_json_output(args.json, doc)
     tables = output.tables(doc)
     from tgen_tui.methodology.report import write_tables
 

@@ -6,6 +6,10 @@ and meaning everywhere; ``help`` may be worded for the verb where its context di
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
 from tgen_tui.diagnostics import BadInput
 
 CORES_HELP = "cores for workers, e.g. 1 or 1-3 (default: all but core 0)"
@@ -34,6 +38,15 @@ def add_dut_options(p, *, netns_help: str = DUT_NETNS_HELP, ssh_help: str = DUT_
     """--dut-netns and --dut-ssh: where the DUT is (a lab namespace, or a remote prefix)."""
     p.add_argument("--dut-netns", help=netns_help)
     p.add_argument("--dut-ssh", help=ssh_help)
+
+
+def write_json_output(dest: str, doc: dict) -> None:
+    """A --json FILE option's output: ``doc`` indented, to that file or to stdout for ``-``."""
+    body = json.dumps(doc, indent=2, default=str) + "\n"
+    if dest == "-":
+        sys.stdout.write(body)
+    else:
+        Path(dest).write_text(body)
 
 
 def add_quiet_option(p, help: str) -> None:

@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 import time
-from pathlib import Path
 
 from tgen_tui import fmt
 from tgen_tui.commands.options import (
@@ -24,6 +23,7 @@ from tgen_tui.commands.options import (
     add_dut_options,
     add_quiet_option,
     parse_cores_option,
+    write_json_output,
 )
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
 from tgen_tui.packets.program import FCS_LEN
@@ -273,11 +273,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         out.close()
     if args.json:
-        text = json.dumps(result, indent=2, default=str) + "\n"
-        if args.json == "-":
-            sys.stdout.write(text)
-        else:
-            Path(args.json).write_text(text)
+        write_json_output(args.json, result)
     record_from_args(args, result)  # prints "stored as run N in DB" on stderr unless --quiet
     if not args.quiet:
         table = summary_table(result)
