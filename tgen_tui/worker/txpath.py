@@ -83,6 +83,15 @@ def open_packet_socket(interface: str, protocol: int = 0) -> socket.socket:
     return s
 
 
+def _retry_deadline(deadline: float | None, retry_s: float) -> float | None:
+    """After a failed send attempt: when to give up on the stall (``retry_s`` after the
+    first failure), or None once that time has passed."""
+    now = time.monotonic()
+    if deadline is None:
+        return now + retry_s
+    return None if now >= deadline else deadline
+
+
 class _TxBase:
     kind = "base"
 
@@ -288,10 +297,8 @@ class MmsgTx(_TxBase):
             if err not in _TRANSIENT:
                 raise OSError(err, f"sendmmsg on {self.interface}: {os.strerror(err)}")
             self.errors += 1
-            now = time.monotonic()
+            deadline = _retry_deadline(deadline, self.retry_s)
             if deadline is None:
-                deadline = now + self.retry_s
-            elif now >= deadline:
                 break
             self._wait_writable(deadline)
 
@@ -354,10 +361,8 @@ class RingTx(_TxBase):
                 self.errors += 1
                 continue
             self.errors += 1
-            now = time.monotonic()
+            deadline = _retry_deadline(deadline, self.retry_s)
             if deadline is None:
-                deadline = now + self.retry_s
-            elif now >= deadline:
                 return 0
             self._flush()
             self._wait_writable(deadline)
@@ -528,10 +533,8 @@ class XdpTx:
                 last, deadline = cur, None
                 continue
             self.errors += 1
-            now = time.monotonic()
+            deadline = _retry_deadline(deadline, self.retry_s)
             if deadline is None:
-                deadline = now + self.retry_s
-            elif now >= deadline:
                 return
 
     def send(self, buf: np.ndarray, lengths: np.ndarray) -> int:
