@@ -268,6 +268,17 @@ def _apply_rps(cfg: LabConfig) -> None:
 # ---------------------------------------------------------------- public API
 
 
+def _apply_and_save(prefix: str, cfg: LabConfig, state: dict) -> None:
+    """Apply ``cfg``'s DUT (nat topology), RPS and global settings, then record it in the state file."""
+    if cfg.topology == "nat":
+        _apply_dut(cfg, state)
+    _apply_rps(cfg)
+    _apply_globals(cfg, state)
+    state["config"] = cfg.to_dict()
+    state["updated"] = time.time()
+    _save_state(prefix, state)
+
+
 def up(cfg: LabConfig) -> dict:
     """Bring the lab up (or reconfigure it to ``cfg``) and return :func:`status`."""
     commands.check_environment()
@@ -289,13 +300,7 @@ def up(cfg: LabConfig) -> dict:
     state["warnings"] = []
     try:
         _build(cfg)
-        if cfg.topology == "nat":
-            _apply_dut(cfg, state)
-        _apply_rps(cfg)
-        _apply_globals(cfg, state)
-        state["config"] = cfg.to_dict()
-        state["updated"] = time.time()
-        _save_state(prefix, state)
+        _apply_and_save(prefix, cfg, state)
     except BaseException:
         if not was_there:
             _save_state(prefix, state)  # so that down restores any global already changed
@@ -342,13 +347,7 @@ def set_dut(prefix: str = DEFAULT_PREFIX, **changes) -> dict:
     new = cfg.replace(**changes)
     validate(new)
     state["warnings"] = []
-    if new.topology == "nat":
-        _apply_dut(new, state)
-    _apply_rps(new)
-    _apply_globals(new, state)
-    state["config"] = new.to_dict()
-    state["updated"] = time.time()
-    _save_state(prefix, state)
+    _apply_and_save(prefix, new, state)
     return status(prefix)
 
 
