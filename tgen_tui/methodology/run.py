@@ -37,6 +37,9 @@ def line_rate_fps(speed_bps: float, frame_size: int) -> int:
     return int(speed_bps / (8 * (frame_size + L1_OVERHEAD)))
 
 
+TRIAL_OPTIONS = ("tolerance", "cores", "early_stop", "max_late_s", "retries")
+
+
 @dataclass
 class Params:
     """Every option of the methodology verbs, with METHODOLOGY.md's defaults."""
@@ -80,6 +83,10 @@ class Params:
     dut_netns: str | None = None
     dut_ssh: str | None = None
     dut_reset: str | None = None
+
+    def trial_options(self) -> dict:
+        """The options every TrialRunner of a test shares: validity, cores, early stop, re-runs."""
+        return {k: getattr(self, k) for k in TRIAL_OPTIONS}
 
     @property
     def search_d(self) -> float:
@@ -169,13 +176,9 @@ def make_runner(params: Params, prof, size: int | None) -> tuple[TrialRunner, ob
             search_duration_s=params.search_d,
             timeout_s=params.timeout_s,
             settle_s=params.settle_s,
-            tolerance=params.tolerance,
             loss_tolerance=params.loss_tolerance,
-            cores=params.cores,
-            early_stop=params.early_stop,
-            max_late_s=params.max_late_s,
-            retries=params.retries,
             dut=dut,
+            **params.trial_options(),
         )
     except ValueError as e:
         raise BadInput(f"{params.profile}: {e}") from None
@@ -253,6 +256,17 @@ def search_trials_estimate(max_rate: float, error: float) -> int:
     return 2 + max(0, math.ceil(math.log2(max(max_rate / error, 1))))
 
 
+def _per_size(session: Session, prof, sizes: list[int]):
+    """For each frame size in turn: (size, runner, max rate); the environment check and
+    preflight run once, with the first size's profile."""
+    p = session.params
+    for k, size in enumerate(sizes):
+        runner, compiled = make_runner(p, prof, size)
+        if k == 0:
+            preflight(session, prof, compiled, p.duration_s + p.timeout_s)
+        yield size, runner, max_rate_for(p, compiled, size)
+
+
 # ---------------------------------------------------------------------------- RFC 2544
 
 
@@ -262,13 +276,7 @@ async def run_throughput(session: Session) -> None:
     sizes = _sizes(p, prof)
     by_size: list[dict] = []
     session.body["frame_sizes"] = by_size
-    first = True
-    for size in sizes:
-        runner, compiled = make_runner(p, prof, size)
-        if first:
-            preflight(session, prof, compiled, p.duration_s + p.timeout_s)
-            first = False
-        mr = max_rate_for(p, compiled, size)
+    for size, runner, mr in _per_size(session, prof, sizes):
         rec = RepeatedSearch("throughput", "fps")
         entry = {"frame_size": size, "max_rate": mr, "record": rec, "streams": runner.stream_names}
         by_size.append(entry)
@@ -299,11 +307,7 @@ async def run_loss(session: Session) -> None:
     sizes = _sizes(p, prof)
     curves: list[dict] = []
     session.body["frame_sizes"] = curves
-    for k, size in enumerate(sizes):
-        runner, compiled = make_runner(p, prof, size)
-        if k == 0:
-            preflight(session, prof, compiled, p.duration_s + p.timeout_s)
-        mr = max_rate_for(p, compiled, size)
+    for size, runner, mr in _per_size(session, prof, sizes):
         pts: list[P.LossPoint] = []
         curves.append({"frame_size": size, "max_rate": mr, "points": pts})
         if session.progress:
@@ -367,11 +371,7 @@ async def run_latency(session: Session, *, pdv: bool = False) -> None:
     out: list[dict] = []
     session.body["frame_sizes"] = out
     delay = 0.0 if pdv else min(p.delay_s, p.duration_s)
-    for k, size in enumerate(sizes):
-        runner, compiled = make_runner(p, prof, size)
-        if k == 0:
-            preflight(session, prof, compiled, p.duration_s + p.timeout_s)
-        mr = max_rate_for(p, compiled, size)
+    for k, (size, runner, mr) in enumerate(_per_size(session, prof, sizes)):
         rate = await _rate_for(session, runner, mr, size)
         trials: list[dict] = []
         out.append({"frame_size": size, "rate_pps": rate, "delay_s": delay, "trials": trials})
@@ -489,12 +489,8 @@ def _phase2_runner(session: Session, prof, runner: TrialRunner, n: int, space: i
         direction="reverse",
         timeout_s=p.timeout_s,
         settle_s=0.0,
-        tolerance=p.tolerance,
-        cores=p.cores,
-        early_stop=p.early_stop,
-        max_late_s=p.max_late_s,
-        retries=p.retries,
         dut=runner.dut,
+        **p.trial_options(),
     )
 
 
