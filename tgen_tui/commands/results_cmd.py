@@ -23,6 +23,7 @@ from tgen_tui.results import analysis as A
 from tgen_tui.results import metrics as M
 from tgen_tui.results import plot as P
 from tgen_tui.results import store
+from tgen_tui.results.record import add_db_option
 
 EPILOG = """\
 Every tgen run is recorded (unless --no-store) in $TGEN_DB, else
@@ -81,11 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             epilog=epilog,
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        sp.add_argument(
-            "--db",
-            metavar="FILE",
-            help="results database (default: $TGEN_DB or ~/.local/share/tgen/results.db)",
-        )
+        add_db_option(sp)
         sp.set_defaults(func=func)
         return sp
 

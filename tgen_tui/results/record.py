@@ -30,18 +30,23 @@ UNKNOWN = "unknown"
 _NOT_PARAMS = {"func", "db", "no_store", "dut", "build", "verb", "quiet", "json", "ndjson"}
 
 
+def add_db_option(parser) -> None:
+    """--db FILE: the results database (recording verbs and tgen results)."""
+    parser.add_argument(
+        "--db",
+        metavar="FILE",
+        help="results database (default: $TGEN_DB, else $XDG_DATA_HOME/tgen/results.db, "
+        "else ~/.local/share/tgen/results.db)",
+    )
+
+
 def add_store_options(parser: argparse.ArgumentParser) -> None:
     """--db, --no-store, --dut and --build, for every verb that produces a result."""
     g = parser.add_argument_group(
         "results store",
         "every run is recorded in a SQLite database (see: tgen results --help)",
     )
-    g.add_argument(
-        "--db",
-        metavar="FILE",
-        help="results database (default: $TGEN_DB, else $XDG_DATA_HOME/tgen/results.db, "
-        "else ~/.local/share/tgen/results.db)",
-    )
+    add_db_option(g)
     g.add_argument("--no-store", action="store_true", help="do not record this run")
     g.add_argument(
         "--dut",
