@@ -247,13 +247,7 @@ class Engine:
         self._events.append(ev)
         self._n_events += 1
         del self._events[:-10000]  # bounded: a long console session keeps the last 10,000
-        for ch in list(self._event_subs):
-            try:
-                ch.send_nowait(ev)
-            except trio.WouldBlock:
-                pass
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                self._event_subs.remove(ch)
+        _fan_out(self._event_subs, ev)
 
     def _notice(self, message: str) -> None:
         self._emit(EngineNotice(self._now(), message))
@@ -1027,13 +1021,7 @@ class Engine:
         if self._cluster is not None:  # latency notes of streams across hosts
             snap = self._cluster.adjust(snap)
         self.latest = snap
-        for ch in list(self._subscribers):
-            try:
-                ch.send_nowait(snap)
-            except trio.WouldBlock:
-                pass
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                self._subscribers.remove(ch)
+        _fan_out(self._subscribers, snap)
         return snap
 
     async def _sampler(self) -> None:
@@ -1051,6 +1039,18 @@ class Engine:
 
     def dut_source(self) -> str:
         return self._dut.source if self._dut else "none"
+
+
+def _fan_out(channels: list, item) -> None:
+    """Send ``item`` to every subscriber without waiting: one whose buffer is full misses
+    it, a closed one is dropped from ``channels``."""
+    for ch in list(channels):
+        try:
+            ch.send_nowait(item)
+        except trio.WouldBlock:
+            pass
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            channels.remove(ch)
 
 
 def _sans_rate(p: StreamProgram):
