@@ -112,6 +112,18 @@ def _pos_of(tree: Any, loc: tuple) -> tuple[int, int, str]:
     return line, col, path
 
 
+# pydantic error type -> (wording, the ctx key whose value it names)
+_BOUND_MESSAGES = {
+    "less_than_equal": ("must be ≤ {}", "le"),
+    "less_than": ("must be < {}", "lt"),
+    "greater_than_equal": ("must be ≥ {}", "ge"),
+    "greater_than": ("must be > {}", "gt"),
+    "too_long": ("at most {} items", "max_length"),
+    "too_short": ("at least {} items", "min_length"),
+    "literal_error": ("must be {}", "expected"),
+}
+
+
 def _message(err: dict) -> str:
     """Short engineer-friendly wording for pydantic's error types."""
     t = err.get("type", "")
@@ -121,20 +133,9 @@ def _message(err: dict) -> str:
         return "unknown key"
     if t == "missing":
         return "required field is missing"
-    if t == "less_than_equal":
-        return f"must be ≤ {ctx.get('le')}"
-    if t == "less_than":
-        return f"must be < {ctx.get('lt')}"
-    if t == "greater_than_equal":
-        return f"must be ≥ {ctx.get('ge')}"
-    if t == "greater_than":
-        return f"must be > {ctx.get('gt')}"
-    if t == "too_long":
-        return f"at most {ctx.get('max_length')} items"
-    if t == "too_short":
-        return f"at least {ctx.get('min_length')} items"
-    if t == "literal_error":
-        return f"must be {ctx.get('expected')}"
+    if t in _BOUND_MESSAGES:
+        text, key = _BOUND_MESSAGES[t]
+        return text.format(ctx.get(key))
     if t == "union_tag_invalid":
         return f"unknown kind {ctx.get('tag')!r}; expected one of {ctx.get('expected_tags')}"
     if t in ("value_error", "assertion_error"):
