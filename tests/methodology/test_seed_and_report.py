@@ -72,7 +72,11 @@ def test_document_and_tables_from_a_session():
     assert doc["searches"][0]["trials"][1]["kind"] == "confirm"
     assert doc["dut"]["conntrack_max"] == 262144
     assert doc["metrics"]["throughput_fps"] == 49_500
-    assert len(R.flat_trials(ses)) == 4
+    flat = R.flat_trials(ses)
+    assert len(flat) == 6  # 4 trials (search 0, 1) + one outcome per search (repeat 0, 1)
+    outcomes = [t for t in flat if "repeat" in t]
+    assert [t["metrics"]["throughput_fps"] for t in outcomes] == [49_000, 50_000]
+    assert all("repeat" not in t for t in flat if t.get("kind") != "search_result")
     ((title, header, cols, rows),) = tables(doc)
     assert cols == [64] and rows[0][1] == [49_500]
     text = render(doc)

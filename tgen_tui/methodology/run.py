@@ -663,8 +663,15 @@ async def run_teardown(session: Session) -> None:
 # ---------------------------------------------------------------------------- the document
 
 
+_HEADLINE = {"throughput": "throughput_fps", "cps": "cps"}
+
+
 def _trial_list(session: Session) -> list[dict]:
-    """Every trial of the run, flat, each with its repeat index (for the results store)."""
+    """Every trial of the run, flat, for the results store. Trials of a binary search carry
+    their search index (``search``); each search's outcome is one more entry with a
+    ``repeat`` index and its figures under ``metrics`` (l as the headline, h, the number of
+    trials), so that ``tgen results compare``/``check`` see the spread of the repeated
+    searches, not of the rates a search happened to try."""
     b = session.body
     out: list[dict] = []
 
@@ -673,19 +680,30 @@ def _trial_list(session: Session) -> list[dict]:
         d.get("extra", {}).pop("streams", None)
         out.append(d | kw)
 
+    def searches(record, **kw) -> None:
+        name = _HEADLINE.get(record.name, f"{record.name}_{record.unit}".replace("/", "_per_"))
+        for i, srch in enumerate(record.searches):
+            for t in srch.trials:
+                add(t, search=i, **kw)
+            if srch.status in ("ok", "upper bound not reached"):
+                m = {name: srch.l_pps, "trials": len(srch.trials)}
+                if srch.h_pps is not None:
+                    m[name.replace("_fps", "") + "_h"] = srch.h_pps
+                out.append(
+                    {"repeat": i, "kind": "search_result", "status": srch.status}
+                    | kw
+                    | {"metrics": m}
+                )
+
     for fs in b.get("frame_sizes", []):
         if "record" in fs:
-            for i, s in enumerate(fs["record"].searches):
-                for t in s.trials:
-                    add(t, repeat=i, frame_size=fs["frame_size"])
+            searches(fs["record"], frame_size=fs["frame_size"])
         for pt in fs.get("points", []):
             add(pt.trial, frame_size=fs["frame_size"], load_pct=pt.load_pct)
         for tr in fs.get("trials", []):
             add(tr["trial"], repeat=tr["repeat"], frame_size=fs["frame_size"])
     if "record" in b:
-        for i, s in enumerate(b["record"].searches):
-            for t in s.trials:
-                add(t, repeat=i)
+        searches(b["record"])
     if "capacity" in b:
         for st in b["capacity"].steps:
             if st.trial:
