@@ -350,11 +350,7 @@ class Engine:
                 if skew:
                     d["clock_skew_ns"] = skew
         # which send path each port uses and why (profile, tgen calibrate's cache, default)
-        st.tx_why = {
-            d["name"]: f"{d.get('tx_path_source', 'default')}: {d['tx_path_why']}"
-            for d in ports
-            if d.get("tx_path_why")
-        }
+        st.tx_why = {d["name"]: _why(d) for d in ports if d.get("tx_path_why")}
         try:
             await self._nursery.start(h.run, ports, self.n_streams)
         except (WorkerDied, BaseExceptionGroup) as e:
@@ -1051,6 +1047,12 @@ def _fan_out(channels: list, item) -> None:
             pass
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             channels.remove(ch)
+
+
+def _why(port_cfg: dict) -> str:
+    """'source: reason' for a port's send path, without repeating the source."""
+    src, why = str(port_cfg.get("tx_path_source", "default")), str(port_cfg["tx_path_why"])
+    return why if why.startswith(src) else f"{src}: {why}"
 
 
 def _sans_rate(p: StreamProgram):

@@ -302,6 +302,7 @@ class StreamsScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         yield self.compose_title()
         yield DataTable(id="streams", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="stream-detail")
         yield OrderedFooter()
 
     def setup(self, desc: EngineDescription) -> None:
@@ -358,6 +359,36 @@ class StreamsScreen(ViewScreen):
                 if col in self._cols and self._cells.get((s.name, col)) != v:
                     self._cells[(s.name, col)] = v
                     t.update_cell(s.name, col, Text(" ") + (v if isinstance(v, Text) else Text(v)))
+        self._detail(snap)
+
+    def _detail(self, snap: StatsSnapshot) -> None:
+        """Every figure of the selected stream, below the table: the columns a narrow
+        terminal leaves out are all here."""
+        name = self.selected_stream()
+        if name is None:
+            return
+        s = snap.stream(name)
+        lat = s.latency_ns
+        achieved = f"{100.0 * s.achieved_pps / s.requested_pps:.1f} %" if s.requested_pps else "-"
+        lines = [
+            f"{s.name}  {s.port} → {s.rx_port or '-'}" + ("   PAUSED" if s.paused else ""),
+            f"  rate      {fmt.pps(s.requested_pps)} requested, achieved {achieved}"
+            f"   tx {fmt.pps(s.tx_pps)}  rx {fmt.pps(s.rx_pps)}",
+            f"  frames    tx {fmt.count(s.tx_frames)}  rx {fmt.count(s.rx_frames)}"
+            f"  due {fmt.count(s.due_frames)}",
+            f"  loss      lost {fmt.count(s.lost)} ({fmt.pct(s.loss_pct, 3)})"
+            f"  out of order {fmt.count(s.out_of_order)}  duplicates {fmt.count(s.duplicates)}",
+            f"  latency   min {fmt.ns(lat.min)}  avg {fmt.ns(lat.avg)}  p50 {fmt.ns(lat.p50)}",
+            f"            p99 {fmt.ns(lat.p99)}  p99.9 {fmt.ns(lat.p999)}  max {fmt.ns(lat.max)}",
+            f"  jitter    {fmt.ns(lat.jitter)}"
+            + (f"   VLAN TCI {s.vlan_tci}" if s.vlan_tci is not None else ""),
+        ]
+        if s.latency_note:
+            lines.append(f"  note      {s.latency_note}")
+        text = "\n".join(lines)
+        if self._cells.get(("#detail", "")) != text:
+            self._cells[("#detail", "")] = text
+            self.query_one("#stream-detail", Static).update(text)
 
 
 # ------------------------------------------------------------------------ DUT
@@ -369,7 +400,7 @@ class DutScreen(ViewScreen):
     def compose(self) -> ComposeResult:
         yield self.compose_title()
         yield ConntrackGauge(id="gauge")
-        yield Label("conntrack entries (history, 10 Hz)", classes="dim")
+        yield Label("conntrack entries (history, 10 Hz)", id="ct-label", classes="dim")
         yield Vertical(id="ct-history")
         yield DataTable(id="dut", cursor_type="none", show_header=False)
         yield OrderedFooter()
@@ -394,15 +425,16 @@ class DutScreen(ViewScreen):
             t.update_cell(key, "v", value)
 
     @staticmethod
-    def _history_bars(values: list[float], rows: list) -> None:
-        """A multi-row bar chart: each row shows its slice of the 0..max range."""
+    def _history_bars(values: list[float], rows: list, top: float | None = None) -> None:
+        """A multi-row bar chart: each row shows its slice of the 0..top range (``top``:
+        the conntrack max, so the height is the table's fill; else the largest value)."""
         if not rows:
             return
         width = rows[0].size.width
         if width <= 0:
             return
         vals = values[-width:]
-        top = max(vals, default=0.0) or 1.0
+        top = max(top or 0.0, max(vals, default=0.0)) or 1.0
         n = len(rows)
         for r, sp in enumerate(rows):  # r = 0 is the top row
             lo = (n - 1 - r) / n
@@ -421,7 +453,14 @@ class DutScreen(ViewScreen):
             box.remove_children()
             box.mount_all([Spark(classes="ct-row") for _ in range(rows)])
             box.styles.height = rows
-        self._history_bars(list(self.app.ct_history), list(box.query(Spark)))  # type: ignore[attr-defined]
+        top = float(d.conntrack_max) if d is not None and d.conntrack_max else None
+        self._history_bars(list(self.app.ct_history), list(box.query(Spark)), top)  # type: ignore[attr-defined]
+        label = "conntrack entries (history, 10 Hz" + (
+            f"; full height = max {fmt.count(top)})" if top else ")"
+        )
+        if self._cells.get("#label") != label:
+            self._cells["#label"] = label
+            self.query_one("#ct-label", Label).update(label)
         if d is None:
             self._kv("source", "none: the profile has no dut: (add dut: {netns: …})")
             return
