@@ -504,3 +504,46 @@ def test_killing_node_b_fails_p1_and_p0_goes_on(cluster, nat_lab, tmp_path):
         _assert_agents_left_nothing(res)
     finally:
         add_b()
+
+
+def test_methodology_trials_run_on_the_hosts(cluster, nat_lab, tmp_path):
+    """tgen rfc2544 throughput --cluster: every trial's engine places p0 and p1 on their
+    hosts; a maximum the lab forwards without loss gives 'upper bound not reached'."""
+    c, _, _ = cluster
+    prof = lab_profile(nat_lab, tmp_path)
+    out = tmp_path / "t.json"
+    cp = subprocess.run(
+        [
+            *TGEN,
+            "rfc2544",
+            "throughput",
+            str(prof),
+            "--cluster",
+            c.address,
+            "--quick",
+            "--repeats",
+            "1",
+            "--max-rate",
+            "4000",
+            "--error",
+            "1000",
+            "--duration",
+            "1s",
+            "--no-plot",
+            "--no-store",
+            "--quiet",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+    )
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    (search,) = doc["searches"]
+    assert search["status"] == "upper bound not reached", search["status"]
+    assert search["l_pps"] == 4000
+    trials = search["trials"]
+    assert trials and all(t["lost"] == 0 and t["tx_frames"] > 0 for t in trials)

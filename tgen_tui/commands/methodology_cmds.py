@@ -16,6 +16,7 @@ import signal
 import sys
 
 from tgen_tui.commands.options import (
+    add_cluster_option,
     add_cores_option,
     add_dut_options,
     add_quiet_option,
@@ -273,6 +274,11 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
     g.add_argument(
         "--step", type=float, default=10.0, help="loss: load step in %% (default: 10, max 10)"
     )
+    add_cluster_option(
+        g,
+        "run ports that name a host on that host's Ray node (the head's IP:PORT or 'auto'; "
+        "see tgen run --help); every trial opens its engine there",
+    )
     d = p.add_argument_group("DUT")
     add_dut_options(
         d,
@@ -450,6 +456,11 @@ def params_from_args(args: argparse.Namespace):
     )
     if getattr(args, "cores", None):
         p.cores = parse_cores_option(args.cores)
+    if getattr(args, "cluster", None):
+        from tgen_tui.commands.run_cmd import check_cluster_option
+
+        check_cluster_option(args.cluster)
+        p.cluster = args.cluster
     if p.duration_s <= 0 or (p.search_duration_s is not None and p.search_duration_s <= 0):
         raise BadInput("--duration and --search-duration must be > 0")
     if not 0 < p.step_pct <= 10:

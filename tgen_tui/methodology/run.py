@@ -37,7 +37,7 @@ def line_rate_fps(speed_bps: float, frame_size: int) -> int:
     return int(speed_bps / (8 * (frame_size + L1_OVERHEAD)))
 
 
-TRIAL_OPTIONS = ("tolerance", "cores", "early_stop", "max_late_s", "retries")
+TRIAL_OPTIONS = ("tolerance", "cores", "early_stop", "max_late_s", "retries", "cluster")
 
 
 @dataclass
@@ -83,6 +83,7 @@ class Params:
     dut_netns: str | None = None
     dut_ssh: str | None = None
     dut_reset: str | None = None
+    cluster: str | None = None  # Ray head: ports that name a host run there (as tgen run)
 
     def trial_options(self) -> dict:
         """The options every TrialRunner of a test shares: validity, cores, early stop, re-runs."""
@@ -217,8 +218,8 @@ def preflight(session: Session, prof, compiled, test_seconds: float) -> None:
     """Environment check, DUT settings and timeout warnings, deviations from the RFCs."""
     from tgen_tui.commands.run_cmd import check_environment
 
-    check_environment(compiled)
     p = session.params
+    check_environment(compiled, p.cluster)
     dut = dut_control(p, compiled)
     session.dut_settings = dut.settings() if dut else {"source": "none"}
     session.warnings += timeout_warnings(session.dut_settings, test_seconds)

@@ -87,6 +87,7 @@ class TrialRunner:
     dut: DutControl | None = None
     max_late_s: float = 0.010  # a failing trial whose sender stalled longer is retried
     retries: int = 2
+    cluster: str | None = None  # Ray head address (ports that name a host run there)
     trials_run: int = 0
     _last_end: float = 0.0
 
@@ -164,6 +165,7 @@ class TrialRunner:
             drain_ms=int(self.timeout_s * 1000),
             dut_netns=self.dut.netns if self.dut else None,
             dut_ssh=self.dut.ssh if self.dut else None,
+            cluster=self.cluster,
         )
         try:
             async with open_engine(compiled, opts) as eng:
