@@ -6,7 +6,9 @@ the real engine against a lab this script brings up (unique prefix) and removes.
 
 Each size runs ``profiles/lab.yaml`` (its namespaces renamed to the script's lab), starts
 both ports from the keyboard (``S``), lets them send, stops p0 (``0`` ``t``), selects p1,
-then saves Main, Streams, DUT, Workers, Log, Help and the editor, and quits with ``q`` ``y``.
+then saves Main, Streams, DUT, Workers, Log, Help, Results and the editor, and quits with
+``q`` ``y``. The Results screen shows three short ``tgen run``s of the same lab stored as builds
+b1, b2 and b3 (b3 with 10 % random drop on the DUT, so it is marked worse).
 """
 
 from __future__ import annotations
@@ -32,7 +34,34 @@ VIEWS = [
 SIZES = [(80, 24), (160, 48)]
 
 
-async def shoot(prefix: str, size: tuple[int, int], out: Path, seconds: float) -> list[str]:
+def seed_results(prefix: str, db: Path) -> None:
+    """Three 1 s runs of the lab profile as builds b1, b2, b3 (b3 with 10 % DUT drop)."""
+    import subprocess
+
+    from tgen_tui.lab import topology
+
+    text = (ROOT / "profiles" / "lab.yaml").read_text()
+    text = text.replace("tgen-tester", f"{prefix}-tester").replace("tgen-dut", f"{prefix}-dut")
+    prof = Path(f"/tmp/{prefix}-runs.yaml")
+    prof.write_text(text)
+    tgen = [sys.executable, "-m", "tgen_tui"]
+    try:
+        for build in ("b1", "b2", "b3"):
+            if build == "b3":
+                topology.set_dut(prefix, drop_percent=10.0)
+            subprocess.run(
+                [*tgen, "run", str(prof), "-d", "1", "-q", "--db", str(db), "--dut", "lab",
+                 "--build", build, "--rate-scale", "0.25"],
+                check=False, capture_output=True, timeout=60,
+            )  # fmt: skip
+    finally:
+        topology.set_dut(prefix, drop_percent=0.0)
+        prof.unlink(missing_ok=True)
+
+
+async def shoot(
+    prefix: str, size: tuple[int, int], out: Path, seconds: float, db: Path
+) -> list[str]:
     from textual.widgets import Input, OptionList
 
     from tgen_tui.engine.controller import EngineOptions, open_engine
@@ -49,7 +78,11 @@ async def shoot(prefix: str, size: tuple[int, int], out: Path, seconds: float) -
     compiled = compile_profile(load_profile_text(text, str(tmp)))
     host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions()))
     app = TgenApp(
-        host, compiled=compiled, profile_path=str(tmp), profiles_dir=str(ROOT / "profiles")
+        host,
+        compiled=compiled,
+        profile_path=str(tmp),
+        profiles_dir=str(ROOT / "profiles"),
+        results_db=str(db),
     )
     w, h = size
     written = []
@@ -68,6 +101,13 @@ async def shoot(prefix: str, size: tuple[int, int], out: Path, seconds: float) -
             name = f"{view}-{w}x{h}.svg"
             app.save_screenshot(filename=name, path=str(out))
             written.append(name)
+        await pilot.press("R")
+        await pilot.pause(1.0)
+        name = f"results-{w}x{h}.svg"
+        app.save_screenshot(filename=name, path=str(out))
+        written.append(name)
+        await pilot.press("escape")
+        await pilot.pause(0.3)
         await pilot.press("m", "e")
         await pilot.pause(0.5)
         scr = app.screen
@@ -107,12 +147,16 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(exist_ok=True)
     topology.up(LabConfig(prefix=prefix, topology="nat"))
+    db = Path(f"/tmp/{prefix}-results.db")
     try:
+        seed_results(prefix, db)
         for size in SIZES:
-            names = asyncio.run(shoot(prefix, size, out, args.seconds))
+            names = asyncio.run(shoot(prefix, size, out, args.seconds, db))
             print(f"{size[0]}x{size[1]}: " + ", ".join(names))
     finally:
         topology.down(prefix)
+        for f in db.parent.glob(db.name + "*"):
+            f.unlink(missing_ok=True)
     return 0
 
 

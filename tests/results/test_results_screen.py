@@ -15,7 +15,7 @@ from tgen_tui.results.record import record_run
 
 def save_screenshot(db: str, path: Path, size: tuple[int, int] = (150, 34)) -> str:
     """Open the Results screen on ``db`` in a headless app, save an SVG screenshot, return
-    the verdict cells (used by the test, and to make screenshots/results-screen.svg)."""
+    the verdict cells (screenshots/make.py makes the console's results-WxH.svg)."""
     from textual.app import App
     from textual.widgets import DataTable
 
