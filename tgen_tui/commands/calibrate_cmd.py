@@ -29,6 +29,11 @@ removes, whose far end drops them: never the DUT, no test traffic touched. With
 --interface the frames leave that interface (198.18.0.1 -> 198.18.0.2, to a MAC nobody
 has) and are counted by its tx_packets: use a port whose far end is a sink.
 
+It then measures tgen's own latency floor: one 64 B stream at 20 kfps for 1 s across the
+same kind of pair, back to back with no DUT (RFC 2544's back-to-back tester check). Every
+result records its median as latency_floor_ns, next to latency_source (how tgen takes the
+two timestamps); --no-floor skips it.
+
 Takes about ROUNDS x 7 x (SECONDS + 0.8) s (about 38 s by default). Needs root. Run it
 on an otherwise idle host: other work changes the ranking (it warns when the load is high).
 
@@ -73,6 +78,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--no-xdp",
         action="store_true",
         help="never choose AF_XDP for auto (keeps tcpdump on the tester ports seeing the frames)",
+    )
+    p.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="skip the latency floor (tgen back to back on the pair: every result records it "
+        "as latency_floor_ns)",
     )
     p.add_argument("--json", action="store_true", help="print the cache entry as JSON")
     p.set_defaults(func=cmd_calibrate)
@@ -135,6 +146,16 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
         ks = cache.keys(entry["driver"], a.interface, a.netns)
         written = str(cache.store(entry, ks))
         entry["cache"] = {"path": written, "keys": ks}
+    if not a.no_floor:
+        from tgen_tui.calibrate.floor import measure_floor, store_floor
+
+        try:
+            fl = measure_floor(cpu=a.cpu)
+        except (RuntimeError, OSError) as e:
+            raise EnvironmentProblem(f"latency floor: {e}") from None
+        if not a.no_cache:
+            store_floor(fl)
+        entry["latency_floor"] = fl
     if a.json:
         print(json.dumps(entry, indent=2))
         return 0
@@ -142,6 +163,15 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     c = entry["choice"]
     print(f"fastest: {c['tx_path']} batch {c['max_batch']} at {entry['kpps']:.1f} kpps "
           f"(driver {entry['driver']}, CPU {entry['cpu']}, 64 B frames)")  # fmt: skip
+    if "latency_floor" in entry:
+        from tgen_tui import fmt
+
+        fl = entry["latency_floor"]
+        print(
+            f"latency floor (tgen back to back, no DUT; {fl['frames']:,} frames): "
+            f"min {fmt.ns(fl['min_ns'])}  p50 {fmt.ns(fl['p50_ns'])}  p99 {fmt.ns(fl['p99_ns'])}"
+            f"  max {fmt.ns(fl['max_ns'])}: every result records the p50 as latency_floor_ns"
+        )
     print(f"cached in {written}" if written else "not cached (--no-cache)")
     load = max(entry["loadavg_before"][0], entry["loadavg_after"][0])
     if load > 0.5 * (os.cpu_count() or 1):

@@ -44,6 +44,11 @@ examples:
   conntrack>90%  DUT conntrack peak as % of its max (without %: entries)
   ooo>0, dup>0   out-of-order / duplicate frames
 
+Latency: every frame carries its send time (stamped by the batch builder just before
+sendmmsg) and the receive ring gives the kernel's receive time; the result records this as
+latency_source, and latency_floor_ns is the tester's own back-to-back median on this host
+(measured by tgen calibrate; null until then): a DUT's latency is the figure minus it.
+
 Output: NDJSON and tables on stdout (NDJSON only, if --ndjson -); progress on stderr.
 Exit codes: 0 pass, 1 threshold breached, 2 bad input, 3 environment (not root, no lab,
 a worker died: its port is marked failed, the other ports keep running). Ctrl-C or
@@ -200,6 +205,13 @@ def summary_table(result: dict) -> str:
             f"{s['out_of_order']:>6}{s['duplicates']:>6}{_lat_cell(lat['min']):>10}{_lat_cell(lat['avg']):>10}"
             f"{_lat_cell(lat['p99']):>10}{_lat_cell(lat['max']):>10}"
         )
+    floor = result.get("latency_floor_ns")
+    lines.append(
+        f"latency includes the tester's own floor of {_lat_cell(floor)} (p50, back to back; "
+        "tgen calibrate measured it)"
+        if floor is not None
+        else "latency includes the tester's own send path: run tgen calibrate to measure its floor"
+    )
     if result.get("dut"):
         d = result["dut"]
         full = f", full at {d['full_at_s']:.2f} s" if d.get("full_at_s") is not None else ""

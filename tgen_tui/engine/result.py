@@ -139,7 +139,22 @@ def build_result(
         "stream_config": stream_description(compiled),
         "warnings": list(snap.warnings) + rate_warnings(snap),
         "events": events,
+        **_latency_fields(),
     }
+
+
+def _latency_fields() -> dict:
+    """latency_source and this host's latency_floor_ns (tgen calibrate measures it)."""
+    try:
+        from tgen_tui.calibrate.floor import result_fields
+
+        return result_fields()
+    except Exception as e:  # noqa: BLE001 - a cache problem must not lose the result
+        return {
+            "latency_source": None,
+            "latency_floor_ns": None,
+            "latency_floor": {"error": str(e)},
+        }
 
 
 def rate_warnings(snap: StatsSnapshot, tolerance_pct: float = 1.0) -> list[str]:

@@ -1,0 +1,41 @@
+"""The tester's latency floor: tgen back to back on a veth pair of its own, cached per
+host and recorded in every result with the latency source."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TGEN_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_floor_is_measured_cached_and_recorded(own_cache):
+    if os.geteuid() != 0:
+        pytest.skip("needs root: creates network namespaces and AF_PACKET sockets")
+    from tgen_tui.calibrate.floor import (
+        LATENCY_SOURCE,
+        cached_floor,
+        measure_floor,
+        result_fields,
+        store_floor,
+    )
+
+    before = result_fields()
+    assert (
+        before["latency_floor_ns"] is None and "tgen calibrate" in before["latency_floor"]["note"]
+    )
+    fl = measure_floor(pps=5000, seconds=0.5)
+    assert fl["frames"] >= 2000  # 0.5 s at 5 kfps, every frame received and timed
+    assert 0 <= fl["min_ns"] <= fl["p50_ns"] <= fl["p99_ns"]
+    assert fl["p50_ns"] < 50_000_000  # a back-to-back veth is not a 50 ms path
+    store_floor(fl)
+    assert cached_floor()["p50_ns"] == fl["p50_ns"]
+    after = result_fields()
+    assert after["latency_floor_ns"] == fl["p50_ns"]
+    assert after["latency_source"] == LATENCY_SOURCE
+    assert not any(n.startswith(f"tgen-{os.getpid()}-floor") for n in os.listdir("/dev/shm"))
