@@ -321,6 +321,7 @@ class StreamsScreen(ViewScreen):
             t.add_row(*[first.get(c[0], " -") for c in cols], key=s.name)
         self._cells: dict[tuple[str, str], object] = {}
         self._width = self.app.size.width
+        self._floor = _tester_floor()
 
     def on_resize(self) -> None:
         if self.desc is not None and narrow(self) != (self._width < 120):
@@ -380,6 +381,9 @@ class StreamsScreen(ViewScreen):
             f"  out of order {fmt.count(s.out_of_order)}  duplicates {fmt.count(s.duplicates)}",
             f"  latency   min {fmt.ns(lat.min)}  avg {fmt.ns(lat.avg)}  p50 {fmt.ns(lat.p50)}",
             f"            p99 {fmt.ns(lat.p99)}  p99.9 {fmt.ns(lat.p999)}  max {fmt.ns(lat.max)}",
+            f"  floor     {fmt.ns(self._floor)} (the tester's own, back to back: tgen calibrate)"
+            if self._floor is not None
+            else "  floor     not measured on this host (tgen calibrate measures it)",
             f"  jitter    {fmt.ns(lat.jitter)}"
             + (f"   VLAN TCI {s.vlan_tci}" if s.vlan_tci is not None else ""),
         ]
@@ -389,6 +393,17 @@ class StreamsScreen(ViewScreen):
         if self._cells.get(("#detail", "")) != text:
             self._cells[("#detail", "")] = text
             self.query_one("#stream-detail", Static).update(text)
+
+
+def _tester_floor() -> float | None:
+    """This host's measured latency floor (p50, ns), shown next to the latency figures."""
+    try:
+        from tgen_tui.calibrate.floor import cached_floor
+
+        e = cached_floor()
+    except Exception:  # noqa: BLE001 - a cache problem must not break the screen
+        return None
+    return None if e is None else float(e["p50_ns"])
 
 
 # ------------------------------------------------------------------------ DUT
