@@ -125,3 +125,20 @@ def test_default_folder_under_run(tmp_path: Path) -> None:
         assert locks.paths[0].exists()
     assert not locks.held
     assert not lock_path("tgen-test-nonexistent", iface).exists()
+
+
+def test_remove_unheld_keeps_held_locks_and_removes_left_ones(tmp_path):
+    from tgen_tui.engine.portlock import acquire_ports, lock_path, remove_unheld
+
+    held = acquire_ports([("lab-tester", "p0")], lock_dir=tmp_path)
+    left = lock_path("lab-tester", "p1", tmp_path)
+    left.write_text("4242\n")  # a holder killed with SIGKILL leaves its file
+    other = lock_path("other-tester", "p0", tmp_path)
+    other.write_text("4243\n")
+    try:
+        assert remove_unheld("lab-tester", tmp_path) == [left]
+        assert lock_path("lab-tester", "p0", tmp_path).exists()  # still held: kept
+        assert other.exists()  # another namespace: not ours to tidy
+    finally:
+        held.release()
+    assert remove_unheld("lab-tester", tmp_path) == []

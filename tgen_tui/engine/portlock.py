@@ -88,6 +88,30 @@ class PortLocks:
         self.release()
 
 
+def remove_unheld(netns: str | None, lock_dir: Path | None = None) -> list[Path]:
+    """Remove the lock files of ``netns``'s interfaces that nobody holds (a holder killed
+    with SIGKILL leaves its file behind; ``tgen lab down`` tidies its namespace's). A file
+    that is held is left alone; a taker that raced with the removal notices and retries."""
+    directory = lock_dir or LOCK_DIR
+    ns = _SAFE.sub("_", netns) if netns else "-"
+    removed = []
+    for path in directory.glob(f"{ns}__*.lock"):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _same_file(path, fd):
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            pass  # held by a running tgen: keep it
+        finally:
+            os.close(fd)
+    return removed
+
+
 def acquire_ports(
     ports: list[tuple[str | None, str]],
     *,

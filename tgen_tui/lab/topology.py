@@ -323,6 +323,9 @@ def down(prefix: str = DEFAULT_PREFIX) -> None:
         os.unlink(state_path(prefix))
     except FileNotFoundError:
         pass
+    from tgen_tui.engine.portlock import remove_unheld
+
+    remove_unheld(tester_netns(prefix))  # port locks left by a tgen that was killed
 
 
 def set_dut(prefix: str = DEFAULT_PREFIX, **changes) -> dict:
