@@ -1,10 +1,13 @@
-"""Every test process writes results to a temporary database, never the user's own, and
-reads no send-path calibration cache of the user's (``tx_path: auto`` takes the default
-unless a test measures and caches one itself)."""
+"""Shared by every test: a temporary results database and send-path cache (never the
+user's own; ``tx_path: auto`` takes the default unless a test measures and caches one),
+and the one way to bring up a lab with a unique prefix (``make_lab``, ``nat_lab``,
+``direct_lab``), taken down even on failure."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 
 import pytest
 
@@ -15,3 +18,40 @@ def _tmp_results_db(tmp_path_factory):
     os.environ["TGEN_DB"] = str(tmp_path_factory.mktemp("results") / "results.db")
     os.environ["TGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("tgen-cache"))
     yield
+
+
+@contextlib.contextmanager
+def _lab(topology: str = "nat", letter: str = "l", **config):
+    """Bring a lab up with a unique prefix (``letter`` + 5 hex); yield the prefix; take
+    it down even on failure. Skips, saying why, when not root."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: creates network namespaces, veths and AF_PACKET sockets")
+    from tgen_tui.lab import topology as topo
+    from tgen_tui.lab.config import LabConfig
+
+    prefix = letter + secrets.token_hex(3)[:5]
+    try:
+        topo.up(LabConfig(prefix=prefix, topology=topology, **config))
+        yield prefix
+    finally:
+        topo.down(prefix)
+
+
+@pytest.fixture(scope="session")
+def make_lab():
+    """``with make_lab("nat", "x", conntrack_max=3000) as prefix:`` for any scope."""
+    return _lab
+
+
+@pytest.fixture
+def nat_lab():
+    """A NAT44 lab (tester + DUT namespaces); yields its prefix."""
+    with _lab("nat", "e") as prefix:
+        yield prefix
+
+
+@pytest.fixture
+def direct_lab():
+    """A direct lab (p0 <-> p1 veth, no DUT); yields its prefix."""
+    with _lab("direct", "d") as prefix:
+        yield prefix

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import signal
 import subprocess
 import sys
@@ -105,18 +104,10 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def nat_lab():
-    if os.geteuid() != 0:
-        pytest.skip("needs root: creates network namespaces, veths and AF_PACKET sockets")
-    from tgen_tui.lab import topology as topo
-    from tgen_tui.lab.config import LabConfig
-
-    prefix = "r" + secrets.token_hex(3)[:5]
-    try:
-        topo.up(LabConfig(prefix=prefix, topology="nat"))
+def nat_lab(make_lab):
+    """One NAT lab for the module (the cluster fixture is module-wide too)."""
+    with make_lab("nat", "r") as prefix:
         yield prefix
-    finally:
-        topo.down(prefix)
 
 
 def lab_profile(prefix: str, tmp: Path, hosts=("tester-a", "tester-b")) -> Path:

@@ -3,39 +3,26 @@
 from __future__ import annotations
 
 import os
-import secrets
 
 import pytest
 
 
-def lab(**kw):
-    if os.geteuid() != 0:
-        pytest.skip("needs root: creates network namespaces, veths and AF_PACKET sockets")
-    from tgen_tui.lab import topology as topo
-    from tgen_tui.lab.config import LabConfig
-
-    prefix = "m" + secrets.token_hex(3)[:5]
-    try:
-        topo.up(LabConfig(prefix=prefix, topology="nat", **kw))
-        yield prefix
-    finally:
-        topo.down(prefix)
-
-
 @pytest.fixture
-def limited_lab():
+def limited_lab(make_lab):
     """A NAT lab whose DUT forwards at most 5,000 frames/s (nftables limit)."""
-    yield from lab(rate_limit_pps=5000)
+    with make_lab("nat", "m", rate_limit_pps=5000) as prefix:
+        yield prefix
 
 
 @pytest.fixture
-def ct_limited_lab():
+def ct_limited_lab(make_lab):
     """A NAT lab whose DUT tracks at most 3,000 new flows (nftables ct count)."""
-    yield from lab(ct_limit=3000)
+    with make_lab("nat", "m", ct_limit=3000) as prefix:
+        yield prefix
 
 
 @pytest.fixture
-def small_table_lab():
+def small_table_lab(make_lab):
     """A NAT lab with nf_conntrack_max = 3,000 (global while the lab is up; restored).
 
     The lab restores a global only when no other lab holds a record of it; on a machine
@@ -44,7 +31,8 @@ def small_table_lab():
     path = "/proc/sys/net/netfilter/nf_conntrack_max"
     before = open(path).read().strip() if os.path.exists(path) else None
     try:
-        yield from lab(conntrack_max=3000)
+        with make_lab("nat", "m", conntrack_max=3000) as prefix:
+            yield prefix
     finally:
         if before is not None and open(path).read().strip() == "3000":
             with open(path, "w") as f:
@@ -52,6 +40,7 @@ def small_table_lab():
 
 
 @pytest.fixture
-def plain_lab():
+def plain_lab(make_lab):
     """A NAT lab with no impairment."""
-    yield from lab()
+    with make_lab("nat", "m") as prefix:
+        yield prefix

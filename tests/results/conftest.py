@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import secrets
 import sys
 from pathlib import Path
 
@@ -18,19 +16,3 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "results.db"
     monkeypatch.setenv("TGEN_DB", str(path))
     return path
-
-
-@pytest.fixture
-def nat_lab_rs():
-    """A NAT44 lab with a unique prefix (root only); yields the prefix and removes the lab."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root: creates network namespaces, veths and AF_PACKET sockets")
-    from tgen_tui.lab import topology as topo
-    from tgen_tui.lab.config import LabConfig
-
-    prefix = "r" + secrets.token_hex(3)[:5]
-    try:
-        topo.up(LabConfig(prefix=prefix, topology="nat"))
-        yield prefix
-    finally:
-        topo.down(prefix)

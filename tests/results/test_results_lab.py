@@ -52,12 +52,12 @@ def _tgen(*args: str, db: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_check_flags_the_build_with_extra_drop(nat_lab_rs, tmp_path, db):
+def test_check_flags_the_build_with_extra_drop(nat_lab, tmp_path, db):
     prof = tmp_path / "drop.yaml"
-    prof.write_text(_profile(nat_lab_rs))
+    prof.write_text(_profile(nat_lab))
     for build in ("b1", "b2", "b3"):
         if build == "b3":
-            topology.set_dut(nat_lab_rs, drop_percent=10)
+            topology.set_dut(nat_lab, drop_percent=10)
         cp = _tgen("run", str(prof), "--duration", "1", "--build", build, db=db)
         assert cp.returncode == 0, cp.stderr
         assert re.search(rf"stored as run \d+ in {re.escape(str(db))}", cp.stderr), cp.stderr

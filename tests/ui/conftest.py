@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 from pathlib import Path
 
@@ -83,15 +82,6 @@ def _require_root() -> None:
 
 
 @pytest.fixture
-def ui_nat_lab():
+def ui_nat_lab(nat_lab):
     """A NAT44 lab with a unique prefix, removed afterwards even on failure."""
-    _require_root()
-    from tgen_tui.lab import topology as topo
-    from tgen_tui.lab.config import LabConfig
-
-    prefix = "u" + secrets.token_hex(3)[:5]
-    try:
-        topo.up(LabConfig(prefix=prefix, topology="nat"))
-        yield prefix
-    finally:
-        topo.down(prefix)
+    return nat_lab
