@@ -14,14 +14,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from .web_helpers import REPO, alive, cmdline, descendants, lab_profile, start_serve
+from .web_helpers import REPO, alive, cmdline, descendants, lab_profile, start_serve, tx_packets
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -58,24 +57,6 @@ CAPTURE_JS = r"""
   };
 })();
 """
-
-
-def _tx_packets(prefix: str) -> int:
-    out = subprocess.run(
-        [
-            "ip",
-            "netns",
-            "exec",
-            f"{prefix}-tester",
-            "cat",
-            "/sys/class/net/p0/statistics/tx_packets",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=True,
-    )
-    return int(out.stdout)
 
 
 def _open_files(pid: int) -> list[str]:
@@ -138,13 +119,13 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(
             assert len(consoles) == 1
             console = consoles[0]
 
-            before = _tx_packets(prefix)
+            before = tx_packets(prefix)
             page.click("#terminal")
             page.keyboard.press("0")
             page.keyboard.press("s")
-            risen = _wait(lambda: _tx_packets(prefix) - before >= 500, timeout=20)
-            assert risen, f"p0 tx_packets rose by only {_tx_packets(prefix) - before} after 0 s"
-            print(f"p0 tx_packets {before} -> {_tx_packets(prefix)} after 0 s")
+            risen = _wait(lambda: tx_packets(prefix) - before >= 500, timeout=20)
+            assert risen, f"p0 tx_packets rose by only {tx_packets(prefix) - before} after 0 s"
+            print(f"p0 tx_packets {before} -> {tx_packets(prefix)} after 0 s")
             workers = [p for p in descendants(console) if "tgen_tui.worker" in cmdline(p)]
             assert workers, "no worker process under the console"
             # the engine unlinks each counter file once mapped; the workers still hold it
@@ -158,14 +139,14 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(
             page.keyboard.press("T")
 
             def stopped() -> bool:
-                a = _tx_packets(prefix)
+                a = tx_packets(prefix)
                 time.sleep(0.7)
-                return _tx_packets(prefix) == a
+                return tx_packets(prefix) == a
 
             assert _wait(stopped, timeout=15), "p0 kept sending after T"
-            settled = _tx_packets(prefix)
+            settled = tx_packets(prefix)
             time.sleep(1.0)
-            assert _tx_packets(prefix) == settled
+            assert tx_packets(prefix) == settled
             print(f"p0 tx_packets stays at {settled} after T")
 
             # a second browser gets the explanation, not a second console

@@ -17,7 +17,16 @@ from pathlib import Path
 
 import aiohttp
 
-from .web_helpers import REPO, alive, cmdline, descendants, lab_profile, start_serve, tgen_argv
+from .web_helpers import (
+    REPO,
+    alive,
+    cmdline,
+    descendants,
+    lab_profile,
+    start_serve,
+    tgen_argv,
+    tx_packets,
+)
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
@@ -58,24 +67,6 @@ async def _until(cond, timeout: float = 20) -> bool:
             return True
         await asyncio.sleep(0.2)
     return bool(cond())
-
-
-def _tx_packets(prefix: str) -> int:
-    out = subprocess.run(
-        [
-            "ip",
-            "netns",
-            "exec",
-            f"{prefix}-tester",
-            "cat",
-            "/sys/class/net/p0/statistics/tx_packets",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=True,
-    )
-    return int(out.stdout)
 
 
 def _consoles(server_pid: int) -> list[int]:
@@ -182,16 +173,16 @@ def test_a_second_server_on_the_same_ports_is_refused_by_the_port_lock(
             # Ctrl-C in a terminal reaches the whole group: server, console and workers
             await ws_a.send_str(json.dumps(["stdin", "0"]))
             await ws_a.send_str(json.dumps(["stdin", "s"]))
-            before = _tx_packets(web_lab)
-            assert await _until(lambda: _tx_packets(web_lab) - before > 200), "p0 never sent"
+            before = tx_packets(web_lab)
+            assert await _until(lambda: tx_packets(web_lab) - before > 200), "p0 never sent"
             group = [holder, *descendants(holder)]
             assert len(group) >= 2  # the console and its workers
             os.killpg(a.proc.pid, signal.SIGINT)
             assert await asyncio.to_thread(a.proc.wait, 30) == 0
             assert await _wait_gone(group) == []
-            stopped = _tx_packets(web_lab)
+            stopped = tx_packets(web_lab)
             await asyncio.sleep(0.5)
-            assert _tx_packets(web_lab) == stopped
+            assert tx_packets(web_lab) == stopped
             return holder, text, run
 
     try:

@@ -144,3 +144,13 @@ streams:
     size: 64
     rate: {{pps: {pps}}}
 """
+
+
+def tx_packets(prefix: str, interface: str = "p0") -> int:
+    """The kernel's tx_packets of a tester port of lab ``prefix``."""
+    out = subprocess.run(
+        ["ip", "netns", "exec", f"{prefix}-tester", "cat",
+         f"/sys/class/net/{interface}/statistics/tx_packets"],
+        capture_output=True, text=True, timeout=10, check=True,
+    )  # fmt: skip
+    return int(out.stdout)
