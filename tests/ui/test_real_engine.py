@@ -32,9 +32,8 @@ def tx_packets(netns: str, ifname: str) -> int:
     return int(cp.stdout)
 
 
-@pytest.mark.timeout(60)
-def test_keyboard_start_stop_p0_on_the_real_engine(ui_nat_lab, tmp_path) -> None:
-    prefix = ui_nat_lab
+def real_app(prefix: str, tmp_path: Path, **app_kw) -> tuple[TgenApp, Path]:
+    """The console on the real engine (guest mode), on profiles/lab.yaml moved to the lab."""
     text = (
         (PROFILES / "lab.yaml")
         .read_text()
@@ -45,9 +44,13 @@ def test_keyboard_start_stop_p0_on_the_real_engine(ui_nat_lab, tmp_path) -> None
     prof.write_text(text)
     compiled = compile_profile(load_profile_text(text, str(prof)))
     host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions()))
-    app = TgenApp(
-        host, compiled=compiled, profile_path=str(prof), json_path=str(tmp_path / "s.json")
-    )
+    return TgenApp(host, compiled=compiled, profile_path=str(prof), **app_kw), prof
+
+
+@pytest.mark.timeout(60)
+def test_keyboard_start_stop_p0_on_the_real_engine(ui_nat_lab, tmp_path) -> None:
+    prefix = ui_nat_lab
+    app, _ = real_app(prefix, tmp_path, json_path=str(tmp_path / "s.json"))
     ns = f"{prefix}-tester"
     me = psutil.Process()
     seen_workers: set[int] = set()
@@ -98,17 +101,7 @@ def test_editor_rate_change_applies_live_on_the_real_engine(ui_nat_lab, tmp_path
     from tgen_tui.ui.editor import EditorScreen, FieldRow
 
     prefix = ui_nat_lab
-    text = (
-        (PROFILES / "lab.yaml")
-        .read_text()
-        .replace("tgen-tester", f"{prefix}-tester")
-        .replace("tgen-dut", f"{prefix}-dut")
-    )
-    prof = tmp_path / "lab.yaml"
-    prof.write_text(text)
-    compiled = compile_profile(load_profile_text(text, str(prof)))
-    host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions()))
-    app = TgenApp(host, compiled=compiled, profile_path=str(prof))
+    app, prof = real_app(prefix, tmp_path)
     ns = f"{prefix}-tester"
 
     async def go():
