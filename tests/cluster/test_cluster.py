@@ -174,6 +174,19 @@ def _assert_agents_left_nothing(res: dict, timeout: float = 30.0) -> None:
         time.sleep(0.5)
 
 
+def wait_until_both_send(proc: subprocess.Popen, nd: Path, timeout: float = 90) -> None:
+    """Until the NDJSON stream shows p0 and p1 both sending (the run must stay alive)."""
+    end = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, proc.stderr.read()[-3000:]
+        assert time.monotonic() < end, "the ports never started sending"
+        lines = nd.read_text().splitlines() if nd.exists() else []
+        snaps = [json.loads(x) for x in lines if x.startswith('{"t"')]
+        if snaps and all(snaps[-1]["ports"][p]["tx_frames"] > 0 for p in ("p0", "p1")):
+            return
+        time.sleep(0.2)
+
+
 def test_two_hosts_run_the_lab_profile(cluster, nat_lab, tmp_path):
     """Must show 1 and 3: counts equal the interface counters, lost 0, the result names
     each port's host, and the clock offset of each host is measured with its uncertainty."""
@@ -374,15 +387,7 @@ def test_ctrl_c_stops_every_host_and_leaves_no_worker(cluster, nat_lab, tmp_path
         cwd=REPO,
     )
     try:
-        end = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, proc.stderr.read()[-3000:]
-            assert time.monotonic() < end, "the ports never started sending"
-            lines = nd.read_text().splitlines() if nd.exists() else []
-            snaps = [json.loads(x) for x in lines if x.startswith('{"t"')]
-            if snaps and all(snaps[-1]["ports"][p]["tx_frames"] > 0 for p in ("p0", "p1")):
-                break
-            time.sleep(0.2)
+        wait_until_both_send(proc, nd)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -413,19 +418,13 @@ def test_sigkill_of_the_engine_leaves_no_worker_on_any_host(cluster, nat_lab, tm
         cwd=REPO,
     )
     try:
-        end = time.monotonic() + 90
-        agents: list[int] = []
-        while True:
-            assert proc.poll() is None
-            assert time.monotonic() < end, "the ports never started sending"
-            lines = nd.read_text().splitlines() if nd.exists() else []
-            agents = [
-                int(m.group(1)) for x in lines for m in [re.search(r"agent pid (\d+)", x)] if m
-            ]
-            snaps = [json.loads(x) for x in lines if x.startswith('{"t"')]
-            if snaps and all(snaps[-1]["ports"][p]["tx_frames"] > 0 for p in ("p0", "p1")):
-                break
-            time.sleep(0.2)
+        wait_until_both_send(proc, nd)
+        agents = [
+            int(m.group(1))
+            for x in nd.read_text().splitlines()
+            for m in [re.search(r"agent pid (\d+)", x)]
+            if m
+        ]
         assert len(agents) == 2
         assert all(_workers_of(a) for a in agents), "each agent runs a worker"
     finally:
@@ -459,15 +458,7 @@ def test_killing_node_b_fails_p1_and_p0_goes_on(cluster, nat_lab, tmp_path):
     )
     try:
         # wait until both ports send (p1's stream starts 0.5 s after p0's)
-        end = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, proc.stderr.read()[-3000:]
-            assert time.monotonic() < end, "the ports never started sending"
-            lines = nd.read_text().splitlines() if nd.exists() else []
-            snaps = [json.loads(x) for x in lines if x.startswith('{"t"')]
-            if snaps and all(snaps[-1]["ports"][p]["tx_frames"] > 0 for p in ("p0", "p1")):
-                break
-            time.sleep(0.2)
+        wait_until_both_send(proc, nd)
         c.remove_node(nodes["tester-b"], allow_graceful=False)
         _, err = proc.communicate(timeout=120)
     finally:
