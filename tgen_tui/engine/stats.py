@@ -231,11 +231,6 @@ class Accumulator:
             wctx, view, np.zeros_like(view.arr), port_rows, dict(wctx.tx_rows)
         )
 
-    def detach(self, wid: int) -> None:
-        w = self.w.pop(wid, None)
-        if w is not None:
-            w.view.close()
-
     def prime(self, ifc: dict) -> None:
         """Baseline the interface counters now, before any port starts."""
         self.prev = None

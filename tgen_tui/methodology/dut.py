@@ -34,10 +34,6 @@ class DutControl:
     reset_cmd: str | None = None
 
     @property
-    def can_reset(self) -> bool:
-        return bool(self.reset_cmd or self.netns or self.ssh)
-
-    @property
     def can_count(self) -> bool:
         return bool(self.netns or self.ssh)
 

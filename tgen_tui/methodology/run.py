@@ -436,7 +436,7 @@ def unique_space(runner: TrialRunner) -> int:
     return min((q.unique_space for q in progs), default=1)
 
 
-def _stateful_setup(session: Session, test_seconds_fn=None):
+def _stateful_setup(session: Session):
     p = session.params
     prof = load(p)
     size = _sizes(p, prof)[0]

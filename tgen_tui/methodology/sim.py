@@ -58,11 +58,6 @@ class RateDut:
         return judge(t, self.tolerance)
 
 
-def loss_curve_dut(capacity: float, duration_s: float = 1.0) -> RateDut:
-    """Loss as a function of rate: FLR(r) = (r − capacity)/r above capacity, 0 below."""
-    return RateDut(capacity=capacity, duration_s=duration_s)
-
-
 @dataclass
 class TableDut:
     """A NAT with a state table of ``size`` entries and early drop, and a maximum
