@@ -6,7 +6,8 @@ No per-frame Python (DESIGN rule 3). For a batch the builder
    when frame sizes vary, or on first use: fixed-size rows are fully rewritten anyway);
 2. computes every varying field for all n frames at once (inc/dec arithmetic, a
    counter-based PRNG for RFC 4814 random fields, a Feistel permutation for unique
-   tuples) and writes it through a strided big-endian view;
+   tuples, a gather from the learned-tuple table for table fields) and writes it through
+   a strided big-endian view;
 3. writes lengths and the 12-byte signature (magic, stream, seq, timestamp);
 4. fixes the IPv4 header checksum and the L4 checksum *incrementally*: the template's
    word sum is precomputed, and only the words of varying fields, lengths and the
@@ -34,6 +35,9 @@ from tgen_tui.packets.program import (
     SIG_DTYPE,
     SIG_LEN,
     SIG_MAGIC,
+    TABLE,
+    TABLE_COLUMNS,
+    TABLE_ORDERS,
     UNIQUE,
     StreamProgram,
 )
@@ -68,6 +72,44 @@ def _words(v: np.ndarray, width: int) -> np.ndarray:
     for j in range(0, width, 2):
         s += (v >> np.uint64(8 * (width - 2 - j))) & _U16
     return s
+
+
+def read_learned_table(path: str) -> np.ndarray:
+    """The learned-tuple table at ``path`` as an (M, 4) uint32 array (M >= 1), or a
+    ValueError that says in one line what is wrong with it."""
+    if not path:
+        raise ValueError("a table field needs the stream's learned-tuple table (none given)")
+    try:
+        t = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(
+            f"no learned-tuple table at {path}: the Responder has not learned any tuples "
+            "(phase 1 did not run, or its port did not learn)"
+        ) from None
+    except (OSError, ValueError) as e:
+        raise ValueError(f"learned-tuple table {path} is unreadable: {e}") from None
+    if t.ndim != 2 or t.shape[1] != len(TABLE_COLUMNS):
+        raise ValueError(f"learned-tuple table {path} has shape {t.shape}, not (M, 4)")
+    if len(t) == 0:
+        raise ValueError(
+            f"the learned-tuple table {path} is empty: the Responder received no frames "
+            "of the Initiator's streams in phase 1"
+        )
+    return t.astype(np.uint32, copy=False)
+
+
+def table_rows(order: str, key: int, idx: np.ndarray, m: int) -> np.ndarray:
+    """Row of the learned table for each frame index: fixed (0), inc (i mod M), dec
+    (M-1 - i mod M) or random (the RFC 4814 PRNG: uniform in [0, M), keyed)."""
+    if order == "fixed":
+        return np.zeros(idx.shape, dtype=np.int64)
+    if order == "inc":
+        return (idx % np.uint64(m)).astype(np.int64)
+    if order == "dec":
+        return (m - 1) - (idx % np.uint64(m)).astype(np.int64)
+    if order == "random":
+        return uniform_int(key, idx, 0, m).astype(np.int64)
+    raise ValueError(f"unknown table order {order!r} (one of {', '.join(TABLE_ORDERS)})")
 
 
 def _bswap16(v: np.ndarray) -> np.ndarray:
@@ -105,6 +147,12 @@ class BatchBuilder:
         self._rand_mins = np.array([[program.fields[i].min] for i in narrow], dtype=np.uint64)
         self._rchunk_base = -1
         self._rchunk: np.ndarray | None = None
+        self._table_cols: list[np.ndarray] = []
+        if any(f.mode == TABLE for f in program.fields):
+            if program.table_order not in TABLE_ORDERS:
+                raise ValueError(f"unknown table order {program.table_order!r}")
+            t = read_learned_table(program.table)
+            self._table_cols = [t[:, c].astype(np.uint64) for c in range(t.shape[1])]
         if self._fixed_size:
             self._setup_fixed()
 
@@ -204,6 +252,11 @@ class BatchBuilder:
         out: list[np.ndarray | None] = [None] * len(p.fields)
         if p.unique:
             self._unique_values(idx, out)
+        if self._table_cols:  # one row per frame, shared by every table field
+            rows = table_rows(p.table_order, p.table_key, idx, len(self._table_cols[0]))
+            for fi, f in enumerate(p.fields):
+                if f.mode == TABLE:
+                    out[fi] = self._table_cols[f.column][rows]
         if self._rand_idx:  # every narrow random field from one 2-D hash: fewer numpy calls
             if contiguous and len(idx):
                 v = self._random_block(int(idx[0]), len(idx), idx)

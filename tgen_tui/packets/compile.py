@@ -23,9 +23,12 @@ from tgen_tui.packets.batch import word_sum
 from tgen_tui.packets.prng import mix_key
 from tgen_tui.packets.program import (
     CSUM_BOTH,
+    CSUM_IP,
     CSUM_L4,
     FCS_LEN,
     FIXED,
+    TABLE,
+    TABLE_ORDERS,
     UNIQUE,
     FieldOp,
     Schedule,
@@ -352,4 +355,75 @@ def _replace_pps(p: StreamProgram, pps: float) -> StreamProgram:
     return replace(p, schedule=replace(p.schedule, pps=pps))
 
 
-__all__ = ["CompiledProfile", "PortSpec", "compile_profile", "compile_stream", "profile_hash"]
+#: The RFC 9693 Responder's reply to a learned tuple (src ip, dst ip, src port, dst port as
+#: received): from the learned destination address and port, to the learned source
+#: address (the NAT's public address) and port.
+REPLY_COLUMNS = {"ip.src": 1, "ip.dst": 0, "l4.src_port": 3, "l4.dst_port": 2}
+
+
+def with_learned_table(
+    p: StreamProgram, path: str, order: str, columns: dict[str, int] | None = None
+) -> StreamProgram:
+    """``p`` with its IPv4 addresses and L4 ports taken from a learned-tuple table.
+
+    ``columns`` maps field names (``ip.src``, ``ip.dst``, ``l4.src_port``,
+    ``l4.dst_port``) to columns of the table (default: :data:`REPLY_COLUMNS`); ``order``
+    picks the row of frame i (``TABLE_ORDERS``). A field that was fixed leaves the
+    template (its bytes zeroed, its words taken out of the checksum bases), so the
+    builder's incremental checksums stay exact. The table is read by the worker when it
+    builds the stream (a missing or empty table is a one-line error there).
+    """
+    if p.l3 != 4 or p.l4 not in ("udp", "tcp"):
+        raise ValueError("a learned-tuple reply needs an IPv4 UDP or TCP stream")
+    if order not in TABLE_ORDERS:
+        raise ValueError(f"table order must be one of {', '.join(TABLE_ORDERS)}, got {order!r}")
+    columns = REPLY_COLUMNS if columns is None else columns
+    layout = {
+        "ip.src": (p.l3_offset + 12, 4, CSUM_BOTH),
+        "ip.dst": (p.l3_offset + 16, 4, CSUM_BOTH),
+        "l4.src_port": (p.l4_offset, 2, CSUM_L4),
+        "l4.dst_port": (p.l4_offset + 2, 2, CSUM_L4),
+    }
+    unknown = set(columns) - set(layout)
+    if unknown:
+        raise ValueError(f"table fields must be among {', '.join(layout)}: {sorted(unknown)}")
+    t = bytearray(p.template)
+    ip_base, l4_base = p.ip_csum_base, p.l4_csum_base
+    varying = {f.name for f in p.fields}
+    key = mix_key(p.seed, p.index, _fid("table"))
+    new: list[FieldOp] = []
+    for name, col in columns.items():
+        off, width, csum = layout[name]
+        if name not in varying:  # fixed: in the template and the checksum bases
+            w = word_sum(bytes(t[off : off + width]))
+            if csum & CSUM_IP:
+                ip_base -= w
+            if p.l4_pseudo or name.startswith("l4."):
+                l4_base -= w
+            t[off : off + width] = bytes(width)
+        hi = (1 << (8 * width)) - 1
+        new.append(FieldOp(name, off, width, TABLE, 0, hi, 1, key, csum, column=int(col)))
+    kept = [f for f in p.fields if f.name not in columns]
+    fields = tuple(kept + new)
+    unique = tuple(i for i, f in enumerate(fields) if f.mode == UNIQUE)
+    return replace(
+        p,
+        template=bytes(t),
+        ip_csum_base=ip_base,
+        l4_csum_base=l4_base,
+        fields=fields,
+        unique=unique,
+        table=str(path),
+        table_order=order,
+        table_key=key,
+    )
+
+
+__all__ = [
+    "CompiledProfile",
+    "PortSpec",
+    "compile_profile",
+    "compile_stream",
+    "profile_hash",
+    "with_learned_table",
+]

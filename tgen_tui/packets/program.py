@@ -52,6 +52,12 @@ CSUM_BOTH = 3
 
 # Field modes
 FIXED, INC, DEC, RANDOM, UNIQUE = "fixed", "inc", "dec", "random", "unique"
+TABLE = "table"  # a column of the stream's learned-tuple table (StreamProgram.table)
+
+# The learned-tuple table (RFC 9693 Responder): an (M, 4) uint32 .npy, one row per tuple
+# as the Responder received it, in order of first arrival.
+TABLE_COLUMNS = ("src_ip", "dst_ip", "src_port", "dst_port")
+TABLE_ORDERS = ("fixed", "inc", "dec", "random")  # row of frame i: 0, i mod M, M-1 - i mod M, PRNG
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,9 @@ class FieldOp:
     - ``random``: uniform, independent per frame, from a counter-based PRNG keyed by ``key``
       (RFC 4814); the same frame index and key always give the same value.
     - ``unique``: one dimension of the stream's unique product space (see StreamProgram.unique).
+    - ``table``: column ``column`` (see TABLE_COLUMNS) of the stream's learned-tuple table,
+      at the row that ``StreamProgram.table_order`` gives frame i (the same row for every
+      table field of the frame).
     """
 
     name: str
@@ -73,6 +82,7 @@ class FieldOp:
     step: int = 1
     key: int = 0
     csum: int = CSUM_NONE
+    column: int = 0  # table mode only: the learned table's column
 
     @property
     def span(self) -> int:
@@ -157,6 +167,11 @@ class StreamProgram:
     seed: int = 0
     rx_port: str | None = None  # where the stream is expected to arrive, if anywhere
     vlan_ids: tuple[int, ...] = field(default_factory=tuple)  # configured tags, outer first
+    # table-mode fields: the learned-tuple table's path, its row order (TABLE_ORDERS) and
+    # the PRNG key of the random order
+    table: str = ""
+    table_order: str = "inc"
+    table_key: int = 0
 
     @property
     def unique_space(self) -> int:

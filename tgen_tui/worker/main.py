@@ -22,6 +22,8 @@ from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.worker import counters as C
 from tgen_tui.worker import protocol as P
 from tgen_tui.worker.kernel import PR_SET_PDEATHSIG, PR_SET_TIMERSLACK, prctl
+from tgen_tui.worker.learn import Learner
+from tgen_tui.worker.learn import from_spec as learner_from_spec
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK, LATE_NS, MIN_WAKE_NS
 from tgen_tui.worker.rxring import RxRing
@@ -152,6 +154,7 @@ class Port:
         self.stop_ns = 0
         self.rx: RxRing | None = None
         self.rxstats: RxStats | None = None
+        self.learn: Learner | None = None  # RFC 9693 Responder: tuples learned on rx
         self.tx = None
         self.streams: list[TxStream] = []
         self.tx_done_sent = False
@@ -163,7 +166,8 @@ class Port:
         max_batch = int(self.spec.get("max_batch", 1024))
         with netns(self.netns):
             if rx_table is not None:
-                self.rx = RxRing(self.interface, **ring_opts)
+                self.learn = learner_from_spec(self.spec.get("learn"))
+                self.rx = RxRing(self.interface, headers=self.learn is not None, **ring_opts)
                 self.rxstats = RxStats(self.w.cv.rx[rx_table], skew=self.spec.get("clock_skew_ns"))
                 self.ctr[C.P_RX_TABLE] = rx_table
             if progs:
@@ -253,6 +257,8 @@ class Port:
         if len(b):
             ctr = self.ctr
             good, other = self.rxstats.add(b)
+            if self.learn is not None:
+                self.learn.add(b, now_ns)
             ctr[C.P_RX_FRAMES] += len(b)
             ctr[C.P_RX_BYTES] += int(b.length.sum()) + VLAN_TAG_LEN * int(
                 np.count_nonzero(b.vlan >= 0)
@@ -305,6 +311,7 @@ class Port:
                 }
             )
         return P.Stopped(
+            learned=self.learn.write() if self.learn is not None else None,
             port=self.name,
             counters=dict(zip(C.PORT_FIELDS, map(int, self.ctr), strict=True)),
             streams=streams,

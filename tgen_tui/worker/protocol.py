@@ -22,7 +22,10 @@ Commands (``{"cmd": ...}``)
     "rx": true, "tx_streams": [program_to_dict(p), ...],
     "tx_path": "sendmmsg" | "tx_ring" | "af_xdp" (optional), "max_batch": 1024 (optional),
     "clock_skew_ns": {stream: ns} (optional: rx clock - tx clock of streams sent from
-    another host, subtracted from their latency)}],
+    another host, subtracted from their latency),
+    "learn": {"path": "/dev/shm/tgen-learn-X.npy", "streams": [i, ...], "max": M}
+    (optional: the RFC 9693 Responder learns the tuples of those streams' frames,
+    :mod:`tgen_tui.worker.learn`)}],
     "rx_ring": {"block_size": 1048576, "block_nr": 32, "retire_ms": 4} (optional)}``
 
     Opens the tx sockets and, at once, the rx rings (nothing is missed later), creates
@@ -69,6 +72,8 @@ Events (``{"event": ...}``)
 ``stopped`` ``{port, counters: {port counters...}, streams: [{stream, tx_frames, due,
             requested_pps, achieved_pps, late_events}]}``: achieved_pps is tx_frames over
             the time from the stream's first due frame to its last send (or the stop).
+            A port configured with ``learn`` adds ``learned: {path, tuples, max, full,
+            frames, unparsed, overflow}`` (the table was written to ``path``).
 ``rate``    ``{stream, pps}``.
 ``cleared`` ``{ports, streams, seq_reset, seq}``.
 ``paused``  ``{stream, paused}``.
@@ -237,6 +242,7 @@ class Stopped(Event):
     port: str
     counters: dict[str, int]
     streams: list[dict]
+    learned: dict | None = None  # a learning port's table (see tgen_tui.worker.learn)
 
 
 @dataclass(frozen=True)
