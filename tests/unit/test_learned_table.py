@@ -213,7 +213,9 @@ def test_table_fields_reply_to_learned_tuples_in_every_order(tmp_path, size, l4)
 
 
 def test_table_reply_keeps_other_varying_fields_and_the_seed(tmp_path):
-    t = np.array([[ip("198.19.0.1"), ip("198.19.0.2"), 5000 + i, 9 + i] for i in range(5)], np.uint32)
+    t = np.array(
+        [[ip("198.19.0.1"), ip("198.19.0.2"), 5000 + i, 9 + i] for i in range(5)], np.uint32
+    )
     path = str(tmp_path / "t.npy")
     np.save(path, t)
     s = reply_stream()

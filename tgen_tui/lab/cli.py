@@ -124,16 +124,17 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
         type=_pos_int,
         default=argparse.SUPPRESS if for_set else labconfig.DEFAULT_UDP_TIMEOUT,
         metavar="S",
-        help="DUT's nf_conntrack_udp_timeout in seconds (default: %(default)s, raised from "
-        "the kernel's 30 so RFC 9693 trials do not lose entries)",
+        help=f"DUT's nf_conntrack_udp_timeout in seconds (default: "
+        f"{labconfig.DEFAULT_UDP_TIMEOUT}, raised from the kernel's 30 so RFC 9693 trials do "
+        "not lose entries)",
     )
     g.add_argument(
         "--udp-stream-timeout",
         type=_pos_int,
         default=argparse.SUPPRESS if for_set else labconfig.DEFAULT_UDP_STREAM_TIMEOUT,
         metavar="S",
-        help="DUT's nf_conntrack_udp_timeout_stream in seconds (default: %(default)s, raised "
-        "from the kernel's 120)",
+        help=f"DUT's nf_conntrack_udp_timeout_stream in seconds (default: "
+        f"{labconfig.DEFAULT_UDP_STREAM_TIMEOUT}, raised from the kernel's 120)",
     )
     g.add_argument(
         "--drop-percent",
@@ -164,6 +165,14 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
         metavar="N",
         help="N non-matching rules before the accepting rule in the forward chain "
         "(rule-set scaling; 10,000 load in about a second)",
+    )
+    g.add_argument(
+        "--nat-ports",
+        choices=labconfig.NAT_PORT_MODES,
+        default=argparse.SUPPRESS if for_set else "preserve",
+        help="how the NAT picks public source ports: keep the private port when free "
+        "(preserve, Linux's default) or a random one for every new flow (random: nftables "
+        "snat fully-random; an RFC 9693 Responder must learn the tuples)",
     )
     g.add_argument(
         "--rps-cpus",

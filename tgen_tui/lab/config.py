@@ -11,6 +11,9 @@ from tgen_tui.diagnostics import BadInput
 from tgen_tui.lab.naming import DEFAULT_PREFIX, valid_prefix
 
 TOPOLOGIES = ("nat", "direct")
+#: How the DUT's NAT picks the public source port: keep the private one when it is free
+#: (Linux's default), or draw one at random for every new connection (nft "fully-random").
+NAT_PORT_MODES = ("preserve", "random")
 
 #: Fields that only make sense with a DUT (topology "nat"), and that ``set_dut`` may change.
 DUT_FIELDS = (
@@ -23,6 +26,7 @@ DUT_FIELDS = (
     "rate_limit_pps",
     "tbf",
     "filter_rules",
+    "nat_ports",
 )
 SETTABLE_FIELDS = (*DUT_FIELDS, "rps_cpus")
 
@@ -110,6 +114,7 @@ class LabConfig:
     rate_limit_pps: int | None = None  # nftables "limit rate over N/second drop"
     tbf: str | None = None  # "RATE[,LATENCY]": TBF qdisc on d1 egress
     filter_rules: int = 0  # non-matching rules before the accepting rule
+    nat_ports: str = "preserve"  # NAT_PORT_MODES: "random" rewrites every source port
     rps_cpus: str | None = field(default_factory=default_rps_cpus)  # hex mask, None: untouched
 
     def validated(self) -> LabConfig:
@@ -161,6 +166,10 @@ def validate(cfg: LabConfig) -> None:
         raise BadInput(f"drop_percent must be between 0 and 100, got {p!r}")
     if abs(p * 100 - round(p * 100)) > 1e-6:
         raise BadInput(f"drop_percent is applied in steps of 0.01 %, got {p!r}")
+    if cfg.nat_ports not in NAT_PORT_MODES:
+        raise BadInput(
+            f"nat_ports must be one of {', '.join(NAT_PORT_MODES)}, got {cfg.nat_ports!r}"
+        )
     if cfg.tbf is not None:
         parse_tbf(cfg.tbf)
     if cfg.rps_cpus is not None and not _MASK_RE.match(cfg.rps_cpus):

@@ -16,7 +16,9 @@ Layout (table ``ip tgen_lab`` in the DUT namespace)::
         ip saddr 198.18.128.x ip daddr 198.19.255.254 udp dport Y drop   (x N, never match)
         accept                                                the one matching rule, last
     chain nat_post   (nat, hook postrouting, priority 100)
-        oifname "d1" snat to 198.19.0.1                      stateful NAT44 (conntrack)
+        oifname "d1" snat to 198.19.0.1 [fully-random]       stateful NAT44 (conntrack);
+                                                             --nat-ports random: every
+                                                             new flow gets a random port
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def ruleset(
     rate_limit_pps: int | None = None,
     ct_limit: int | None = None,
     filter_rules: int = 0,
+    nat_ports: str = "preserve",
 ) -> str:
     """The complete ``nft -f`` text that replaces the lab's table atomically."""
     t = NFT_TABLE
@@ -84,7 +87,7 @@ def ruleset(
         "  }",
         "  chain nat_post {",
         "    type nat hook postrouting priority 100; policy accept;",
-        f'    oifname "{D1}" snat to {D1_IP}',
+        f'    oifname "{D1}" snat to {D1_IP}' + (" fully-random" if nat_ports == "random" else ""),
         "  }",
         "}",
         "",

@@ -240,6 +240,7 @@ def _apply_dut(cfg: LabConfig, state: dict) -> None:
         rate_limit_pps=cfg.rate_limit_pps,
         ct_limit=cfg.ct_limit,
         filter_rules=cfg.filter_rules,
+        nat_ports=cfg.nat_ports,
     )
     digest = hashlib.sha256(text.encode()).hexdigest()
     if not (state.get("nft_digest") == digest and nftables.table_exists(d_ns)):
@@ -488,7 +489,9 @@ def _dut_view(d_ns: str, cfg_d: dict | None, has_d: bool, d_ifs: dict) -> dict:
     view["nft"] = {
         "loaded": counters is not None,
         "table": f"ip {nftables.NFT_TABLE}",
-        "nat": f"snat to {D1_IP} out of {D1}",
+        "nat": f"snat to {D1_IP} out of {D1}"
+        + (" (random ports)" if cfg and cfg.nat_ports == "random" else ""),
+        "nat_ports": cfg.nat_ports if cfg else None,
         "drop_percent": cfg.drop_percent if cfg else None,
         "rate_limit_pps": cfg.rate_limit_pps if cfg else None,
         "ct_limit": cfg.ct_limit if cfg else None,

@@ -143,7 +143,15 @@ def _lab_config(netns: str) -> dict:
         cfg = topology.status(netns[: -len("-dut")]).get("config") or {}
     except Exception:  # noqa: BLE001 - informative only
         return {}
-    keys = ("rate_limit_pps", "drop_percent", "ct_limit", "filter_rules", "tbf", "rps_cpus")
+    keys = (
+        "rate_limit_pps",
+        "drop_percent",
+        "ct_limit",
+        "filter_rules",
+        "tbf",
+        "rps_cpus",
+        "nat_ports",
+    )
     return {"lab": {k: cfg.get(k) for k in keys}}
 
 
