@@ -76,10 +76,11 @@ capacity: R0 = cps with C0 connections (C0 halved while nothing passes), then C 
   the width is <= E.
 teardown: load N connections, time a full flush (T_N) and an empty flush (T_0):
   rate = N / (T_N - T_0).
-phase 2: the Responder sends alpha x r replies to the phase-1 tuples (fixed, increasing,
-  decreasing or random) and all must come back through the NAT. Its tuples are predicted
-  from the Initiator's (port-preserving NAT, N = the whole port space), not learned from
-  received frames: a NAT that rewrites ports fails phase 2 rather than passing it.
+phase 2: in phase 1 the Responder's port learns the translated tuples (NAT address and
+  port, its own address and port) from the frames it receives, at most M of them (fewer
+  fail the trial); D ms after phase 1 began (at least 1000 x N/R + T) it sends alpha x r
+  replies to the learned tuples (fixed, increasing, decreasing or random) and all must
+  come back through the NAT. Whatever ports the NAT chose, the replies use them.
 """
 
 SCALEUP_EPILOG = """\
@@ -314,10 +315,19 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
 def _stateful(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("RFC 9693")
     g.add_argument("-N", dest="n", help="connections per trial (default: the unique port space)")
-    g.add_argument("-M", dest="m", help="Responder state table size (default: N)")
+    g.add_argument(
+        "-M",
+        dest="m",
+        help="Responder state table size: tuples learned in phase 1; fewer fail the trial "
+        "(default: N)",
+    )
     g.add_argument("-R", dest="r", help="teardown: phase-1 load rate (default: 50k or max)")
     g.add_argument("-T", dest="t", default="500ms", help="phase-1 receive timeout (default: 500ms)")
-    g.add_argument("-D", dest="dd", help="phase-2 start after phase 1 started (default: N/R + T)")
+    g.add_argument(
+        "-D",
+        dest="dd",
+        help="phase-2 start after phase 1 started (default and minimum: 1000 x N/R + T ms)",
+    )
     g.add_argument("--alpha", type=float, default=1.0, help="phase-2 rate factor (default: 1)")
     g.add_argument("--beta", type=float, default=0.2, help="capacity doubling (default: 0.2)")
     g.add_argument("--gamma", type=float, default=0.4, help="capacity search (default: 0.4)")
@@ -326,17 +336,16 @@ def _stateful(p: argparse.ArgumentParser) -> None:
         "--phase2",
         choices=("off", "final", "every"),
         default="final",
-        help="phase 2: the Responder replies (alpha x rate) to the phase-1 tuples and all "
-        "must come back through the NAT: after each search at l (final, default), in every "
-        "trial (every: RFC 9693's optional validation), or never",
+        help="phase 2: the Responder replies (alpha x rate) to the tuples it learned in "
+        "phase 1 and all must come back through the NAT: after each search at l (final, "
+        "default), in every trial (every: RFC 9693's optional validation), or never",
     )
     g.add_argument(
         "--responder-order",
         choices=("fixed", "increasing", "decreasing", "random"),
         default="random",
-        help="how the Responder picks tuples (default: random)",
+        help="how the Responder picks learned tuples (default: random)",
     )
-    g.add_argument("--public-ip", help="the NAT's public address (default: the lab's 198.19.0.1)")
     g.add_argument(
         "--c0",
         default="1000000",
@@ -474,7 +483,7 @@ def params_from_args(args: argparse.Namespace):
         p.alpha, p.beta, p.gamma = args.alpha, args.beta, args.gamma
         p.e = int(_count(args.e, "-E"))
         p.c0 = int(_count(args.c0, "--c0"))
-        p.phase2, p.responder_order, p.public_ip = args.phase2, args.responder_order, args.public_ip
+        p.phase2, p.responder_order = args.phase2, args.responder_order
         if not (0 < p.beta < 1 and 0 < p.gamma < 1):
             raise BadInput("--beta and --gamma must be between 0 and 1")
     if p.delay_s >= p.duration_s and args.verb_name == "rfc2544-latency":

@@ -92,6 +92,9 @@ class EngineOptions:
     dut_ssh: str | None = None
     lock_ports: bool = True  # take an exclusive lock per interface (two tgens never share one)
     cluster: str | None = None  # Ray head address or 'auto': ports with a host run on it
+    # RFC 9693 Responder: port name -> {"path", "streams", "max"}: the port learns the
+    # tuples of those streams' frames and writes them to path when it stops
+    learn: dict[str, dict] | None = None
 
 
 @dataclass
@@ -349,6 +352,9 @@ class Engine:
                 skew = self._cluster.rx_skews(d["name"], self.programs)
                 if skew:
                     d["clock_skew_ns"] = skew
+        for d in ports:
+            if (self.options.learn or {}).get(d["name"]):
+                d["learn"] = dict(self.options.learn[d["name"]])
         # which send path each port uses and why (profile, tgen calibrate's cache, default)
         st.tx_why = {d["name"]: _why(d) for d in ports if d.get("tx_path_why")}
         try:

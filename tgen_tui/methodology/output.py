@@ -174,13 +174,15 @@ def render(doc: dict) -> str:
                 if p2 and t["kind"] == "confirm":
                     lines.append(
                         f"  search {i + 1} phase 2 at {p2['rate_pps']:,.0f} replies/s "
-                        f"({p2['order']}): sent {p2['tx_frames']:,}, back through the NAT "
+                        f"({p2['order']}) to {p2.get('learned_tuples', 0):,} learned tuples: "
+                        f"sent {p2['tx_frames']:,}, back through the NAT "
                         f"{p2['rx_frames']:,}, lost {p2['lost']:,}: {p2['verdict']}"
                     )
-        lines.append(
-            "  phase 2 Responder: tuples predicted from the Initiator's (port-preserving NAT), "
-            "not learned from received frames"
-        )
+                lrn = t.get("extra", {}).get("learned")
+                if lrn and not p2 and t["kind"] == "confirm":
+                    lines.append(
+                        f"  search {i + 1} phase 2 not run: {t.get('reason') or 'phase 1 failed'}"
+                    )
     for w in doc.get("deviations", []):
         lines.append(f"deviation: {w}")
     for w in doc.get("warnings", []):

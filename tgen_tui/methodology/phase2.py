@@ -1,24 +1,31 @@
-"""RFC 9693 phase 2: the Responder replies to the tuples phase 1 created.
+"""RFC 9693 phase 2: the Responder replies to the tuples it learned in phase 1.
 
-RFC 9693's Responder learns each translated 4-tuple from the frames it receives and
-replies only to learned ones. tgen's worker cannot learn yet (no per-frame hook on its
-receive ring), so this Responder **predicts** the translated tuples instead: with a
-port-preserving NAT (the lab's ``snat to 198.19.0.1`` keeps a free source port), the
-tuple of initiator frame (sport, dport) arrives as (public_ip:sport -> responder:dport),
-so the reply goes from responder:dport to public_ip:sport. When phase 1 sent the whole
-unique product (N = the port space), every pair in the two ranges is a live entry, so the
-Responder can choose them fixed, increasing, decreasing or random. A NAT that rewrites
-ports is not hidden: its entries do not match, the replies are dropped, and phase 2 fails.
+In phase 1 the Responder's port learns: its worker reads the IPv4 addresses and UDP/TCP
+ports of every Initiator frame it receives, as the NAT translated them, from its receive
+ring with numpy, and keeps the distinct tuples, at most M, in order of arrival
+(:mod:`tgen_tui.worker.learn`). When the port stops, the table is written to a file in
+/dev/shm. In phase 2 the Responder's reply stream takes its addresses and ports from that
+table (``FieldOp`` mode ``table``, :func:`tgen_tui.packets.compile.with_learned_table`):
+each reply goes from the learned destination (the Responder's own address and port) to
+the learned source (the NAT's public address and the port the NAT chose), choosing the
+tuple fixed, increasing, decreasing or random. Nothing is assumed about how the NAT
+picks ports: a NAT that rewrites them is answered on the ports it chose.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import glob
+import os
+import secrets
 from dataclasses import dataclass
 
 from tgen_tui.diagnostics import BadInput
 
 ORDERS = ("fixed", "increasing", "decreasing", "random")
-_MODE = {"increasing": "inc", "decreasing": "dec", "random": "random"}
+_TABLE_ORDER = {"fixed": "fixed", "increasing": "inc", "decreasing": "dec", "random": "random"}
+LEARN_DIR = "/dev/shm"
 
 
 @dataclass(frozen=True)
@@ -26,55 +33,65 @@ class ResponderSpec:
     port: str  # tester port on the public side
     src_mac: str
     dst_mac: str  # the DUT's public-side MAC
-    src_ip: str  # the Responder's address (the Initiator's destination)
-    public_ip: str  # the NAT's public address (translated source)
 
 
-def lab_responder(profile, port: str, public_ip: str | None = None) -> ResponderSpec:
-    """The lab's Responder: p1's MAC, the DUT's d1 MAC, and the DUT's public address."""
-    from tgen_tui.lab.naming import D1_IP, D1_MAC, P1_MAC
+def lab_responder(port: str) -> ResponderSpec:
+    """The lab's Responder: p1's MAC towards the DUT's d1 MAC."""
+    from tgen_tui.lab.naming import D1_MAC, P1_MAC
 
-    init = profile.streams[0]
-    return ResponderSpec(
-        port=port,
-        src_mac=P1_MAC,
-        dst_mac=D1_MAC,
-        src_ip=str(getattr(init.ipv4.dst, "min", init.ipv4.dst)),
-        public_ip=public_ip or D1_IP,
-    )
+    return ResponderSpec(port=port, src_mac=P1_MAC, dst_mac=D1_MAC)
 
 
-def _field(spec: dict, order: str) -> dict | int:
-    lo, hi = spec.get("min"), spec.get("max")
-    if lo is None:
-        return spec["fixed"]
-    if order == "fixed" or spec.get("mode") == "fixed" or lo == hi:
-        return int(lo)
-    return {"min": int(lo), "max": int(hi), "mode": _MODE[order]}
+def new_table_path() -> str:
+    """A fresh path for one run's learned-tuple table (removed by :func:`remove_table`)."""
+    return os.path.join(LEARN_DIR, f"tgen-learn-{os.getpid()}-{secrets.token_hex(4)}.npy")
 
 
-def responder_profile(profile, spec: ResponderSpec, order: str):
-    """A copy of ``profile`` whose only stream is the Responder's reply stream."""
+def remove_table(path: str | None) -> None:
+    """Delete a learned-tuple table and any temporary file a worker left beside it."""
+    if not path:
+        return
+    for f in [path, *glob.glob(glob.escape(path) + ".tmp*")]:
+        with contextlib.suppress(OSError):
+            os.unlink(f)
+
+
+def learn_options(port: str, path: str, streams: list[int], max_rows: int) -> dict[str, dict]:
+    """EngineOptions.learn for a phase-1 trial: ``port`` learns the tuples of ``streams``."""
+    return {port: {"path": path, "streams": [int(s) for s in streams], "max": int(max_rows)}}
+
+
+def learned_count(path: str) -> int:
+    """Rows of the table the Responder wrote (0 when there is none)."""
+    import numpy as np
+
+    try:
+        t = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return 0
+    return int(t.shape[0]) if t.ndim == 2 else 0
+
+
+def responder_profile(profile, spec: ResponderSpec):
+    """A copy of ``profile`` whose only stream is the Responder's reply stream.
+
+    Its addresses and ports are placeholders (the Initiator's, reversed): the compiled
+    program takes them from the learned table (:func:`responder_program`).
+    """
     from tgen_tui.methodology.run import _revalidate
-
-    if order not in ORDERS:
-        raise BadInput(f"--responder-order must be one of {', '.join(ORDERS)}")
 
     def change(d: dict) -> None:
         init = d["streams"][0]
-        udp = init.get("udp")
-        if not udp:
-            raise BadInput("phase 2 needs a UDP Initiator stream")
+        if not init.get("udp") or not init.get("ipv4"):
+            raise BadInput("phase 2 needs an IPv4 UDP Initiator stream")
+        ip = init["ipv4"]
         reply = {
             "name": "responder",
             "port": spec.port,
             "rx_port": init["port"],
             "eth": {"src": spec.src_mac, "dst": spec.dst_mac},
-            "ipv4": {"src": spec.src_ip, "dst": spec.public_ip},
-            "udp": {
-                "src_port": _field(_as_dict(udp["dst_port"]), order),
-                "dst_port": _field(_as_dict(udp["src_port"]), order),
-            },
+            "ipv4": {"src": _lowest(ip["dst"]), "dst": _lowest(ip["src"])},
+            "udp": {"src_port": 7, "dst_port": 49184},
             "size": init.get("size", 64),
             "rate": {"pps": 1000},
         }
@@ -83,7 +100,18 @@ def responder_profile(profile, spec: ResponderSpec, order: str):
     return _revalidate(profile, change)
 
 
-def _as_dict(v) -> dict:
+def responder_program(compiled, table_path: str, order: str):
+    """``compiled`` (of :func:`responder_profile`) with its reply stream's addresses and
+    ports taken from the learned table, in ``order`` (one of ORDERS)."""
+    from tgen_tui.packets.compile import with_learned_table
+
+    if order not in ORDERS:
+        raise BadInput(f"--responder-order must be one of {', '.join(ORDERS)}")
+    streams = [with_learned_table(s, table_path, _TABLE_ORDER[order]) for s in compiled.streams]
+    return dataclasses.replace(compiled, streams=streams)
+
+
+def _lowest(v) -> str:
     if isinstance(v, dict):
-        return v
-    return {"fixed": v}
+        return str(v.get("min", v.get("fixed")))
+    return str(v)

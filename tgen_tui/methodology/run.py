@@ -79,7 +79,6 @@ class Params:
     c0: int = 1_000_000
     phase2: str = "final"  # off | final (after each search, at l) | every (each trial)
     responder_order: str = "random"
-    public_ip: str | None = None
     dut_netns: str | None = None
     dut_ssh: str | None = None
     dut_reset: str | None = None
@@ -458,6 +457,11 @@ def _stateful_setup(session: Session):
             f"-N {n:,} is more than the profile's unique port combinations ({space:,}): "
             "widen the port ranges"
         )
+    if p.m is not None and p.m > n:
+        raise BadInput(
+            f"-M {p.m:,} is more than -N {n:,}: the Responder's table could never fill "
+            "(RFC 9693 fails such a trial)"
+        )
     preflight(session, prof, compiled, p.duration_s)
     session.body["phase2_runner"] = _phase2_runner(session, prof, runner, n, space)
     return prof, runner, compiled, size, n, space
@@ -465,8 +469,15 @@ def _stateful_setup(session: Session):
 
 def _phase2_runner(session: Session, prof, runner: TrialRunner, n: int, space: int):
     """The Responder's runner (see :mod:`tgen_tui.methodology.phase2`), or None with the
-    reason recorded: it needs the lab's addresses and N = the whole port space."""
-    from tgen_tui.methodology.phase2 import lab_responder, responder_profile
+    reason recorded: it needs the lab's MACs and a second port. Sets
+    ``session.body["learn"]``: the port that learns in phase 1, its table file and M."""
+    from tgen_tui.methodology.phase2 import (
+        lab_responder,
+        learn_options,
+        new_table_path,
+        responder_profile,
+        responder_program,
+    )
     from tgen_tui.packets.compile import compile_profile
 
     p = session.params
@@ -474,17 +485,27 @@ def _phase2_runner(session: Session, prof, runner: TrialRunner, n: int, space: i
         return None
     why = None
     if not (runner.dut and runner.dut.netns and runner.dut.netns.endswith("-dut")):
-        why = "it needs the lab DUT (its public address and MACs)"
-    elif n != space:
-        why = f"it needs N = the whole port space ({space:,}), so every reply hits an entry"
+        why = "it needs the lab DUT (its MACs)"
     elif len(runner.compiled.ports) < 2:
         why = "the profile has no second (Responder) port"
     if why:
         session.warnings.append(f"phase 2 not run: {why}")
         return None
-    other = [q for q in runner.compiled.ports if q != _first_port(runner)]
-    reply = responder_profile(prof, lab_responder(prof, other[0], p.public_ip), p.responder_order)
-    compiled = compile_profile(reply)
+    first = _first_port(runner)
+    other = [q for q in runner.compiled.ports if q != first]
+    initiators = [q for ps in runner.groups.values() for q in ps]
+    responder = next((q.rx_port for q in initiators if q.rx_port in other), other[0])
+    path = new_table_path()
+    m = p.m or n
+    session.body["learn"] = {
+        "path": path,
+        "port": responder,
+        "initiator_port": first,
+        "max": m,
+        "options": learn_options(responder, path, [q.index for q in initiators], m),
+    }
+    reply = responder_profile(prof, lab_responder(responder))
+    compiled = responder_program(compile_profile(reply), path, p.responder_order)
     return TrialRunner(
         compiled,
         direction="reverse",
@@ -504,36 +525,76 @@ async def stateful_trial(
 ) -> TrialResult:
     """Phase 1 at ``rate`` with ``n`` unique tuples, the DUT reset first. Passes when all
     n arrived, the sender kept the rate, and the DUT's conntrack count rose by n. With
-    phase 2 (``--phase2 every``, or the final trial), the Responder then sends α·rate
-    replies to the tuples, and all must come back through the NAT."""
+    phase 2 (``--phase2 every``, or the final trial), the Responder's port learns the
+    translated tuples in phase 1 (at most M; fewer fail the trial), and D ms after phase 1
+    began it sends α·rate replies to the learned tuples, all of which must come back
+    through the NAT."""
+    from tgen_tui.methodology.phase2 import learned_count, remove_table
+
     p = session.params
     if phase2 is None:
         phase2 = p.phase2 == "every"
-    t = await runner.with_retries(lambda: runner.run(rate, kind, count=n, reset_dut=True))
-    t.extra["connections"] = n
-    ct = t.extra.get("conntrack") or {}
-    rise = ct.get("rise")
-    t.extra["conntrack_rise"] = rise
-    if t.passed and rise is not None and rise < n:
-        t.passed = False
-        t.reason = f"failed to fill the state table: conntrack rose by {rise:,} of {n:,}"
-    receive_s = n / rate + p.t_ms / 1000
-    t.extra["phase1_s"] = round(receive_s, 3)
     r2 = session.body.get("phase2_runner")
-    if phase2 and r2 is not None and t.passed:
+    lrn = session.body.get("learn") if (phase2 and r2 is not None) else None
+    try:
+        t = await runner.with_retries(
+            lambda: runner.run(
+                rate, kind, count=n, reset_dut=True, learn=lrn["options"] if lrn else None
+            )
+        )
+        t.extra["connections"] = n
+        ct = t.extra.get("conntrack") or {}
+        rise = ct.get("rise")
+        t.extra["conntrack_rise"] = rise
+        if t.passed and rise is not None and rise < n:
+            t.passed = False
+            t.reason = f"failed to fill the state table: conntrack rose by {rise:,} of {n:,}"
+        receive_s = n / rate + p.t_ms / 1000
+        t.extra["phase1_s"] = round(receive_s, 3)
+        if lrn is None or not t.passed:
+            return t
+        m = lrn["max"]
+        learned = learned_count(lrn["path"])
+        t.extra["learned"] = {"tuples": learned, "max": m, "port": lrn["port"]}
+        if learned < m:
+            t.passed = False
+            t.reason = (
+                f"failed to fill the state table: the Responder learned {learned:,} of "
+                f"{m:,} tuples (-M)"
+            )
+            return t
+        # D: phase 2 starts at least 1000·N/R + T ms (and -D ms) after phase 1 began
+        d_min = 1000 * n / rate + p.t_ms
+        d_want = max(d_min, p.d_ms or 0.0)
+        wait = t.extra["wall_start"] + d_want / 1000 - time.time()
+        if wait > 0:
+            import trio
+
+            await trio.sleep(wait)
         started = time.time()
         rate2 = max(1.0, p.alpha * rate)
         t2 = await r2.with_retries(lambda: r2.run(rate2, "phase2", count=n))
         d2 = t2.to_dict()
         d2["extra"].pop("streams", None)
+        back = t2.extra.get("ports", {}).get(lrn["initiator_port"], {})
         d2["order"] = p.responder_order
+        d2["learned_tuples"] = learned
+        d2["table_max"] = m
+        d2["replies_back_through_nat"] = t2.rx_frames
+        d2["through_nat"] = bool(t2.passed and t2.rx_frames > 0)
+        d2["initiator_port_rx"] = back.get("rx_frames")
         d2["d_ms"] = round((started - t.extra["wall_start"]) * 1000)  # D: after phase 1 began
-        d2["d_ms_min"] = round(1000 * n / rate + p.t_ms)  # 1000·N/R + T ≤ D
+        d2["d_ms_min"] = round(d_min)  # 1000·N/R + T ≤ D
+        if p.d_ms is not None and p.d_ms < d_min:
+            d2["d_ms_note"] = f"-D {p.d_ms:g} ms is below 1000·N/R + T: waited {d_min:.0f} ms"
         t.extra["phase2"] = d2
         if not t2.passed:
             t.passed = False
             t.reason = f"phase 2: {t2.reason}"
-    return t
+        return t
+    finally:
+        if lrn is not None:
+            remove_table(lrn["path"])
 
 
 async def run_cps(session: Session) -> None:

@@ -137,9 +137,11 @@ class TrialRunner:
         reset_dut: bool = False,
         clear_at_s: float | None = None,
         early_stop: bool | None = None,
+        learn: dict[str, dict] | None = None,
     ) -> TrialResult:
         """One trial. ``count``: frames per direction (stateful trials: N tuples);
-        ``clear_at_s``: zero the counters then (RFC 8219 latency delay)."""
+        ``clear_at_s``: zero the counters then (RFC 8219 latency delay); ``learn``: ports
+        that learn the tuples they receive (RFC 9693 Responder, EngineOptions.learn)."""
         from tgen_tui.engine.controller import EngineOptions, open_engine
 
         d = duration_s if duration_s is not None else (count / rate if count else 0.0)
@@ -166,6 +168,7 @@ class TrialRunner:
             dut_netns=self.dut.netns if self.dut else None,
             dut_ssh=self.dut.ssh if self.dut else None,
             cluster=self.cluster,
+            learn=learn,
         )
         try:
             async with open_engine(compiled, opts) as eng:
