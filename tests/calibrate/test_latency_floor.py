@@ -31,6 +31,7 @@ def test_floor_is_measured_cached_and_recorded(own_cache):
     )
     fl = measure_floor(pps=5000, seconds=0.5)
     assert fl["frames"] >= 2000  # 0.5 s at 5 kfps, every frame received and timed
+    assert fl["source"] == "kernel" and fl["sample_every"] == 1  # kernel tx stamp on each
     assert 0 <= fl["min_ns"] <= fl["p50_ns"] <= fl["p99_ns"]
     assert fl["p50_ns"] < 50_000_000  # a back-to-back veth is not a 50 ms path
     store_floor(fl)

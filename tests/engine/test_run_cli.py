@@ -64,6 +64,10 @@ def test_run_writes_ndjson_and_json_matching_interface_counters(nat_lab, write_p
     assert up["rx_frames"] == up["tx_frames"] and up["lost"] == 0
     assert set(up["latency_ns"]) >= {"min", "avg", "p50", "p99", "max"}
     assert up["latency_ns"]["p99"] is not None
+    # sendmmsg (the default path): latency from the kernel's transmit timestamps, sampled
+    assert res["latency_source"] == "kernel" and "SO_TIMESTAMPING" in res["latency_source_detail"]
+    assert up["latency_source"] == "kernel" and up["latency_every"] == 1  # 4 kfps: every frame
+    assert up["latency_unstamped"] == 0
     assert res["dut"]["conntrack_peak"] >= 64
     assert res["environment"]["kernel"] and res["environment"]["cpu_count"]
     every = [json.loads(x) for x in out_nd.read_text().splitlines()]

@@ -3,9 +3,10 @@
 RFC 2544 asks that the tester be measured back to back. This sends one stream at a
 modest rate from one end of a veth pair of its own to the other, with the same worker,
 signature and receive ring as a real run, and reads the latency the receiver measured.
-What it measures is what every tgen latency figure includes besides the DUT: the time
-from stamping the frame in the batch builder, through ``sendmmsg`` and the kernel's
-transmit path, to the kernel's receive timestamp. It is cached per host next to the
+What it measures is what every tgen latency figure includes besides the DUT: with kernel
+transmit timestamps (the default send path), the time from the sending driver's
+timestamp across the veth pair to the kernel's receive timestamp; with signature stamps,
+also the time from stamping the frame in the batch builder through the send call. It is cached per host next to the
 send-path choice and recorded in every result as ``latency_floor_ns`` (the median).
 """
 
@@ -18,11 +19,22 @@ import time
 from tgen_tui.calibrate import cache
 from tgen_tui.calibrate.measure import SinkPair, sink_program
 
-# how tgen measures latency today: recorded with every result
-LATENCY_SOURCE = (
-    "tx: CLOCK_MONOTONIC stamped into the signature by the batch builder just before "
-    "sendmmsg (user space); rx: the kernel's receive timestamp on the TPACKET_V3 ring"
+# how tgen measures latency, recorded with every result ("kernel" or "signature" per
+# stream, see tgen_tui/worker/txstamps.py)
+KERNEL_SOURCE = (
+    "kernel: tx = the kernel's software transmit timestamp (SO_TIMESTAMPING, taken as the "
+    "driver takes the frame) of every K-th frame of a stream (K from its rate, StreamStats."
+    "latency_every), joined to the receive time by stream and sequence number; rx = the "
+    "kernel's receive timestamp on the TPACKET_V3 ring"
 )
+SIGNATURE_SOURCE = (
+    "signature: tx = CLOCK_MONOTONIC stamped into every frame's signature by the batch "
+    "builder just before the send call (user space: includes the tester's send path; used "
+    "for the tx_ring and AF_XDP send paths and for streams from another host); rx = the "
+    "kernel's receive timestamp on the TPACKET_V3 ring"
+)
+SOURCES = {"kernel": KERNEL_SOURCE, "signature": SIGNATURE_SOURCE}
+LATENCY_SOURCE = "kernel"  # what a sendmmsg port (the default send path) uses
 FLOOR_KEY = "latency_floor"
 
 
@@ -85,7 +97,8 @@ def measure_floor(pps: float = 20_000.0, seconds: float = 1.0, cpu: int | None =
         "p50_ns": hist_percentile_ns(hist, 0.50),
         "p99_ns": hist_percentile_ns(hist, 0.99),
         "max_ns": float(row[C.R_LAT_MAX]),
-        "source": LATENCY_SOURCE,
+        "source": "kernel" if row[C.R_LAT_EVERY] else "signature",
+        "sample_every": int(row[C.R_LAT_EVERY]),
     }
 
 
@@ -109,11 +122,22 @@ def cached_floor() -> dict | None:
     return e
 
 
-def result_fields() -> dict:
+def source_of(streams) -> str:
+    """The result's latency_source from its streams' (``StreamStats``): kernel, signature,
+    or "mixed" (each stream says its own)."""
+    used = {s.latency_source for s in streams if s.latency_ns.p50 is not None}
+    if len(used) == 1:
+        return used.pop()
+    return "mixed" if used else LATENCY_SOURCE
+
+
+def result_fields(streams=()) -> dict:
     """What every result records about latency: its source and the tester's floor."""
     e = cached_floor()
+    src = source_of(streams)
     return {
-        "latency_source": LATENCY_SOURCE,
+        "latency_source": src,
+        "latency_source_detail": SOURCES.get(src, "per stream: see streams.*.latency_source"),
         "latency_floor_ns": e["p50_ns"] if e else None,
         "latency_floor": e
         if e

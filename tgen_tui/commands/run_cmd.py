@@ -44,10 +44,15 @@ examples:
   conntrack>90%  DUT conntrack peak as % of its max (without %: entries)
   ooo>0, dup>0   out-of-order / duplicate frames
 
-Latency: every frame carries its send time (stamped by the batch builder just before
-sendmmsg) and the receive ring gives the kernel's receive time; the result records this as
-latency_source, and latency_floor_ns is the tester's own back-to-back median on this host
-(measured by tgen calibrate; null until then): a DUT's latency is the figure minus it.
+Latency: on the sendmmsg path (the default) the kernel stamps every K-th frame of a stream
+as the driver sends it (SO_TIMESTAMPING; K from the rate: every frame up to 8 kfps, 1 in 4
+at 20 kfps, 1 in 16 at 100 kfps) and the receive ring gives the kernel's receive time; the
+two are joined by stream and sequence number. The result says latency_source "kernel"
+(per stream: latency_source, latency_every = K, latency_unstamped). The tx_ring and AF_XDP
+paths and streams from another host use the frame's signature stamp instead ("signature":
+user space, just before the send call, so it includes the tester's send path).
+latency_floor_ns is the tester's own back-to-back median on this host (measured by tgen
+calibrate; null until then): a DUT's latency is the figure minus it.
 
 Output: NDJSON and tables on stdout (NDJSON only, if --ndjson -); progress on stderr.
 Exit codes: 0 pass, 1 threshold breached, 2 bad input, 3 environment (not root, no lab,

@@ -72,6 +72,7 @@ from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.profiles.units import line_rate_fps
 from tgen_tui.worker import protocol as P
+from tgen_tui.worker.txstamps import StampTable
 
 SHM_DIR = "/dev/shm"
 SHM_PREFIX = "tgen-"
@@ -156,6 +157,7 @@ class Engine:
         self.latest: StatsSnapshot | None = None
         self._closed = False
         self._locks = None
+        self._stamps_path: str | None = None
         self._ifprobe = InterfaceProbe()
         self._cpu = CpuProbe()
         self._configure(compiled)
@@ -312,8 +314,16 @@ class Engine:
         await self._connect_cluster()
         await self._check_interfaces()
         self._lock_ports()
-        for plan in self.plans:
-            await self._spawn_worker(plan)
+        # kernel tx timestamps of sampled frames, shared by the local workers (the sender
+        # writes, the receiver joins): mapped by each worker at configure, then unlinked
+        self._stamps_path = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-wts-{id(self):x}")
+        StampTable.create(self._stamps_path, self.n_streams).close()
+        try:
+            for plan in self.plans:
+                await self._spawn_worker(plan)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(self._stamps_path)
         for pr in self.ports.values():
             pr.link = await self._link_state(pr)
         self._last_link = time.monotonic()
@@ -325,6 +335,8 @@ class Engine:
         shm = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-w{plan.id}-{id(self):x}")
         st = WorkerState(plan, shm)
         host = self.ports[plan.ports[0]].host
+        if host is None:
+            st.stamps_path = self._stamps_path
         if host is None:
             h = WorkerHandle(st, self._on_worker_event)
         else:  # the same worker on another host, through its agent (tgen_tui/cluster)

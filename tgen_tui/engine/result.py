@@ -101,6 +101,7 @@ def build_result(
     streams = {}
     for s in snap.streams:
         d = asdict(s)
+        d["latency_source"] = s.latency_source
         d["achieved_pps"] = s.tx_frames / duration_s if duration_s > 0 else 0.0
         streams[s.name] = d
     dut = None
@@ -139,16 +140,16 @@ def build_result(
         "stream_config": stream_description(compiled),
         "warnings": list(snap.warnings) + rate_warnings(snap),
         "events": events,
-        **_latency_fields(),
+        **_latency_fields(snap.streams),
     }
 
 
-def _latency_fields() -> dict:
+def _latency_fields(streams) -> dict:
     """latency_source and this host's latency_floor_ns (tgen calibrate measures it)."""
     try:
         from tgen_tui.calibrate.floor import result_fields
 
-        return result_fields()
+        return result_fields(streams)
     except Exception as e:  # noqa: BLE001 - a cache problem must not lose the result
         return {
             "latency_source": None,

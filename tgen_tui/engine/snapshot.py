@@ -89,6 +89,14 @@ class StreamStats:
     paused: bool = False
     # why latency is missing or how it was corrected (tx and rx ports on different hosts)
     latency_note: str | None = None
+    # 0: latency of every frame from its signature's user-space stamp; K > 0: latency of
+    # every K-th frame from the kernel's transmit timestamp (tgen_tui/worker/txstamps)
+    latency_every: int = 0
+    latency_unstamped: int = 0  # sampled frames whose kernel tx time never came
+
+    @property
+    def latency_source(self) -> str:
+        return "kernel" if self.latency_every else "signature"
 
 
 @dataclass(frozen=True)

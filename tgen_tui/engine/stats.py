@@ -57,6 +57,7 @@ _RX_MONO = [
     C.R_NEG_LAT,
     C.R_VLAN_FRAMES,
     C.R_TOO_OLD,
+    C.R_LAT_UNSTAMPED,
 ]
 
 
@@ -311,6 +312,7 @@ class Accumulator:
         rx_min = np.full(n_streams, C.INT64_MAX, dtype=np.int64)
         rx_max = np.full(n_streams, -1, dtype=np.int64)
         rx_vlan = np.full(n_streams, -1, dtype=np.int64)
+        rx_every = np.zeros(n_streams, dtype=np.int64)
         for wid, w in self.w.items():
             raw = np.array(w.view.arr, copy=True)
             heartbeat[wid] = int(raw[C.H_HEARTBEAT_NS])
@@ -334,6 +336,7 @@ class Accumulator:
                 rx_maxseq = np.maximum(rx_maxseq, rx[:, :, C.R_MAX_SEQ].max(axis=0))
                 rx_min = np.minimum(rx_min, rx[:, :, C.R_LAT_MIN].min(axis=0))
                 rx_max = np.maximum(rx_max, rx[:, :, C.R_LAT_MAX].max(axis=0))
+                rx_every = np.maximum(rx_every, rx[:, :, C.R_LAT_EVERY].max(axis=0))
                 has = rx[:, :, C.R_VLAN_LAST] >= 0
                 if has.any():
                     rx_vlan = np.maximum(
@@ -476,6 +479,8 @@ class Accumulator:
                     due_frames=sdue,
                     achieved_pps=req * txf / sdue if sdue > 0 else 0.0,
                     paused=paused,
+                    latency_every=int(rx_every[s]),
+                    latency_unstamped=int(row[C.R_LAT_UNSTAMPED]),
                 )
             )
 

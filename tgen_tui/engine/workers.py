@@ -41,6 +41,7 @@ class WorkerState:
     errors: list[str] = field(default_factory=list)
     replies: dict[str, tuple[trio.Event, list[P.Event]]] = field(default_factory=dict)
     tx_why: dict[str, str] = field(default_factory=dict)  # port -> why its send path was chosen
+    stamps_path: str | None = None  # the shared kernel tx timestamp table (worker/txstamps)
 
 
 class CommandRefused(Exception):
@@ -132,7 +133,11 @@ class WorkerHandle:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._pump_stderr, proc)
-                await self.send(P.Configure(shm=st.shm_path, n_streams=n_streams, ports=ports))
+                await self.send(
+                    P.Configure(
+                        shm=st.shm_path, n_streams=n_streams, ports=ports, stamps=st.stamps_path
+                    )
+                )
 
                 async def pump_stdout() -> None:
                     buf = b""

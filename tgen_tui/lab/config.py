@@ -36,6 +36,7 @@ MAX_FILTER_RULES = 200_000
 
 _RATE_RE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps|tbps)?$", re.I)
 _TIME_RE = re.compile(r"^(\d+(?:\.\d+)?)(s|sec|ms|msec|us|usec)?$", re.I)
+_TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "msec": 1e-3, "us": 1e-6, "usec": 1e-6}
 _MASK_RE = re.compile(r"^[0-9a-fA-F]+(,[0-9a-fA-F]+)*$")
 _RATE_UNITS = {
     "bit": 1,
@@ -65,10 +66,17 @@ def default_rps_cpus() -> str | None:
 class TbfSpec:
     rate: str  # as tc spells it, e.g. "100mbit"
     rate_bps: float  # bits per second
-    latency: str  # e.g. "50ms"
+    latency: str  # e.g. "50ms": the longest a frame waits in the queue
     burst_bytes: int
+    limit_bytes: int = 0  # the queue: rate x latency (0: let tc size it from latency)
 
     def tc_args(self) -> list[str]:
+        """tc's arguments. The queue is given as ``limit`` = rate x latency, so a full queue
+        holds frames for LATENCY: tc's own ``latency`` keyword adds the burst on top of it
+        (8mbit,20ms with a 10 ms burst queued for 30 ms)."""
+        if self.limit_bytes:
+            return ["tbf", "rate", self.rate, "burst", str(self.burst_bytes),
+                    "limit", str(self.limit_bytes)]  # fmt: skip
         return ["tbf", "rate", self.rate, "burst", str(self.burst_bytes), "latency", self.latency]
 
 
@@ -91,11 +99,13 @@ def parse_tbf(spec: str) -> TbfSpec:
     lunit = (lm.group(2) or "ms").lower()
     # burst: at least 10 ms at the rate (and 2 full frames), so TBF can reach its rate at HZ=100
     burst = max(3200, int(bps / 8 / 100))
+    lat_s = float(lm.group(1)) * _TIME_UNITS[lunit]
     return TbfSpec(
         rate=f"{m.group(1)}{unit}",
         rate_bps=bps,
         latency=f"{lm.group(1)}{lunit}",
         burst_bytes=burst,
+        limit_bytes=max(3200, int(bps / 8 * lat_s)),
     )
 
 

@@ -384,7 +384,12 @@ class StreamsScreen(ViewScreen):
             f"  floor     {fmt.ns(self._floor)} (the tester's own, back to back: tgen calibrate)"
             if self._floor is not None
             else "  floor     not measured on this host (tgen calibrate measures it)",
-            f"  jitter    {fmt.ns(lat.jitter)}"
+            f"  jitter    {fmt.ns(lat.jitter)}   source "
+            + (
+                f"kernel tx stamps, 1 in {s.latency_every} frames"
+                if s.latency_every
+                else "signature stamps (user space)"
+            )
             + (f"   VLAN TCI {s.vlan_tci}" if s.vlan_tci is not None else ""),
         ]
         if s.latency_note:

@@ -134,8 +134,8 @@ RX_FIELDS = (
     "too_old",  # 16 frames older than the duplicate window (counted in ooo, not checked for dup)
     "clears",  # 17 times the sequence state was cleared
     "seq_window",  # 18 (g) duplicate window (sequence numbers)
-    "reserved19",
-    "reserved20",
+    "lat_every",  # 19 (g) latency from kernel tx timestamps of every K-th frame; 0: signature
+    "lat_unstamped",  # 20 sampled frames whose kernel tx time never came (no latency taken)
     "reserved21",
     "reserved22",
     "reserved23",
@@ -160,7 +160,9 @@ RX_FIELDS = (
     R_TOO_OLD,
     R_CLEARS,
     R_SEQ_WINDOW,
-) = range(19)
+    R_LAT_EVERY,
+    R_LAT_UNSTAMPED,
+) = range(21)
 R_HIST = RX_FIXED  # histogram buckets start here
 
 # latency histogram geometry (see rxstats.lat_bucket): 16 linear buckets of 64 ns below

@@ -26,9 +26,10 @@ from tgen_tui.worker.learn import Learner
 from tgen_tui.worker.learn import from_spec as learner_from_spec
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK, LATE_NS, MIN_WAKE_NS
-from tgen_tui.worker.rxring import RxRing
+from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
+from tgen_tui.worker.txstamps import TAG_SEQ_BITS, TAG_SEQ_MASK, StampTable, sample_every
 
 MAX_TURN_BATCHES = 8  # batches per stream per loop turn before rx and commands get a look
 STATS_EVERY_NS = 100_000_000  # PACKET_STATISTICS read interval
@@ -55,6 +56,7 @@ class TxStream:
         self.row[C.T_PORT] = port_idx
         self.schedule = prog.schedule
         self.paused = False
+        self.stamp_every = 0  # the kernel stamps frames with seq % stamp_every == 0 (0: none)
         self.sent = 0  # frames sent since configure or the last clear = the next sequence number
         self.run_first = 0  # ``sent`` when the current run began (due counts from it)
         self.due_prev = 0  # T_DUE at the start of the current run (the counter is monotonic)
@@ -160,6 +162,7 @@ class Port:
         self.tx_done_sent = False
         self.last_stats_ns = 0
         self.stop_ids: list = []
+        self.stamping = False  # this port's sender has kernel tx timestamps on
 
     def open(self, tx_rows: list[np.ndarray], rx_table: int | None, ring_opts: dict) -> None:
         progs = [program_from_dict(d) for d in self.spec.get("tx_streams", [])]
@@ -168,7 +171,11 @@ class Port:
             if rx_table is not None:
                 self.learn = learner_from_spec(self.spec.get("learn"))
                 self.rx = RxRing(self.interface, headers=self.learn is not None, **ring_opts)
-                self.rxstats = RxStats(self.w.cv.rx[rx_table], skew=self.spec.get("clock_skew_ns"))
+                self.rxstats = RxStats(
+                    self.w.cv.rx[rx_table],
+                    skew=self.spec.get("clock_skew_ns"),
+                    stamps=self.w.stamps,
+                )
                 self.ctr[C.P_RX_TABLE] = rx_table
             if progs:
                 kind = self.spec.get("tx_path", DEFAULT_TX)
@@ -178,6 +185,38 @@ class Port:
                 self.tx = open_tx(self.interface, kind, **kw)
         for p, row in zip(progs, tx_rows, strict=True):
             self.streams.append(TxStream(p, row, self.idx, max_batch))
+        self._setup_stamps()
+
+    def _setup_stamps(self) -> None:
+        """Kernel transmit timestamps on a sample of every stream's frames (sendmmsg only;
+        see tgen_tui.worker.txstamps). The port spec's ``tx_stamps``: true (default: K
+        from each stream's rate), false (signature stamps only) or a power of two K."""
+        table = self.w.stamps
+        want = self.spec.get("tx_stamps", True)
+        on = (
+            table is not None
+            and self.tx is not None
+            and self.tx.kind == "sendmmsg"
+            and want is not False
+        )
+        if on:
+            self.tx.enable_tx_timestamps(every=1)
+            self.stamping = True
+        forced = int(want) if not isinstance(want, bool) else 0
+        for st in self.streams:
+            st.stamp_every = (forced or sample_every(st.schedule.pps)) if on else 0
+            if table is not None and st.index < table.n_streams:
+                table.begin_stream(st.index, st.stamp_every)
+
+    def stamp_step(self, now_ns: int) -> None:
+        """Move the kernel's transmit timestamps into the shared table; resolve received
+        frames that were waiting for theirs."""
+        if self.stamping:
+            tags, real_ns = self.tx.read_tx_timestamps()
+            if len(tags):
+                self.w.stamps.record(tags, real_ns + mono_minus_real_ns())
+        if self.rxstats is not None and self.rxstats.pending:
+            self.rxstats.resolve_pending(now_ns)
 
     # -------------------------------------------------------------- tx
     def tx_step(self, now_ns: int) -> int:
@@ -212,7 +251,15 @@ class Port:
                 buf, lens = st.builder.build(st.sent, n)
                 send_ns = time.monotonic_ns()
                 try:
-                    m = self.tx.send(buf, lens)
+                    if st.stamp_every:
+                        k = st.stamp_every
+                        rows = np.arange((-st.sent) % k, n, k)
+                        tags = (np.uint64(st.index) << np.uint64(TAG_SEQ_BITS)) | (
+                            (rows + st.sent).astype(np.uint64) & np.uint64(TAG_SEQ_MASK)
+                        )
+                        m = self.tx.send(buf, lens, tags, rows)
+                    else:
+                        m = self.tx.send(buf, lens)
                 finally:
                     ctr[C.P_TX_ERRORS] = self.tx.errors
                 if m <= 0:
@@ -294,7 +341,10 @@ class Port:
         self.drain_until = now_ns + int(drain_ms * 1e6)
 
     def finish(self, now_ns: int, rid: str | int | None = None) -> P.Stopped:
+        self.stamp_step(now_ns)
         self.rx_step(now_ns, force_stats=True)
+        if self.rxstats is not None:
+            self.rxstats.resolve_pending(now_ns, final=True)
         self.state = C.STATE_STOPPED
         self.ctr[C.P_STATE] = self.state
         streams = []
@@ -332,6 +382,7 @@ class Worker:
         self.in_fd = stdin_fd
         self.out_fd = stdout_fd
         self.cv: C.CounterView | None = None
+        self.stamps: StampTable | None = None
         self.ports: list[Port] = []
         self.by_name: dict[str, Port] = {}
         self.by_stream: dict[int, TxStream] = {}
@@ -440,6 +491,8 @@ class Worker:
                 # an idle or stopped one starts again from 0 with the receiver
                 if p.state not in (C.STATE_RUNNING, C.STATE_DRAINING):
                     st.clear_sequence()
+                    if self.stamps is not None and st.index < self.stamps.n_streams:
+                        self.stamps.seq1[st.index] = 0  # old sequence numbers come again
                     reset.append(st.index)
                 seq[str(st.index)] = [st.sent, int(st.row[C.T_TX_FRAMES])]
         return P.Cleared(
@@ -461,6 +514,11 @@ class Worker:
         n_tx = sum(len(s.get("tx_streams", [])) for s in specs)
         rx_specs = [s for s in specs if s.get("rx")]
         self.cv = C.CounterView.create(str(msg.shm), len(specs), n_tx, n_streams, len(rx_specs))
+        # kernel tx times of sampled frames: shared with the other local workers (the
+        # engine's file), else this worker's own (it sends and receives its streams)
+        self.stamps = (
+            StampTable.open(str(msg.stamps)) if msg.stamps else StampTable.private(n_streams)
+        )
         ring_opts = dict(msg.rx_ring or {})
         row = 0
         k = 0
@@ -538,6 +596,7 @@ class Worker:
                         p.stop(0, now)
                 elif p.state == C.STATE_RUNNING and p.streams:
                     wake = min(wake, p.t0_ns)
+                p.stamp_step(now)
                 p.rx_step(now)
                 if p.state == C.STATE_DRAINING:
                     if now >= p.drain_until:

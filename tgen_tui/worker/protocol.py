@@ -152,6 +152,7 @@ class Configure(Command):
     n_streams: int
     ports: list[dict]
     rx_ring: dict | None = None
+    stamps: str | None = None  # the engine's shared kernel tx timestamp table (txstamps)
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,24 @@ batch of frames into it:
 - **duplicates**: a per-stream ring of ``window`` slots remembers which sequence numbers
   arrived: slot ``seq % window`` holds ``(seq // window) + 1`` (uint16), so no clearing
   is needed when the window moves; duplicates inside one batch are found by sorting;
-- **latency** = rx time (CLOCK_MONOTONIC, low 32 bits) - tx timestamp, modulo 2**32.
-  Values within NEG_LAT_NS below zero are negative (clock offset noise), clamped to 0
-  and counted in ``neg_lat``, so the largest measurable latency is 2**32 - NEG_LAT_NS
-  ns (about 4.03 s). count/sum/min/max, a log-linear histogram (:func:`lat_bucket`);
-  a stream sent from another host's clock has that clock's measured offset subtracted
-  first (``skew``: rx clock - tx clock, ns, per stream; see tgen_tui/cluster);
+- **latency**, from one of two sources per stream:
+
+  - *kernel* (``lat_every`` = K > 0): the stream's sender has the kernel stamp every
+    K-th frame as the driver takes it (:mod:`tgen_tui.worker.txstamps`); for those
+    frames latency = the kernel receive time - the kernel transmit time, both 64-bit
+    CLOCK_MONOTONIC ns (no wrap). The other frames carry no latency. A sampled frame
+    whose transmit time is not in the table yet waits (``resolve_pending``) and is
+    counted in ``lat_unstamped`` if it never comes;
+  - *signature* (K = 0: another send path, or another host): rx time (low 32 bits) -
+    the signature's user-space tx timestamp, modulo 2**32. Values within NEG_LAT_NS
+    below zero are negative (clock offset noise), clamped to 0 and counted in
+    ``neg_lat``, so the largest measurable latency is 2**32 - NEG_LAT_NS ns (about
+    4.03 s); a stream sent from another host's clock has that clock's measured offset
+    subtracted first (``skew``: rx clock - tx clock, ns, per stream; see tgen_tui/cluster).
+
+  count/sum/min/max and a log-linear histogram (:func:`lat_bucket`);
 - **jitter** (RFC 3550 style): sum and count of ``|D(i) - D(i-1)|`` between consecutive
-  frames of a stream, D the (clamped) latency, across batches;
+  frames of a stream that carry a latency, D the (clamped) latency, across batches;
 - the last outer VLAN tag seen and the number of tagged frames.
 
 The window size adapts to the number of streams so that the state stays below about
@@ -51,9 +61,11 @@ from tgen_tui.worker.counters import (
     R_JIT_SUM,
     R_LAST_RX_NS,
     R_LAT_COUNT,
+    R_LAT_EVERY,
     R_LAT_MAX,
     R_LAT_MIN,
     R_LAT_SUM,
+    R_LAT_UNSTAMPED,
     R_MAX_SEQ,
     R_NEG_LAT,
     R_OOO,
@@ -68,6 +80,7 @@ NEG_LAT_NS = 1 << 28  # latencies within 268 ms below zero are "negative"
 WINDOW_MAX = 1 << 20
 WINDOW_BUDGET = 1 << 23  # slots (uint16) over all streams
 WINDOW_MIN = 1 << 10
+PENDING_NS = 1_000_000_000  # a sampled frame waits this long for its kernel tx time
 _M32 = (1 << 32) - 1
 _TWO31 = 1 << 31
 _TWO32 = 1 << 32
@@ -122,7 +135,11 @@ class RxStats:
     """Per-stream rx accounting into ``table`` (an (n_streams, RX_STRIDE) int64 view)."""
 
     def __init__(
-        self, table: np.ndarray, window: int | None = None, skew: dict | None = None
+        self,
+        table: np.ndarray,
+        window: int | None = None,
+        skew: dict | None = None,
+        stamps=None,
     ) -> None:
         if table.ndim != 2 or table.shape[1] != RX_STRIDE:
             raise ValueError("table must be (n_streams, RX_STRIDE)")
@@ -142,6 +159,9 @@ class RxStats:
             if 0 <= int(k) < self.n_streams:
                 self._skew[int(k)] = int(v)
         self._has_skew = bool(self._skew.any())
+        self._stamps = stamps  # a txstamps.StampTable: kernel tx times of sampled frames
+        # sampled frames still waiting for their kernel tx time: stream, seq, rx_ns
+        self._pend = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64))
 
     def clear(self, streams: list[int] | None = None) -> None:
         """Reset the sequence state (window, highest seq, min/max, jitter chain) of every
@@ -149,6 +169,10 @@ class RxStats:
         idx = slice(None) if streams is None else [s for s in streams if 0 <= s < self.n_streams]
         self._win[idx] = 0
         self._last_lat[idx] = -1
+        if self.pending:
+            ps = self._pend[0]
+            keep = np.zeros(len(ps), bool) if streams is None else ~np.isin(ps, idx)
+            self._pend = tuple(a[keep] for a in self._pend)
         t = self.t
         t[idx, R_MAX_SEQ] = -1
         t[idx, R_LAT_MIN] = INT64_MAX
@@ -246,24 +270,6 @@ class RxStats:
         keep = ~dup & (ext > hnew[seg_id] - w)
         self._win[s[keep], slot[keep]] = tag[keep].astype(np.uint16)
 
-        # --- latency
-        lat = rx_ns.astype(np.int64) - np.asarray(ts, dtype=np.int64)
-        if self._has_skew:
-            lat -= self._skew[s]
-        lat &= _M32
-        neg = lat > (_TWO32 - NEG_LAT_NS)
-        lat = np.where(neg, 0, lat)
-
-        # --- jitter: |D(i) - D(i-1)| within each stream, chained across batches
-        dl = np.empty(n, dtype=np.int64)
-        dl[1:] = np.abs(np.diff(lat))
-        prev_lat = self._last_lat[uniq]
-        dl[starts] = np.abs(lat[starts] - prev_lat)
-        jv = np.ones(n, dtype=np.int64)
-        jv[starts] = prev_lat >= 0
-        dl[starts] *= jv[starts]
-        self._last_lat[uniq] = lat[ends]
-
         # --- per-stream sums (segments are contiguous: reduceat)
         byt = np.asarray(length, dtype=np.int64) + np.where(vlan >= 0, VLAN_TAG_LEN, 0)
         tagged = vlan >= 0
@@ -274,13 +280,6 @@ class RxStats:
         row[:, R_DUP] += np.add.reduceat(dup.astype(np.int64), starts)
         row[:, R_TOO_OLD] += np.add.reduceat(too_old.astype(np.int64), starts)
         row[:, R_MAX_SEQ] = hnew
-        row[:, R_LAT_COUNT] += seg_len
-        row[:, R_LAT_SUM] += np.add.reduceat(lat, starts)
-        row[:, R_LAT_MIN] = np.minimum(row[:, R_LAT_MIN], np.minimum.reduceat(lat, starts))
-        row[:, R_LAT_MAX] = np.maximum(row[:, R_LAT_MAX], np.maximum.reduceat(lat, starts))
-        row[:, R_JIT_SUM] += np.add.reduceat(dl, starts)
-        row[:, R_JIT_COUNT] += np.add.reduceat(jv, starts)
-        row[:, R_NEG_LAT] += np.add.reduceat(neg.astype(np.int64), starts)
         row[:, R_VLAN_FRAMES] += np.add.reduceat(tagged.astype(np.int64), starts)
         if tagged.any():
             last_tag = np.maximum.reduceat(np.where(tagged, np.arange(n), -1), starts)
@@ -291,8 +290,108 @@ class RxStats:
             row[:, R_FIRST_RX_NS] == 0, first_rx, row[:, R_FIRST_RX_NS]
         )
         row[:, R_LAST_RX_NS] = rx_ns[ends]
-        # histogram: one bincount over (segment, bucket)
-        b = lat_bucket(lat)
+        row[:, R_LAT_EVERY] = 0 if self._stamps is None else self._stamps.every[uniq]
+        t[uniq] = row
+        self._latency(s, ext, ts, rx_ns, dup)
+
+    # ------------------------------------------------------------------ latency
+    def _latency(self, s, ext, ts, rx_ns, dup) -> None:
+        """Which frames carry a latency (see the module docstring) and fold them in."""
+        rx_ns = rx_ns.astype(np.int64)
+        every = None if self._stamps is None else self._stamps.every[s]
+        if every is None or not every.any():  # signature stamps only
+            lat, neg = self._signature_latency(s, ts, rx_ns)
+            self._fold(s, lat, neg)
+            return
+        kern = every > 0
+        sel = ~kern
+        lat = np.zeros(len(s), dtype=np.int64)
+        neg = np.zeros(len(s), dtype=bool)
+        if sel.any():
+            si = np.flatnonzero(sel)
+            lat[si], neg[si] = self._signature_latency(s[si], ts[si], rx_ns[si])
+        k = np.flatnonzero(kern & ~dup & ((ext & (np.maximum(every, 1) - 1)) == 0))
+        if len(k):
+            tx = self._stamps.lookup(s[k], ext[k], every[k])
+            ok = tx >= 0
+            kk = k[ok]
+            lat[kk] = rx_ns[kk] - tx[ok]
+            neg[kk] = lat[kk] < 0
+            lat[kk] = np.maximum(lat[kk], 0)
+            sel[kk] = True
+            if not ok.all():
+                w = k[~ok]
+                self._pend = tuple(
+                    np.concatenate([p, a[w]])
+                    for p, a in zip(self._pend, (s, ext, rx_ns), strict=True)
+                )
+        if sel.any():
+            si = np.flatnonzero(sel)
+            self._fold(s[si], lat[si], neg[si])
+
+    def _signature_latency(self, s, ts, rx_ns) -> tuple[np.ndarray, np.ndarray]:
+        lat = rx_ns - np.asarray(ts, dtype=np.int64)
+        if self._has_skew:
+            lat -= self._skew[s]
+        lat &= _M32
+        neg = lat > (_TWO32 - NEG_LAT_NS)
+        return np.where(neg, 0, lat), neg
+
+    @property
+    def pending(self) -> int:
+        """Sampled frames waiting for their kernel transmit time."""
+        return len(self._pend[0])
+
+    def resolve_pending(self, now_ns: int, final: bool = False) -> None:
+        """Fold in the waiting sampled frames whose kernel transmit time has come; count
+        those that waited longer than PENDING_NS (or all that are left, ``final``)."""
+        if not self.pending:
+            return
+        s, ext, rx_ns = self._pend
+        order = np.argsort(s, kind="stable")
+        s, ext, rx_ns = s[order], ext[order], rx_ns[order]
+        tx = self._stamps.lookup(s, ext, np.maximum(self._stamps.every[s], 1))
+        ok = tx >= 0
+        if ok.any():
+            lat = rx_ns[ok] - tx[ok]
+            self._fold(s[ok], np.maximum(lat, 0), lat < 0)
+        gone = ~ok & (final | (rx_ns < now_ns - PENDING_NS))
+        if gone.any():
+            np.add.at(self.t[:, R_LAT_UNSTAMPED], s[gone], 1)
+        wait = ~ok & ~gone
+        self._pend = (s[wait], ext[wait], rx_ns[wait])
+
+    def _fold(self, s, lat, neg) -> None:
+        """Add latencies ``lat`` (ns, >= 0) of frames of streams ``s`` (grouped by stream,
+        arrival order within one) to the table: count/sum/min/max, jitter, histogram."""
+        n = len(s)
+        if n == 0:
+            return
+        starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        nseg = len(starts)
+        uniq = s[starts]
+        seg_len = np.diff(np.r_[starts, n])
+        seg_id = np.repeat(np.arange(nseg), seg_len)
+        ends = starts + seg_len - 1
+        # jitter: |D(i) - D(i-1)| within each stream, chained across batches
+        dl = np.empty(n, dtype=np.int64)
+        dl[1:] = np.abs(np.diff(lat))
+        prev_lat = self._last_lat[uniq]
+        dl[starts] = np.abs(lat[starts] - prev_lat)
+        jv = np.ones(n, dtype=np.int64)
+        jv[starts] = prev_lat >= 0
+        dl[starts] *= jv[starts]
+        self._last_lat[uniq] = lat[ends]
+        t = self.t
+        row = t[uniq]
+        row[:, R_LAT_COUNT] += seg_len
+        row[:, R_LAT_SUM] += np.add.reduceat(lat, starts)
+        row[:, R_LAT_MIN] = np.minimum(row[:, R_LAT_MIN], np.minimum.reduceat(lat, starts))
+        row[:, R_LAT_MAX] = np.maximum(row[:, R_LAT_MAX], np.maximum.reduceat(lat, starts))
+        row[:, R_JIT_SUM] += np.add.reduceat(dl, starts)
+        row[:, R_JIT_COUNT] += np.add.reduceat(jv, starts)
+        row[:, R_NEG_LAT] += np.add.reduceat(neg.astype(np.int64), starts)
+        b = lat_bucket(np.minimum(lat, _TWO32 - 1))
         hc = np.bincount(seg_id * HIST_BUCKETS + b, minlength=nseg * HIST_BUCKETS)
         row[:, R_HIST:] += hc.reshape(nseg, HIST_BUCKETS)
         t[uniq] = row

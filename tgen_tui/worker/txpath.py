@@ -233,12 +233,14 @@ class MmsgTx(_TxBase):
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
         return np.concatenate(tags), np.concatenate(times)
 
-    def _mark(self, n: int) -> np.ndarray | None:
-        """Point the sampled messages of this batch at the timestamp request; their rows."""
+    def _mark(self, n: int, rows: np.ndarray | None = None) -> np.ndarray | None:
+        """Point the sampled messages of this batch (``rows``, else every ts_every-th frame)
+        at the timestamp request; their rows."""
         if not self.ts_every:
             return None
-        first = (-self._ts_frames) % self.ts_every
-        rows = np.arange(first, n, self.ts_every)
+        if rows is None:
+            first = (-self._ts_frames) % self.ts_every
+            rows = np.arange(first, n, self.ts_every)
         msg = self._msg
         msg["control"][:n] = 0
         msg["controllen"][:n] = 0
@@ -246,20 +248,39 @@ class MmsgTx(_TxBase):
         msg["controllen"][rows] = CMSG_SPACE_U32
         return rows
 
-    def _record(self, rows: np.ndarray | None, done: int, tags: np.ndarray | None) -> None:
+    def _record(
+        self, rows: np.ndarray | None, done: int, tags: np.ndarray | None, per_row: bool
+    ) -> None:
         if rows is None:
             return
-        rows = rows[rows < done]
-        t = (np.uint64(self._ts_frames) + rows.astype(np.uint64)) if tags is None else tags[rows]
+        sent = rows < done
+        if per_row:  # one tag per stamped row
+            t = tags[sent]
+            rows = rows[sent]
+        else:
+            rows = rows[sent]
+            t = (
+                (np.uint64(self._ts_frames) + rows.astype(np.uint64))
+                if tags is None
+                else tags[rows]
+            )
         self._ts_tags[(self._ts_ids + np.arange(len(rows))) % TS_RING] = t
         self._ts_ids += len(rows)
         self._ts_frames += done
 
-    def send(self, buf: np.ndarray, lengths: np.ndarray, tags: np.ndarray | None = None) -> int:
+    def send(
+        self,
+        buf: np.ndarray,
+        lengths: np.ndarray,
+        tags: np.ndarray | None = None,
+        stamp_rows: np.ndarray | None = None,
+    ) -> int:
         """Send ``len(lengths)`` frames (row i of ``buf``, ``lengths[i]`` bytes). Returns frames sent.
 
         ``tags`` (uint64 per frame) name the frames in timestamp reports; without them a
-        report carries the frame's count since timestamps were enabled.
+        report carries the frame's count since timestamps were enabled. ``stamp_rows``
+        (sorted row numbers) chooses which frames the kernel stamps instead of every
+        ts_every-th one; ``tags`` then has one entry per stamped row.
         """
         n = len(lengths)
         if n == 0:
@@ -272,12 +293,12 @@ class MmsgTx(_TxBase):
         iov = self._iov
         iov["base"][:n] = buf.ctypes.data + self._rows[:n] * np.uint64(stride)
         iov["len"][:n] = lengths
-        rows = self._mark(n)
+        rows = self._mark(n, stamp_rows)
         self._done = 0
         try:
             self._send_all(n)
         finally:  # even when sendmmsg fails for good, what it sent keeps its timestamp id
-            self._record(rows, self._done, tags)
+            self._record(rows, self._done, tags, stamp_rows is not None)
         return self._done
 
     def _send_all(self, n: int) -> None:

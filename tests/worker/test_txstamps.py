@@ -1,0 +1,139 @@
+"""Latency from kernel transmit timestamps: the shared table, the receiver's join, and two
+real worker processes (one sends, one receives) joined through the engine's table."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+from test_rxstats import _batch, _table
+from wk_helpers import make_program, needs_root
+
+from tgen_tui.packets.program import program_to_dict
+from tgen_tui.worker.client import WorkerClient
+from tgen_tui.worker.counters import (
+    R_FRAMES,
+    R_HIST,
+    R_LAT_COUNT,
+    R_LAT_EVERY,
+    R_LAT_MAX,
+    R_LAT_MIN,
+    R_LAT_SUM,
+    R_LAT_UNSTAMPED,
+    CounterView,
+)
+from tgen_tui.worker.rxstats import RxStats
+from tgen_tui.worker.txstamps import StampTable, sample_every, tags_for
+
+
+def test_sample_every_is_a_power_of_two_near_the_target():
+    assert sample_every(1000) == 1 and sample_every(8192) == 1
+    assert sample_every(20_000) == 4 and sample_every(100_000) == 16
+    assert sample_every(14_880_952) == 2048
+
+
+def test_table_lookup_matches_only_the_frame_it_recorded():
+    t = StampTable.private(n_streams=2, window=256)
+    t.begin_stream(1, 4)
+    t.record(tags_for(1, 0, 1), np.array([111]))
+    t.record(np.array([(1 << 40) | 8], dtype=np.uint64), np.array([888]))
+    got = t.lookup(np.array([1, 1, 1, 0]), np.array([0, 8, 12, 0]), np.array([4, 4, 4, 1]))
+    assert got.tolist() == [111, 888, -1, -1]
+    # 256 slots later the slot holds another frame: the old one no longer matches
+    t.record(np.array([(1 << 40) | (8 + 4 * 256)], dtype=np.uint64), np.array([999]))
+    got = t.lookup(np.array([1, 1]), np.array([8, 8 + 4 * 256]), np.array([4, 4]))
+    assert got.tolist() == [-1, 999]
+
+
+def test_receiver_joins_sampled_frames_and_waits_for_late_stamps():
+    table = StampTable.private(n_streams=2, window=1024)
+    table.begin_stream(0, 4)  # stream 0: kernel stamps on seq % 4 == 0; stream 1: signature
+    tab = _table(2)
+    rs = RxStats(tab, stamps=table)
+    b = _batch(0, np.arange(16), lat=999_999)  # the signature would say ~1 ms
+    rx = b.rx_ns
+    # the sender's kernel stamps: frames 0, 4, 8 left 3 µs before they arrived; 12 not yet
+    table.record(tags_for(0, 0, 16)[[0, 4, 8]], rx[[0, 4, 8]] - 3000)
+    rs.add(b)
+    row = tab[0]
+    assert row[R_FRAMES] == 16 and row[R_LAT_EVERY] == 4
+    assert row[R_LAT_COUNT] == 3 and row[R_LAT_SUM] == 9000
+    assert row[R_LAT_MIN] == row[R_LAT_MAX] == 3000 and row[R_HIST:].sum() == 3
+    assert rs.pending == 1
+    table.record(tags_for(0, 12, 1), rx[[12]] - 5000)  # frame 12's stamp comes later
+    rs.resolve_pending(int(rx[-1]))
+    assert row[R_LAT_COUNT] == 4 and row[R_LAT_MAX] == 5000 and rs.pending == 0
+    b2 = _batch(0, [16], rx0=int(rx[-1]) + 1000)  # sampled, never stamped
+    rs.add(b2)
+    assert rs.pending == 1
+    rs.resolve_pending(int(b2.rx_ns[0]) + 10, final=True)
+    assert row[R_LAT_UNSTAMPED] == 1 and row[R_LAT_COUNT] == 4 and rs.pending == 0
+    # a signature stream in the same table: every frame, from its signature
+    rs.add(_batch(1, np.arange(10), lat=7000))
+    assert tab[1][R_LAT_COUNT] == 10 and tab[1][R_LAT_EVERY] == 0
+    assert tab[1][R_LAT_MIN] == tab[1][R_LAT_MAX] == 7000
+
+
+def test_latency_beyond_the_32_bit_stamp_is_not_wrapped():
+    table = StampTable.private(n_streams=1, window=256)
+    table.begin_stream(0, 1)
+    tab = _table(1)
+    rs = RxStats(tab, stamps=table)
+    b = _batch(0, [0])
+    table.record(tags_for(0, 0, 1), b.rx_ns - 5_000_000_000)  # held 5 s by a stuck DUT
+    rs.add(b)
+    assert tab[0][R_LAT_MAX] == 5_000_000_000  # the signature's 32 bits would say 0.7 s
+
+
+@pytest.fixture
+def two_workers():
+    core = max(os.sched_getaffinity(0))
+    ws = [WorkerClient(core=core), WorkerClient(core=core)]
+    try:
+        yield ws
+    finally:
+        for w in ws:
+            w.close()
+
+
+@needs_root
+def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_workers, tmp_path):
+    """As the engine runs them: one worker sends, another receives, one shared table."""
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    stamps = f"/dev/shm/tgen-wtest-{tag}-stamps"
+    shm = [f"/dev/shm/tgen-wtest-{tag}-{i}" for i in (0, 1)]
+    StampTable.create(stamps, 1).close()
+    tx, rx = two_workers
+    try:
+        prog = program_to_dict(make_program(index=0, size=64, pps=20_000.0, count=4000))
+        for w, path, port in (
+            (tx, shm[0], {"name": "a", "interface": veth.if_a, "netns": veth.ns_a,
+                          "rx": False, "tx_streams": [prog], "tx_path": "sendmmsg"}),
+            (rx, shm[1], {"name": "b", "interface": veth.if_b, "netns": veth.ns_b,
+                          "rx": True, "tx_streams": []}),
+        ):  # fmt: skip
+            w.expect("hello")
+            w.send(cmd="configure", shm=path, n_streams=1, ports=[port], stamps=stamps)
+            w.expect("ready")
+        os.unlink(stamps)  # mapped by both, as the engine does
+        rx.send(cmd="start")
+        rx.expect("started")
+        tx.send(cmd="start", t0_ns=time.monotonic_ns() + 20_000_000)
+        tx.expect("started")
+        tx.expect("tx_done", timeout=20)
+        tx.send(cmd="stop", drain_ms=0)
+        tx.expect("stopped")
+        rx.send(cmd="stop", drain_ms=200)
+        rx.expect("stopped")
+        row = CounterView.open(shm[1]).rx[0][0].copy()
+    finally:
+        for p in shm + [stamps]:
+            if os.path.exists(p):
+                os.unlink(p)
+    assert row[R_FRAMES] == 4000
+    assert row[R_LAT_EVERY] == 4  # 20 kfps: every 4th frame stamped by the kernel
+    assert row[R_LAT_COUNT] == 1000 and row[R_LAT_UNSTAMPED] == 0
+    assert row[R_HIST:].sum() == 1000
+    assert 0 <= row[R_LAT_MIN] <= row[R_LAT_MAX]

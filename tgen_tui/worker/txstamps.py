@@ -1,0 +1,168 @@
+"""Kernel transmit times of sampled frames, shared between the sending and receiving worker.
+
+Why: a signature timestamp is taken in user space before ``sendmmsg``; a frame late in a
+large batch leaves the port hundreds of µs later (the kernel sends the batch one frame
+after another and runs the receive softirqs of the earlier ones in between), so latency
+from it measures the tester. The kernel's software transmit timestamp
+(``SOF_TIMESTAMPING_TX_SOFTWARE``, taken by the driver as it takes the frame, where a
+tcpdump tap on the port sees it too) does not.
+
+How: the sender asks the kernel to stamp every K-th frame of a stream (sequence number
+``seq % K == 0``, K a power of two chosen from the rate, :func:`sample_every`), reads
+the reports from the socket's error queue in batches and writes them here, into the
+stream's row at slot ``(seq // K) % window``. The receiver looks up the sampled frames it
+receives by (stream, seq) with numpy and takes latency = its kernel receive time - the
+kernel transmit time (both CLOCK_MONOTONIC ns, 64 bits: no 4.29 s wrap).
+
+Layout of the file (int64): a 8-slot header, ``every[n_streams]`` (K; 0: the stream's
+sender does not stamp, so receivers use the signature), then ``seq1[n_streams, window]``
+(sequence number + 1; 0 empty) and ``tx_ns[n_streams, window]``. One writer per stream
+row (its sender). The writer stores the time before the sequence number; the reader
+reads the sequence number before and after the time, so a slot being overwritten is
+never matched. The engine creates the file and every local worker maps it; a worker
+without one (``tgen calibrate``'s single worker) makes a private table.
+
+Imports: the standard library and numpy only.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+import numpy as np
+
+MAGIC = int.from_bytes(b"tgents01", "little")
+HDR = 8
+TARGET_SAMPLES_PS = 8192  # stamped frames per second and stream (RFC 8219: >= 500 a trial)
+SLOT_BUDGET = 1 << 21  # slots over all streams (32 MiB of file, sparse until used)
+WINDOW_MIN = 256
+WINDOW_MAX = 1 << 14
+TAG_SEQ_BITS = 40  # tag = stream << 40 | seq
+TAG_SEQ_MASK = (1 << TAG_SEQ_BITS) - 1
+
+
+def sample_every(pps: float) -> int:
+    """K for a stream at ``pps``: the smallest power of two with pps / K <= TARGET_SAMPLES_PS."""
+    k = 1
+    while pps / k > TARGET_SAMPLES_PS and k < 1 << 20:
+        k <<= 1
+    return k
+
+
+def window_for(n_streams: int) -> int:
+    w = SLOT_BUDGET // max(1, n_streams)
+    w = 1 << max(0, w.bit_length() - 1)
+    return int(max(WINDOW_MIN, min(WINDOW_MAX, w)))
+
+
+def _slots(n_streams: int, window: int) -> int:
+    return HDR + n_streams + 2 * n_streams * window
+
+
+class StampTable:
+    """The table (see the module docstring), over a file mapping or private memory."""
+
+    def __init__(self, arr: np.ndarray, mm: mmap.mmap | None = None, path: str | None = None):
+        if int(arr[0]) != MAGIC:
+            raise ValueError(f"{path}: not a tgen stamp table")
+        self._mm = mm
+        self.path = path
+        self.n_streams = int(arr[1])
+        self.window = int(arr[2])
+        n, w = self.n_streams, self.window
+        self.arr = arr
+        self.every = arr[HDR : HDR + n]
+        base = HDR + n
+        self.seq1 = arr[base : base + n * w].reshape(n, w)
+        self.tx_ns = arr[base + n * w : base + 2 * n * w].reshape(n, w)
+        self._wmask = np.int64(w - 1)
+
+    # ------------------------------------------------------------------ create / open
+    @staticmethod
+    def _init(a: np.ndarray, n_streams: int, window: int) -> None:
+        a[1] = n_streams
+        a[2] = window
+        a[0] = MAGIC
+
+    @classmethod
+    def create(cls, path: str, n_streams: int, window: int | None = None) -> StampTable:
+        """Create (truncate) the shared file. The engine does this before the workers start."""
+        w = int(window or window_for(n_streams))
+        size = _slots(n_streams, w) * 8
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.ftruncate(fd, size)
+            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+        a = np.frombuffer(mm, dtype=np.int64)
+        cls._init(a, n_streams, w)
+        return cls(a, mm, path)
+
+    @classmethod
+    def open(cls, path: str) -> StampTable:
+        """Map an existing table read-write (workers)."""
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+        return cls(np.frombuffer(mm, dtype=np.int64), mm, path)
+
+    @classmethod
+    def private(cls, n_streams: int, window: int | None = None) -> StampTable:
+        """A table in this process's memory (one worker sends and receives)."""
+        w = int(window or window_for(n_streams))
+        a = np.zeros(_slots(n_streams, w), dtype=np.int64)
+        cls._init(a, n_streams, w)
+        return cls(a)
+
+    def close(self) -> None:
+        self.arr = self.every = self.seq1 = self.tx_ns = None  # type: ignore[assignment]
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except (BufferError, ValueError):
+                pass
+
+    # ------------------------------------------------------------------ the sender
+    def begin_stream(self, stream: int, every: int) -> None:
+        """The sender of ``stream`` stamps every ``every``-th frame (0: none) from now on."""
+        if every & (every - 1):
+            raise ValueError("every must be a power of two")
+        self.seq1[stream] = 0
+        self.every[stream] = int(every)
+
+    def record(self, tags: np.ndarray, tx_ns: np.ndarray) -> None:
+        """Store kernel transmit times (CLOCK_MONOTONIC ns) of frames named by their tags."""
+        if len(tags) == 0:
+            return
+        tags = np.asarray(tags, dtype=np.uint64)
+        stream = (tags >> np.uint64(TAG_SEQ_BITS)).astype(np.int64)
+        seq = (tags & np.uint64(TAG_SEQ_MASK)).astype(np.int64)
+        ok = stream < self.n_streams
+        if not ok.all():
+            stream, seq, tx_ns = stream[ok], seq[ok], tx_ns[ok]
+        every = np.maximum(self.every[stream], 1)
+        slot = (seq // every) & self._wmask
+        self.tx_ns[stream, slot] = tx_ns  # the time first, then the key that validates it
+        self.seq1[stream, slot] = seq + 1
+
+    # ------------------------------------------------------------------ the receiver
+    def lookup(self, stream: np.ndarray, seq: np.ndarray, every: np.ndarray) -> np.ndarray:
+        """Kernel transmit time of each (stream, seq) (sampled frames), -1 where not (yet) known."""
+        slot = (seq // every) & self._wmask
+        key = seq + 1
+        s1 = self.seq1[stream, slot]
+        t = self.tx_ns[stream, slot]
+        s2 = self.seq1[stream, slot]
+        return np.where((s1 == key) & (s2 == key), t, -1)
+
+
+def tags_for(stream: int, first_seq: int, n: int) -> np.ndarray:
+    """Tags of frames ``first_seq .. first_seq + n - 1`` of ``stream``."""
+    return (np.uint64(stream) << np.uint64(TAG_SEQ_BITS)) | (
+        np.arange(first_seq, first_seq + n, dtype=np.uint64) & np.uint64(TAG_SEQ_MASK)
+    )
