@@ -23,7 +23,7 @@ from tgen_unit_helpers import frames, program_of, rebuilt_with_fresh_checksums
 from tgen_tui.packets.batch import BatchBuilder, read_learned_table, table_rows
 from tgen_tui.packets.compile import REPLY_COLUMNS, with_learned_table
 from tgen_tui.packets.program import SIG_MAGIC, TABLE
-from tgen_tui.worker.learn import Learner, tuple_keys
+from tgen_tui.worker.learn import Learner
 from tgen_tui.worker.rxring import RxBatch, parse_l3l4
 
 E = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
@@ -135,21 +135,23 @@ def test_learner_dedups_keeps_arrival_order_and_caps(tmp_path):
     assert not [f for f in os.listdir(tmp_path) if ".tmp" in f]
 
 
-def test_learner_merges_many_batches_exactly(tmp_path):
+@pytest.mark.parametrize("pairs", [1, 4, 6000])  # 6,000 address pairs: the unpacked path
+def test_learner_merges_many_batches_exactly(tmp_path, pairs):
     rng = np.random.default_rng(7)
-    rows = np.zeros((20000, 4), np.uint32)
-    rows[:, 0] = rng.integers(0, 4, 20000) + ip("198.19.0.1")
+    n = 30000
+    rows = np.zeros((n, 4), np.uint32)
+    rows[:, 0] = rng.integers(0, pairs, n) + ip("198.19.0.1")
     rows[:, 1] = ip("198.19.0.2")
-    rows[:, 2] = rng.integers(1024, 1100, 20000)
-    rows[:, 3] = rng.integers(1, 30, 20000)
+    rows[:, 2] = rng.integers(1024, 1100, n)
+    rows[:, 3] = rng.integers(1, 30, n)
     lr = Learner(str(tmp_path / "t.npy"), streams=[0], max_rows=10**6, merge_ns=1)
     for k, part in enumerate(np.array_split(rows, 37)):
         lr.add(batch_of(part, 0), now_ns=10 * (k + 1))
-    keys = tuple_keys(rows)
-    _, first = np.unique(keys, return_index=True)
-    expect = rows[np.sort(first)]
+    _, first = np.unique(rows, axis=0, return_index=True)
+    expect = rows[np.sort(first)]  # every distinct tuple once, in order of first arrival
     got = lr.table()
     assert lr.merges == 37 and np.array_equal(got, expect)
+    assert len(lr._runs) <= 2 + int(np.log2(37))  # runs merge like a binary counter
 
 
 def test_missing_or_empty_table_is_one_clear_line(tmp_path):

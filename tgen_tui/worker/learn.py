@@ -5,11 +5,19 @@ A port whose spec carries ``"learn": {"path": ".../tgen-learn-X.npy", "streams":
 (``RxRing(headers=True)``). The tuples (source address, destination address, source
 port, destination port) of signature frames of the listed streams, that is the
 Initiator's frames as the NAT translated them, are collected per poll and merged into
-the table every ``MERGE_NS`` (not per frame): ``np.unique`` over 12-byte keys drops the
-repeats within the batch, a ``searchsorted`` into the sorted keys of the table drops
-those already learned, and the new ones are appended in order of first arrival until
-the table holds M tuples (RFC 9693's Responder table size; later new tuples are
-counted as ``overflow``, not stored).
+the table every ``MERGE_NS`` (not per frame), all in numpy:
+
+- each tuple becomes a 64-bit key: an id of its (source, destination) address pair
+  (a handful of pairs in practice: the NAT's public address and the Responder's) above
+  its two ports;
+- one sort of ``key << 20 | arrival index`` finds the distinct keys of the batch and
+  where each came first (``np.unique(..., return_index=True)`` when a batch is too big
+  or has too many address pairs for that packing);
+- a ``searchsorted`` into the sorted runs of the keys already learned drops the known
+  ones (runs are merged like a binary counter: O(log M) runs, each key copied O(log M)
+  times);
+- the new tuples are appended in order of first arrival until the table holds M (RFC
+  9693's Responder table size); later new tuples are counted as ``overflow``.
 
 When the port stops, the table is written atomically (a temporary file, then rename) as
 an (M', 4) uint32 ``.npy`` in arrival order, columns ``TABLE_COLUMNS``; the Responder's
@@ -27,16 +35,9 @@ import numpy as np
 from tgen_tui.packets.program import TABLE_COLUMNS
 
 MERGE_NS = 100_000_000  # merge the collected tuples into the table every 100 ms
-_KEY = np.dtype("V12")
-
-
-def tuple_keys(rows: np.ndarray) -> np.ndarray:
-    """12-byte keys of (n, 4) uint32 tuples: address, address, port << 16 | port."""
-    k = np.empty((len(rows), 3), dtype=">u4")
-    k[:, 0] = rows[:, 0]
-    k[:, 1] = rows[:, 1]
-    k[:, 2] = (rows[:, 2] << 16) | (rows[:, 3] & 0xFFFF)
-    return k.view(_KEY).reshape(-1)
+_IDX_BITS = 20  # arrival index bits of the packed sort (batches up to 1 Mi tuples)
+_PAIR_BITS_PACKED = 64 - 32 - _IDX_BITS  # address pairs the packed sort can tell apart
+_U32, _U16, _U20 = np.uint64(32), np.uint64(16), np.uint64(_IDX_BITS)
 
 
 class Learner:
@@ -56,7 +57,8 @@ class Learner:
         self._pending: list[np.ndarray] = []
         self._rows: list[np.ndarray] = []  # learned tuples, arrival order, in chunks
         self._n = 0
-        self._sorted = np.empty(0, dtype=_KEY)  # keys of every learned tuple, sorted
+        self._runs: list[np.ndarray] = []  # sorted uint64 keys of the learned tuples
+        self._pairs: dict[int, int] = {}  # (src << 32 | dst) address pair -> its id
         self._last_merge = 0
 
     @property
@@ -72,7 +74,10 @@ class Learner:
         if len(batch) == 0 or batch.hdr is None:
             self._maybe_merge(now_ns)
             return
-        mine = batch.has_sig & np.isin(batch.stream, self.streams)
+        if len(self.streams) == 1:
+            mine = batch.has_sig & (batch.stream == self.streams[0])
+        else:
+            mine = batch.has_sig & np.isin(batch.stream, self.streams)
         k = int(np.count_nonzero(mine))
         if k:
             self.frames += k
@@ -86,6 +91,51 @@ class Learner:
             self.merge()
             self._last_merge = now_ns
 
+    # ------------------------------------------------------------------ keys
+    def keys(self, rows: np.ndarray) -> np.ndarray:
+        """uint64 keys of (n, 4) tuples: address-pair id << 32 | src port << 16 | dst port."""
+        pairs = (rows[:, 0].astype(np.uint64) << _U32) | rows[:, 1]
+        if (pairs == pairs[0]).all():  # the common case: one NAT address, one Responder
+            ids = np.uint64(self._pair_id(int(pairs[0])))
+        else:
+            up, inv = np.unique(pairs, return_inverse=True)
+            ids = np.array([self._pair_id(int(p)) for p in up], dtype=np.uint64)[inv]
+        ports = (rows[:, 2].astype(np.uint64) << _U16) | (rows[:, 3] & 0xFFFF)
+        return (ids << _U32) | ports
+
+    def _pair_id(self, pair: int) -> int:
+        i = self._pairs.get(pair)
+        if i is None:
+            i = self._pairs[pair] = len(self._pairs)
+        return i
+
+    def _distinct(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct keys (sorted) and the index where each came first."""
+        n = len(keys)
+        if n < 1 << _IDX_BITS and len(self._pairs) <= 1 << _PAIR_BITS_PACKED:
+            s = np.sort((keys << _U20) | np.arange(n, dtype=np.uint64))
+            k = s >> _U20
+            head = np.empty(n, dtype=bool)
+            head[0] = True
+            np.not_equal(k[1:], k[:-1], out=head[1:])
+            return k[head], (s[head] & np.uint64((1 << _IDX_BITS) - 1)).astype(np.int64)
+        return np.unique(keys, return_index=True)
+
+    def _known(self, ukeys: np.ndarray) -> np.ndarray:
+        hit = np.zeros(len(ukeys), dtype=bool)
+        for run in self._runs:
+            pos = np.minimum(np.searchsorted(run, ukeys), len(run) - 1)
+            hit |= run[pos] == ukeys
+        return hit
+
+    def _add_run(self, ukeys: np.ndarray) -> None:
+        self._runs.append(ukeys)
+        while len(self._runs) > 1 and len(self._runs[-2]) <= 2 * len(self._runs[-1]):
+            b = self._runs.pop()
+            a = self._runs.pop()
+            self._runs.append(np.sort(np.concatenate([a, b])))
+
+    # ------------------------------------------------------------------ merge
     def merge(self) -> None:
         """Fold the collected tuples into the table (dedup, arrival order, cap at max)."""
         if not self._pending:
@@ -95,12 +145,10 @@ class Learner:
         self.merges += 1
         if len(rows) == 0:
             return
-        keys = tuple_keys(rows)
-        ukeys, first = np.unique(keys, return_index=True)  # sorted, and where each came first
-        if len(self._sorted):
-            pos = np.searchsorted(self._sorted, ukeys)
-            hit = self._sorted[np.minimum(pos, len(self._sorted) - 1)] == ukeys
-            ukeys, first = ukeys[~hit], first[~hit]
+        ukeys, first = self._distinct(self.keys(rows))
+        if self._runs:
+            new = ~self._known(ukeys)
+            ukeys, first = ukeys[new], first[new]
         if len(ukeys) == 0:
             return
         room = self.max - self._n
@@ -112,8 +160,7 @@ class Learner:
             return
         self._rows.append(rows[np.sort(first)])  # arrival order
         self._n += len(ukeys)
-        pos = np.searchsorted(self._sorted, ukeys)
-        self._sorted = np.insert(self._sorted, pos, ukeys)
+        self._add_run(ukeys)
 
     def table(self) -> np.ndarray:
         """The learned tuples so far, (n, 4) uint32, in order of first arrival."""

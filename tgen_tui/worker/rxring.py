@@ -384,11 +384,6 @@ def _be16(u8: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return (u8[pos].astype(np.uint32) << 8) | u8[pos + 1]
 
 
-def _be32(u8: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    raw = u8[pos[:, None] + np.arange(4)]
-    return raw.view(">u4").reshape(-1).astype(np.uint32)
-
-
 def parse_l3l4(u8: np.ndarray, start: np.ndarray, snaplen: np.ndarray) -> tuple:
     """IPv4 addresses and L4 ports of the frames whose Ethernet header is at byte ``start``.
 
@@ -402,7 +397,7 @@ def parse_l3l4(u8: np.ndarray, start: np.ndarray, snaplen: np.ndarray) -> tuple:
     pass of fancy indexing per field: no per-frame Python.
     """
     n = len(start)
-    hdr = np.zeros((n, 4), dtype=np.uint32)
+    hdr = np.empty((n, 4), dtype=np.uint32)
     if n == 0:
         return hdr, np.zeros(0, dtype=bool)
     top = len(u8) - 4  # every read stays inside the buffer (rows that would not are not ok)
@@ -420,16 +415,22 @@ def parse_l3l4(u8: np.ndarray, start: np.ndarray, snaplen: np.ndarray) -> tuple:
             break
         et = np.where(tag, _be16(u8, at(l3 + 2)), et)
         l3 = l3 + 4 * tag
-    vihl = u8[at(l3)]
+    # the IPv4 header and the 4 bytes after it (the ports when IHL is 5) in one gather
+    wpos = np.clip(l3, 0, len(u8) - 24)
+    w = np.lib.stride_tricks.sliding_window_view(u8, 24)[wpos]  # (n, 24) copy, one gather
+    vihl = w[:, 0]
     ihl = (vihl & 15).astype(np.int64) * 4
     l4 = l3 + ihl
     ok = (et == ETH_P_IP) & ((vihl >> 4) == 4) & (ihl >= 20) & (l4 + 4 - start <= snap)
-    proto = u8[at(l3 + 9)]
-    ok &= (proto == IPPROTO_UDP) | (proto == IPPROTO_TCP)
-    ok &= (_be16(u8, at(l3 + 6)) & 0x1FFF) == 0  # not a later fragment (no L4 header)
-    ok &= l4 <= top
-    hdr[:, 0] = _be32(u8, at(l3 + 12))
-    hdr[:, 1] = _be32(u8, at(l3 + 16))
-    hdr[:, 2] = _be16(u8, at(l4))
-    hdr[:, 3] = _be16(u8, at(l4 + 2))
+    ok &= (wpos == l3) & (l4 <= top)
+    ok &= (w[:, 9] == IPPROTO_UDP) | (w[:, 9] == IPPROTO_TCP)
+    ok &= ((w[:, 6] & 0x1F) | w[:, 7]) == 0  # not a later fragment (no L4 header)
+    x = w[:, 12:24].copy().view(">u4").astype(np.uint32)  # src, dst, sport << 16 | dport
+    hdr[:, :2] = x[:, :2]
+    hdr[:, 2] = x[:, 2] >> 16
+    hdr[:, 3] = x[:, 2] & 0xFFFF
+    opt = np.flatnonzero(ihl > 20)  # IPv4 options: the ports come later
+    if len(opt):
+        hdr[opt, 2] = _be16(u8, at(l4[opt]))
+        hdr[opt, 3] = _be16(u8, at(l4[opt] + 2))
     return hdr, ok
