@@ -233,3 +233,25 @@ def test_table_reply_keeps_other_varying_fields_and_the_seed(tmp_path):
         assert pkt[UDP].sport == 1 + i % 9 and pkt[IP].src == "198.19.0.2"
         assert pkt[IP].dst == "198.19.0.1" and 5000 <= pkt[UDP].dport < 5005
     assert REPLY_COLUMNS == {"ip.src": 1, "ip.dst": 0, "l4.src_port": 3, "l4.dst_port": 2}
+
+
+def test_tables_of_dead_runs_are_removed(tmp_path):
+    import subprocess
+    import sys
+
+    from tgen_tui.methodology.phase2 import remove_stale_tables, remove_table
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    dead, me = p.pid, os.getpid()
+    names = [
+        f"tgen-learn-{dead}-ab.npy",
+        f"tgen-learn-{dead}-ab.npy.tmp7",
+        f"tgen-learn-{me}-cd.npy",
+    ]
+    for n in names:
+        (tmp_path / n).write_bytes(b"x")
+    (tmp_path / f"tgen-learn-{me}-cd.npy.tmp{me}").write_bytes(b"x")
+    assert sorted(os.path.basename(f) for f in remove_stale_tables(str(tmp_path))) == names[:2]
+    remove_table(str(tmp_path / names[2]))  # the table and its temporary file
+    assert os.listdir(tmp_path) == []

@@ -43,8 +43,33 @@ def lab_responder(port: str) -> ResponderSpec:
 
 
 def new_table_path() -> str:
-    """A fresh path for one run's learned-tuple table (removed by :func:`remove_table`)."""
+    """A fresh path for one run's learned-tuple table (removed by :func:`remove_table`);
+    tables left by runs that were killed are removed first."""
+    remove_stale_tables()
     return os.path.join(LEARN_DIR, f"tgen-learn-{os.getpid()}-{secrets.token_hex(4)}.npy")
+
+
+def remove_stale_tables(directory: str = LEARN_DIR) -> list[str]:
+    """Remove learned-tuple tables (and temporary files) of tgen processes that are gone."""
+    removed = []
+    for f in glob.glob(os.path.join(directory, "tgen-learn-*")):
+        pid = os.path.basename(f).split("-")[2]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(f)
+            removed.append(f)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def remove_table(path: str | None) -> None:
