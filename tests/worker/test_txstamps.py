@@ -87,6 +87,29 @@ def test_latency_beyond_the_32_bit_stamp_is_not_wrapped():
     assert tab[0][R_LAT_MAX] == 5_000_000_000  # the signature's 32 bits would say 0.7 s
 
 
+def test_signature_stamps_are_widened_by_the_senders_64_bit_references():
+    """tx_ring/AF_XDP senders record the send time of every K-th frame: the receiver keeps
+    the signature's latency but takes its high bits from them (no wrap at 4.29 s)."""
+    table = StampTable.private(n_streams=1, window=256)
+    table.begin_stream(0, -4)
+    tab = _table(1)
+    rs = RxStats(tab, stamps=table)
+    held = 5_000_000_123  # a stuck DUT released the frames 5 s late
+    b = _batch(0, [1, 2, 3], lat=held)  # the signature's 32 bits say 705 ms
+    table.record(tags_for(0, 0, 1), b.rx_ns[:1] - held - 1000)  # frame 0 left 1 µs earlier
+    rs.add(b)
+    row = tab[0]
+    assert row[R_LAT_COUNT] == 3 and row[R_LAT_MIN] == row[R_LAT_MAX] == held
+    assert row[R_LAT_EVERY] == 0  # a signature source
+    # a frame whose reference slot already holds a frame 256 samples later: no value
+    table.record(tags_for(0, 4 * 256, 1), np.array([1]))
+    rs.add(_batch(0, [2], lat=held, rx0=int(b.rx_ns[-1]) + 1000))  # a late duplicate of 2
+    rs.add(_batch(0, [5], lat=1000, rx0=int(b.rx_ns[-1]) + 2000))  # no reference yet
+    assert row[R_LAT_UNSTAMPED] == 1 and row[R_FRAMES] == 5  # frame 2 again: too old
+    assert row[R_LAT_COUNT] == 3 + 1  # frame 5: its 32-bit signature latency
+    assert row[R_LAT_MIN] == 1000
+
+
 @pytest.fixture
 def two_workers():
     core = max(os.sched_getaffinity(0))
@@ -99,8 +122,11 @@ def two_workers():
 
 
 @needs_root
-def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_workers, tmp_path):
-    """As the engine runs them: one worker sends, another receives, one shared table."""
+@pytest.mark.parametrize("path", ["sendmmsg", "tx_ring"])
+def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_workers, path):
+    """As the engine runs them: one worker sends, another receives, one shared table.
+    sendmmsg: kernel stamps on every 4th frame; tx_ring: signature stamps on every frame
+    (widened by the table's references)."""
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
     stamps = f"/dev/shm/tgen-wtest-{tag}-stamps"
     shm = [f"/dev/shm/tgen-wtest-{tag}-{i}" for i in (0, 1)]
@@ -108,14 +134,14 @@ def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_worke
     tx, rx = two_workers
     try:
         prog = program_to_dict(make_program(index=0, size=64, pps=20_000.0, count=4000))
-        for w, path, port in (
+        for w, ctr, port in (
             (tx, shm[0], {"name": "a", "interface": veth.if_a, "netns": veth.ns_a,
-                          "rx": False, "tx_streams": [prog], "tx_path": "sendmmsg"}),
+                          "rx": False, "tx_streams": [prog], "tx_path": path}),
             (rx, shm[1], {"name": "b", "interface": veth.if_b, "netns": veth.ns_b,
                           "rx": True, "tx_streams": []}),
         ):  # fmt: skip
             w.expect("hello")
-            w.send(cmd="configure", shm=path, n_streams=1, ports=[port], stamps=stamps)
+            w.send(cmd="configure", shm=ctr, n_streams=1, ports=[port], stamps=stamps)
             w.expect("ready")
         os.unlink(stamps)  # mapped by both, as the engine does
         rx.send(cmd="start")
@@ -133,7 +159,8 @@ def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_worke
             if os.path.exists(p):
                 os.unlink(p)
     assert row[R_FRAMES] == 4000
-    assert row[R_LAT_EVERY] == 4  # 20 kfps: every 4th frame stamped by the kernel
-    assert row[R_LAT_COUNT] == 1000 and row[R_LAT_UNSTAMPED] == 0
-    assert row[R_HIST:].sum() == 1000
+    every = 4 if path == "sendmmsg" else 0  # 20 kfps: every 4th frame stamped by the kernel
+    assert row[R_LAT_EVERY] == every
+    assert row[R_LAT_COUNT] == 4000 // (every or 1) and row[R_LAT_UNSTAMPED] == 0
+    assert row[R_HIST:].sum() == row[R_LAT_COUNT]
     assert 0 <= row[R_LAT_MIN] <= row[R_LAT_MAX]

@@ -92,7 +92,9 @@ class StreamStats:
     # 0: latency of every frame from its signature's user-space stamp; K > 0: latency of
     # every K-th frame from the kernel's transmit timestamp (tgen_tui/worker/txstamps)
     latency_every: int = 0
-    latency_unstamped: int = 0  # sampled frames whose kernel tx time never came
+    # frames without a latency: sampled frames whose kernel tx time never came, or
+    # signature frames sent too long ago to widen their 32-bit stamp safely
+    latency_unstamped: int = 0
 
     @property
     def latency_source(self) -> str:

@@ -57,6 +57,7 @@ class TxStream:
         self.schedule = prog.schedule
         self.paused = False
         self.stamp_every = 0  # the kernel stamps frames with seq % stamp_every == 0 (0: none)
+        self.ref_every = 0  # else: user-space send times of those frames, for the range
         self.sent = 0  # frames sent since configure or the last clear = the next sequence number
         self.run_first = 0  # ``sent`` when the current run began (due counts from it)
         self.due_prev = 0  # T_DUE at the start of the current run (the counter is monotonic)
@@ -204,9 +205,22 @@ class Port:
             self.stamping = True
         forced = int(want) if not isinstance(want, bool) else 0
         for st in self.streams:
-            st.stamp_every = (forced or sample_every(st.schedule.pps)) if on else 0
+            k = forced or sample_every(st.schedule.pps)
+            st.stamp_every = k if on else 0
+            # without kernel stamps the table still gets the 64-bit send time of every
+            # K-th frame: the receiver widens the 32-bit signature stamps with it
+            st.ref_every = 0 if on or table is None else k
             if table is not None and st.index < table.n_streams:
-                table.begin_stream(st.index, st.stamp_every)
+                table.begin_stream(st.index, k if on else -k)
+
+    def _record_refs(self, st: TxStream, m: int, send_ns: int) -> None:
+        """User-space send times of the sampled frames of a batch just sent (see ref_every)."""
+        k = st.ref_every
+        rows = np.arange((-st.sent) % k, m, k)
+        if len(rows):
+            seq = (rows + st.sent).astype(np.uint64)
+            tags = (np.uint64(st.index) << np.uint64(TAG_SEQ_BITS)) | seq
+            self.w.stamps.record(tags, np.full(len(rows), send_ns, dtype=np.int64))
 
     def stamp_step(self, now_ns: int) -> None:
         """Move the kernel's transmit timestamps into the shared table; resolve received
@@ -260,6 +274,8 @@ class Port:
                         m = self.tx.send(buf, lens, tags, rows)
                     else:
                         m = self.tx.send(buf, lens)
+                        if st.ref_every and m > 0:
+                            self._record_refs(st, m, send_ns)
                 finally:
                     ctr[C.P_TX_ERRORS] = self.tx.errors
                 if m <= 0:

@@ -24,9 +24,13 @@ batch of frames into it:
   - *signature* (K = 0: another send path, or another host): rx time (low 32 bits) -
     the signature's user-space tx timestamp, modulo 2**32. Values within NEG_LAT_NS
     below zero are negative (clock offset noise), clamped to 0 and counted in
-    ``neg_lat``, so the largest measurable latency is 2**32 - NEG_LAT_NS ns (about
-    4.03 s); a stream sent from another host's clock has that clock's measured offset
+    ``neg_lat``; a stream sent from another host's clock has that clock's measured offset
     subtracted first (``skew``: rx clock - tx clock, ns, per stream; see tgen_tui/cluster).
+    When a local sender records the 64-bit send time of every K-th frame (table
+    ``every`` = -K), the stamp is widened to 64 bits from the nearest one (no wrap at
+    4.29 s); a frame sent so long ago that its reference was overwritten has no latency
+    and counts in ``lat_unstamped``. Without references (another host) the largest
+    measurable latency is 2**32 - NEG_LAT_NS ns (about 4.03 s).
 
   count/sum/min/max and a log-linear histogram (:func:`lat_bucket`);
 - **jitter** (RFC 3550 style): sum and count of ``|D(i) - D(i-1)|`` between consecutive
@@ -290,7 +294,7 @@ class RxStats:
             row[:, R_FIRST_RX_NS] == 0, first_rx, row[:, R_FIRST_RX_NS]
         )
         row[:, R_LAST_RX_NS] = rx_ns[ends]
-        row[:, R_LAT_EVERY] = 0 if self._stamps is None else self._stamps.every[uniq]
+        row[:, R_LAT_EVERY] = 0 if self._stamps is None else np.maximum(self._stamps.every[uniq], 0)
         t[uniq] = row
         self._latency(s, ext, ts, rx_ns, dup)
 
@@ -310,6 +314,14 @@ class RxStats:
         if sel.any():
             si = np.flatnonzero(sel)
             lat[si], neg[si] = self._signature_latency(s[si], ts[si], rx_ns[si])
+            ui = si[every[si] < 0]
+            if len(ui):  # signature stamps with 64-bit references: widen them
+                lat[ui], neg[ui], old = self._widen(
+                    s[ui], ext[ui], ts[ui], rx_ns[ui], -every[ui], lat[ui], neg[ui]
+                )
+                if old.any():  # sent too long ago to tell: no value, counted
+                    sel[ui[old]] = False
+                    np.add.at(self.t[:, R_LAT_UNSTAMPED], s[ui[old]], 1)
         k = np.flatnonzero(kern & ~dup & ((ext & (np.maximum(every, 1) - 1)) == 0))
         if len(k):
             tx = self._stamps.lookup(s[k], ext[k], every[k])
@@ -328,6 +340,23 @@ class RxStats:
         if sel.any():
             si = np.flatnonzero(sel)
             self._fold(s[si], lat[si], neg[si])
+
+    def _widen(self, s, ext, ts, rx_ns, k, lat32, neg32):
+        """Signature latency without the 32-bit wrap: the send time of the nearest sampled
+        frame before each (``seq - seq % K``, 64-bit, from the table) is within 2**31 ns
+        of the frame's own stamp, so the stamp's high bits follow from it. Returns
+        (latency, negative, too_old): too_old frames were sent more than the table's
+        window of samples ago and have no trustworthy value."""
+        q0 = ext - (ext & (k - 1))
+        ref = self._stamps.lookup(s, q0, k)
+        have = ref >= 0
+        d = (np.asarray(ts, dtype=np.int64) - ref) & _M32
+        d = np.where(d >= _TWO31, d - _TWO32, d)
+        lat64 = rx_ns - (ref + d)
+        lat = np.where(have, np.maximum(lat64, 0), lat32)
+        neg = np.where(have, lat64 < 0, neg32)
+        old = ~have & self._stamps.overwritten(s, q0, k)
+        return lat, neg, old
 
     def _signature_latency(self, s, ts, rx_ns) -> tuple[np.ndarray, np.ndarray]:
         lat = rx_ns - np.asarray(ts, dtype=np.int64)

@@ -14,8 +14,13 @@ stream's row at slot ``(seq // K) % window``. The receiver looks up the sampled 
 receives by (stream, seq) with numpy and takes latency = its kernel receive time - the
 kernel transmit time (both CLOCK_MONOTONIC ns, 64 bits: no 4.29 s wrap).
 
-Layout of the file (int64): a 8-slot header, ``every[n_streams]`` (K; 0: the stream's
-sender does not stamp, so receivers use the signature), then ``seq1[n_streams, window]``
+Without kernel stamps (the tx_ring and AF_XDP paths) the sender records the user-space
+send time of every K-th frame instead (``every`` = -K): the receiver keeps the
+signature's latency but widens its 32-bit stamp to 64 bits from the nearest sampled frame,
+so a frame held past 4.29 s is not reported as a wrapped value.
+
+Layout of the file (int64): a 8-slot header, ``every[n_streams]`` (K; -K: user-space send
+times; 0: nothing, receivers use the signature alone), then ``seq1[n_streams, window]``
 (sequence number + 1; 0 empty) and ``tx_ns[n_streams, window]``. One writer per stream
 row (its sender). The writer stores the time before the sequence number; the reader
 reads the sequence number before and after the time, so a slot being overwritten is
@@ -129,8 +134,12 @@ class StampTable:
 
     # ------------------------------------------------------------------ the sender
     def begin_stream(self, stream: int, every: int) -> None:
-        """The sender of ``stream`` stamps every ``every``-th frame (0: none) from now on."""
-        if every & (every - 1):
+        """The sender of ``stream`` has the kernel stamp every ``every``-th frame from now
+        on; ``-K``: it records the user-space send time of every K-th frame instead (the
+        receiver keeps signature latency and uses them only to widen its 32-bit range);
+        0: nothing."""
+        k = abs(int(every))
+        if k & (k - 1):
             raise ValueError("every must be a power of two")
         self.seq1[stream] = 0
         self.every[stream] = int(every)
@@ -145,7 +154,7 @@ class StampTable:
         ok = stream < self.n_streams
         if not ok.all():
             stream, seq, tx_ns = stream[ok], seq[ok], tx_ns[ok]
-        every = np.maximum(self.every[stream], 1)
+        every = np.maximum(np.abs(self.every[stream]), 1)
         slot = (seq // every) & self._wmask
         self.tx_ns[stream, slot] = tx_ns  # the time first, then the key that validates it
         self.seq1[stream, slot] = seq + 1
@@ -159,6 +168,12 @@ class StampTable:
         t = self.tx_ns[stream, slot]
         s2 = self.seq1[stream, slot]
         return np.where((s1 == key) & (s2 == key), t, -1)
+
+    def overwritten(self, stream: np.ndarray, seq: np.ndarray, every: np.ndarray) -> np.ndarray:
+        """Whether the slot of each (stream, seq) already holds a later frame: the frame was
+        sent more than ``window`` samples ago."""
+        slot = (seq // every) & self._wmask
+        return self.seq1[stream, slot] > seq + 1
 
 
 def tags_for(stream: int, first_seq: int, n: int) -> np.ndarray:
