@@ -183,6 +183,21 @@ def render(doc: dict) -> str:
                     lines.append(
                         f"  search {i + 1} phase 2 not run: {t.get('reason') or 'phase 1 failed'}"
                     )
+    if test in ("rfc2544-latency", "rfc2544-pdv") and doc.get("latency_source"):
+        fl = doc.get("latency_floor_ns")
+        lines.append(
+            f"latency source: {doc['latency_source']}"
+            + (
+                " (the kernel's transmit and receive timestamps)"
+                if doc["latency_source"] == "kernel"
+                else ""
+            )
+            + (
+                f"; tester floor {fl / 1000:.1f} us back to back (tgen calibrate)"
+                if fl is not None
+                else "; tester floor not measured (tgen calibrate)"
+            )
+        )
     for w in doc.get("deviations", []):
         lines.append(f"deviation: {w}")
     for w in doc.get("warnings", []):

@@ -105,9 +105,13 @@ class Session:
     warnings: list[str] = field(default_factory=list)
     deviations: list[str] = field(default_factory=list)
     body: dict = field(default_factory=dict)  # the verb's own results
+    latency_sources: set = field(default_factory=set)  # "kernel"/"signature" of the trials
     started: float = field(default_factory=time.time)
 
     def trial_done(self, t: TrialResult, **ctx) -> None:
+        for s in (t.extra.get("streams") or {}).values():
+            if (s.get("latency_ns") or {}).get("p50") is not None and s.get("latency_source"):
+                self.latency_sources.add(s["latency_source"])
         if self.progress:
             self.progress.trial(t, **ctx)
 
@@ -778,6 +782,20 @@ def _trial_list(session: Session) -> list[dict]:
     return out
 
 
+def _latency_fields(sources: set) -> dict:
+    """latency_source (kernel, signature or mixed, from the trials' streams) and the
+    tester's back-to-back floor, as every tgen result records them."""
+    from tgen_tui.calibrate.floor import SOURCES, cached_floor
+
+    src = next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else None)
+    fl = cached_floor()
+    return {
+        "latency_source": src,
+        "latency_source_detail": SOURCES.get(src or "", "per stream, in each trial"),
+        "latency_floor_ns": fl["p50_ns"] if fl else None,
+    }
+
+
 def build_document(session: Session, *, partial: bool, signal_name: str | None = None) -> dict:
     """The JSON report: top level ``searches`` and ``summary`` (or ``capacity``), every
     trial, the parameters, the DUT settings and the seed."""
@@ -804,6 +822,7 @@ def build_document(session: Session, *, partial: bool, signal_name: str | None =
         "profile_detail": session.profile_doc,
         "dut": session.dut_settings,
         "environment": {"tester": os.uname().nodename, "cpus": os.cpu_count()},
+        **_latency_fields(session.latency_sources),
         "warnings": session.warnings,
         "deviations": session.deviations,
     }

@@ -247,6 +247,8 @@ class TrialRunner:
                 "out_of_order": s.out_of_order,
                 "duplicates": s.duplicates,
                 "latency_ns": dataclasses.asdict(s.latency_ns),
+                "latency_source": s.latency_source,
+                "latency_every": s.latency_every,
             }
         t.tx_frames = sum(v["tx_frames"] for v in per.values())
         t.rx_frames = sum(v["rx_frames"] for v in per.values())
