@@ -119,6 +119,8 @@ def cached_floor() -> dict | None:
     h = e.get("host") or {}
     if any(h.get(f) != facts.get(f) for f in ("kernel", "cpu_model")):
         return None
+    if e.get("source") not in SOURCES:  # measured before kernel tx stamps: another floor
+        return None
     return e
 
 
