@@ -155,8 +155,9 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
         "--tbf",
         default=d,
         metavar="RATE[,LATENCY]",
-        help="token-bucket bottleneck on d1 egress, e.g. 10mbit,40ms (adds queueing "
-        "delay; latency default 50ms; 'none' removes it)",
+        help="token-bucket bottleneck on d1 egress, e.g. 10mbit,40ms: RATE, and a queue "
+        "of RATE x LATENCY bytes, so a frame waits at most LATENCY once it is full "
+        "(default 50ms); 'none' removes it",
     )
     g.add_argument(
         "--filter-rules",
