@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+
 from tgen_tui.lab.naming import D0_MAC, P0_MAC
 
 
@@ -31,3 +35,21 @@ def unique_profile(prefix: str) -> str:
     return forward_profile(prefix, ports="{min: 20000, max: 20099, mode: unique}").replace(
         "dst_port: 7", "dst_port: {min: 100, max: 149, mode: unique}"
     )
+
+
+def cps_until_phase2(tgen: Callable, prof: Path, out: Path, *args: str) -> tuple:
+    """``tgen rfc9693 cps`` with one search whose final trial runs phase 2; a phase 1
+    that lost a frame on a loaded machine (no phase 2 then) is run once more. Returns
+    (the finished process, the JSON report, its search, the search's final trial)."""
+    for _ in range(2):
+        cp = tgen(
+            "rfc9693", "cps", str(prof), "--max-rate", "3000", "--error", "1000",
+            "--repeats", "1", "--json", str(out), *args,
+        )  # fmt: skip
+        assert cp.returncode == 0, cp.stderr
+        doc = json.loads(out.read_text())
+        (s,) = doc["searches"]
+        final = s["trials"][-1]
+        if "phase2" in final["extra"]:
+            break
+    return cp, doc, s, final

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from lab_profiles import forward_profile, unique_profile
+from lab_profiles import cps_until_phase2, forward_profile, unique_profile
 
 pytestmark = pytest.mark.root
 
@@ -201,17 +201,7 @@ def test_cps_phase2_replies_come_back_through_the_nat(plain_lab, tmp_path: Path)
     prof = tmp_path / "p.yaml"
     prof.write_text(unique_profile(plain_lab))
     out = tmp_path / "r.json"
-    for _ in range(2):
-        cp = tgen(
-            "rfc9693", "cps", str(prof), "--max-rate", "3000", "--error", "1000",
-            "--repeats", "1", "--json", str(out), *FAST,
-        )  # fmt: skip
-        assert cp.returncode == 0, cp.stderr
-        doc = json.loads(out.read_text())
-        (s,) = doc["searches"]
-        final = s["trials"][-1]
-        if "phase2" in final["extra"]:
-            break
+    cp, doc, s, final = cps_until_phase2(tgen, prof, out, *FAST)
     assert final["kind"] == "confirm" and final["rate_pps"] == s["l_pps"] > 0
     assert final["extra"]["conntrack"]["rise"] == 5000
     p2 = final["extra"]["phase2"]

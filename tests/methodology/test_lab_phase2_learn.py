@@ -10,13 +10,12 @@ Initiator's port through the NAT. Numbers are counts, never timings.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from lab_profiles import unique_profile
+from lab_profiles import cps_until_phase2, unique_profile
 
 pytestmark = pytest.mark.root
 
@@ -62,18 +61,9 @@ def test_phase2_replies_to_learned_tuples_through_a_port_rewriting_nat(
     prof.write_text(unique_profile(random_port_lab))  # 100 x 50 = 5,000 unique tuples
     out = tmp_path / "r.json"
     tables_before = set(Path("/dev/shm").glob("tgen-learn-*"))
-    for _ in range(2):  # phase 1 may lose a frame on a loaded machine: then try once more
-        cp = tgen(
-            "rfc9693", "cps", str(prof), "--max-rate", "3000", "--error", "1000",
-            "--repeats", "1", "-M", "4000", "-D", "2500ms",
-            "--responder-order", "increasing", "--json", str(out), *FAST,
-        )  # fmt: skip
-        assert cp.returncode == 0, cp.stderr
-        doc = json.loads(out.read_text())
-        (s,) = doc["searches"]
-        final = s["trials"][-1]
-        if "phase2" in final["extra"]:
-            break
+    cp, doc, s, final = cps_until_phase2(
+        tgen, prof, out, "-M", "4000", "-D", "2500ms", "--responder-order", "increasing", *FAST
+    )
     assert final["kind"] == "confirm" and final["extra"]["conntrack"]["rise"] == 5000
     assert final["extra"]["learned"] == {"tuples": 4000, "max": 4000, "port": "p1"}  # -M
     p2 = final["extra"]["phase2"]

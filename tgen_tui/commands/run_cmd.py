@@ -211,11 +211,17 @@ def summary_table(result: dict) -> str:
             f"{_lat_cell(lat['p99']):>10}{_lat_cell(lat['max']):>10}"
         )
     floor = result.get("latency_floor_ns")
+    src = result.get("latency_source")
+    how = {
+        "kernel": "latency from the kernel's tx and rx timestamps (sampled frames)",
+        "signature": "latency from the frames' user-space send stamps (includes the send path)",
+        "mixed": "latency: kernel timestamps for some streams, signature stamps for others",
+    }.get(src or "", "latency")
     lines.append(
-        f"latency includes the tester's own floor of {_lat_cell(floor)} (p50, back to back; "
+        f"{how}; the tester's own floor is {_lat_cell(floor)} (p50, back to back; "
         "tgen calibrate measured it)"
         if floor is not None
-        else "latency includes the tester's own send path: run tgen calibrate to measure its floor"
+        else f"{how}; run tgen calibrate to measure the tester's own floor"
     )
     if result.get("dut"):
         d = result["dut"]

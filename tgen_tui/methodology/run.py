@@ -473,9 +473,11 @@ def _stateful_setup(session: Session):
 
 def _phase2_runner(session: Session, prof, runner: TrialRunner, n: int, space: int):
     """The Responder's runner (see :mod:`tgen_tui.methodology.phase2`), or None with the
-    reason recorded: it needs the lab's MACs and a second port. Sets
+    reason recorded: it needs a second port and the Responder's MACs (from a stream the
+    profile sends from that port, else the lab's). Sets
     ``session.body["learn"]``: the port that learns in phase 1, its table file and M."""
     from tgen_tui.methodology.phase2 import (
+        ResponderSpec,
         lab_responder,
         learn_options,
         new_table_path,
@@ -487,18 +489,22 @@ def _phase2_runner(session: Session, prof, runner: TrialRunner, n: int, space: i
     p = session.params
     if p.phase2 == "off":
         return None
-    why = None
-    if not (runner.dut and runner.dut.netns and runner.dut.netns.endswith("-dut")):
-        why = "it needs the lab DUT (its MACs)"
-    elif len(runner.compiled.ports) < 2:
-        why = "the profile has no second (Responder) port"
-    if why:
-        session.warnings.append(f"phase 2 not run: {why}")
+    if len(runner.compiled.ports) < 2:
+        session.warnings.append("phase 2 not run: the profile has no second (Responder) port")
         return None
     first = _first_port(runner)
     other = [q for q in runner.compiled.ports if q != first]
     initiators = [q for ps in runner.groups.values() for q in ps]
     responder = next((q.rx_port for q in initiators if q.rx_port in other), other[0])
+    # the Responder's MACs: a stream the profile sends from that port, else the lab's
+    own = next((s for s in prof.streams if s.port == responder), None)
+    lab = bool(runner.dut and runner.dut.netns and runner.dut.netns.endswith("-dut"))
+    if own is None and not lab:
+        session.warnings.append(
+            f"phase 2 not run: it needs the Responder's MACs: add a stream sent from port "
+            f"{responder} (its eth src and dst are used), or run against the lab DUT"
+        )
+        return None
     path = new_table_path()
     m = p.m or n
     session.body["learn"] = {
@@ -508,7 +514,12 @@ def _phase2_runner(session: Session, prof, runner: TrialRunner, n: int, space: i
         "max": m,
         "options": learn_options(responder, path, [q.index for q in initiators], m),
     }
-    reply = responder_profile(prof, lab_responder(responder))
+    spec = (
+        ResponderSpec(responder, own.eth.src, own.eth.dst)
+        if own is not None and own.eth is not None
+        else lab_responder(responder)
+    )
+    reply = responder_profile(prof, spec)
     compiled = responder_program(compile_profile(reply), path, p.responder_order)
     return TrialRunner(
         compiled,

@@ -129,6 +129,15 @@ def hist_percentile_ns(hist: np.ndarray, q: float) -> float | None:
     return float(hist_edges_ns()[b + 1])
 
 
+def _segments(s: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Runs of equal stream indexes in ``s`` (grouped by stream): (starts, stream of each
+    run, its length, the run of each frame, the last frame of each run)."""
+    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+    seg_len = np.diff(np.r_[starts, len(s)])
+    seg_id = np.repeat(np.arange(len(starts)), seg_len)
+    return starts, s[starts], seg_len, seg_id, starts + seg_len - 1
+
+
 def window_for(n_streams: int) -> int:
     w = WINDOW_BUDGET // max(1, n_streams)
     w = 1 << max(0, w.bit_length() - 1)
@@ -218,14 +227,7 @@ class RxStats:
                 vlan[order],
                 length[order],
             )
-            starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
-        else:
-            starts = np.zeros(1, dtype=np.int64)
-        nseg = len(starts)
-        uniq = s[starts]
-        seg_len = np.diff(np.r_[starts, n])
-        seg_id = np.repeat(np.arange(nseg), seg_len)
-        ends = starts + seg_len - 1
+        starts, uniq, seg_len, seg_id, ends = _segments(s)
 
         # --- sequence extension against the stream's highest seq before this batch
         seq = np.asarray(seq, dtype=np.int64)
@@ -396,12 +398,8 @@ class RxStats:
         n = len(s)
         if n == 0:
             return
-        starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+        starts, uniq, seg_len, seg_id, ends = _segments(s)
         nseg = len(starts)
-        uniq = s[starts]
-        seg_len = np.diff(np.r_[starts, n])
-        seg_id = np.repeat(np.arange(nseg), seg_len)
-        ends = starts + seg_len - 1
         # jitter: |D(i) - D(i-1)| within each stream, chained across batches
         dl = np.empty(n, dtype=np.int64)
         dl[1:] = np.abs(np.diff(lat))
