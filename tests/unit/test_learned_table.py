@@ -115,7 +115,7 @@ def tup(i: int) -> list[int]:
     return [ip("198.19.0.1"), ip("198.19.0.2"), 1024 + i, 80 + i % 7]
 
 
-def test_learner_dedups_keeps_arrival_order_and_caps(tmp_path):
+def test_learner_dedups_keeps_arrival_order_in_a_ring_of_m(tmp_path):
     path = str(tmp_path / "t.npy")
     lr = Learner(path, streams=[3], max_rows=6, merge_ns=100)
     lr.add(batch_of([tup(5), tup(1), tup(5), tup(2)], 3), now_ns=100)  # merged: 5, 1, 2
@@ -126,12 +126,12 @@ def test_learner_dedups_keeps_arrival_order_and_caps(tmp_path):
     lr.add(batch_of([tup(8)], 3, magic=0), now_ns=170)  # no signature: not learned
     lr.add(batch_of([tup(4), tup(6)], 3, ok=[False, True]), now_ns=180)  # 4 unparsed
     lr.add(batch_of([tup(2), tup(3), tup(0), tup(11), tup(12)], 3), now_ns=300)
-    # merged: 9, 6, 3 (then the cap: 0, 11 and 12 are new once the table holds 6)
+    # merged: 9, 6, 3, 0, 11, 12: nine distinct tuples in a ring of 6 keep the latest 6
     s = lr.write()
     assert s["tuples"] == 6 and s["full"] and s["overflow"] == 3 and s["unparsed"] == 1
     assert s["frames"] == 4 + 2 + 2 + 5
     got = read_learned_table(path)
-    assert got.dtype == np.uint32 and got.tolist() == [tup(i) for i in (5, 1, 2, 9, 6, 3)]
+    assert got.dtype == np.uint32 and got.tolist() == [tup(i) for i in (9, 6, 3, 0, 11, 12)]
     assert not [f for f in os.listdir(tmp_path) if ".tmp" in f]
 
 

@@ -318,8 +318,8 @@ def _stateful(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "-M",
         dest="m",
-        help="Responder state table size: tuples learned in phase 1; fewer fail the trial "
-        "(default: N)",
+        help="Responder state table size: a ring that keeps the latest M distinct tuples "
+        "learned in phase 1; fewer than M fail the trial (default: N)",
     )
     g.add_argument("-R", dest="r", help="teardown: phase-1 load rate (default: 50k or max)")
     g.add_argument("-T", dest="t", default="500ms", help="phase-1 receive timeout (default: 500ms)")

@@ -16,8 +16,9 @@ the table every ``MERGE_NS`` (not per frame), all in numpy:
 - a ``searchsorted`` into the sorted runs of the keys already learned drops the known
   ones (runs are merged like a binary counter: O(log M) runs, each key copied O(log M)
   times);
-- the new tuples are appended in order of first arrival until the table holds M (RFC
-  9693's Responder table size); later new tuples are counted as ``overflow``.
+- the new tuples are appended in order of first arrival; the table is a ring of size M
+  (RFC 9693's Responder table): it holds the latest M distinct tuples, and those it
+  overwrote are counted as ``overflow``.
 
 When the port stops, the table is written atomically (a temporary file, then rename) as
 an (M', 4) uint32 ``.npy`` in arrival order, columns ``TABLE_COLUMNS``; the Responder's
@@ -35,13 +36,14 @@ import numpy as np
 from tgen_tui.packets.program import TABLE_COLUMNS
 
 MERGE_NS = 100_000_000  # merge the collected tuples into the table every 100 ms
+KEEP_EXTRA = 1 << 22  # distinct tuples held beyond M before the oldest are dropped
 _IDX_BITS = 20  # arrival index bits of the packed sort (batches up to 1 Mi tuples)
 _PAIR_BITS_PACKED = 64 - 32 - _IDX_BITS  # address pairs the packed sort can tell apart
 _U32, _U16, _U20 = np.uint64(32), np.uint64(16), np.uint64(_IDX_BITS)
 
 
 class Learner:
-    """Collects, deduplicates and caps the tuples of one port's received frames."""
+    """Collects and deduplicates the tuples of one port's received frames (a ring of M)."""
 
     def __init__(self, path: str, streams, max_rows: int, merge_ns: int = MERGE_NS):
         if int(max_rows) < 1:
@@ -52,7 +54,7 @@ class Learner:
         self.merge_ns = int(merge_ns)
         self.frames = 0  # signature frames of the learned streams
         self.unparsed = 0  # ... of which no IPv4 UDP/TCP tuple could be read
-        self.overflow = 0  # distinct new tuples seen once the table was full (per merge)
+        self.overflow = 0  # distinct tuples the ring of M overwrote (learned beyond M)
         self.merges = 0
         self._pending: list[np.ndarray] = []
         self._rows: list[np.ndarray] = []  # learned tuples, arrival order, in chunks
@@ -137,7 +139,7 @@ class Learner:
 
     # ------------------------------------------------------------------ merge
     def merge(self) -> None:
-        """Fold the collected tuples into the table (dedup, arrival order, cap at max)."""
+        """Fold the collected tuples into the table (dedup, arrival order, ring of max)."""
         if not self._pending:
             return
         rows = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
@@ -151,25 +153,23 @@ class Learner:
             ukeys, first = ukeys[new], first[new]
         if len(ukeys) == 0:
             return
-        room = self.max - self._n
-        if len(ukeys) > room:
-            self.overflow += len(ukeys) - room
-            keep = np.sort(np.argsort(first, kind="stable")[:room])  # the earliest arrivals
-            ukeys, first = ukeys[keep], first[keep]
-        if len(ukeys) == 0:
-            return
         self._rows.append(rows[np.sort(first)])  # arrival order
         self._n += len(ukeys)
+        self.overflow = max(0, self._n - self.max)
         self._add_run(ukeys)
+        held = sum(len(r) for r in self._rows)
+        if held > self.max + KEEP_EXTRA:  # only the latest M are ever written
+            self._rows = [np.concatenate(self._rows)[-self.max :]]
 
     def table(self) -> np.ndarray:
-        """The learned tuples so far, (n, 4) uint32, in order of first arrival."""
+        """The state table: the latest M distinct tuples, (n, 4) uint32, in order of
+        first arrival (RFC 9693's ring of size M)."""
         self.merge()
         if not self._rows:
             return np.empty((0, len(TABLE_COLUMNS)), dtype=np.uint32)
         if len(self._rows) > 1:
             self._rows = [np.concatenate(self._rows)]
-        return self._rows[0]
+        return self._rows[0][-self.max :]
 
     def write(self) -> dict:
         """Write the table atomically to ``path``; return what was learned."""
@@ -190,7 +190,7 @@ class Learner:
     def summary(self) -> dict:
         return {
             "path": self.path,
-            "tuples": self._n,
+            "tuples": min(self._n, self.max),
             "max": self.max,
             "full": self.full,
             "frames": self.frames,
