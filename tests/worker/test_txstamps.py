@@ -164,3 +164,39 @@ def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_worke
     assert row[R_LAT_COUNT] == 4000 // (every or 1) and row[R_LAT_UNSTAMPED] == 0
     assert row[R_HIST:].sum() == row[R_LAT_COUNT]
     assert 0 <= row[R_LAT_MIN] <= row[R_LAT_MAX]
+
+
+@needs_root
+def test_a_new_rate_gets_its_own_sampling_interval(veth, two_workers):
+    """A stream raised from 2 kfps (every frame stamped) to 40 kfps is sampled 1 in 8."""
+    w = two_workers[0]
+    shm = f"/dev/shm/tgen-wtest-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        prog = program_to_dict(make_program(index=0, size=64, pps=2000.0))
+        w.expect("hello")
+        w.send(cmd="configure", shm=shm, n_streams=1, ports=[
+            {"name": "a", "interface": veth.if_a, "netns": veth.ns_a, "rx": False,
+             "tx_streams": [prog], "tx_path": "sendmmsg"},
+            {"name": "b", "interface": veth.if_b, "netns": veth.ns_b, "rx": True,
+             "tx_streams": []},
+        ])  # fmt: skip
+        w.expect("ready")
+        w.send(cmd="start", t0_ns=time.monotonic_ns() + 20_000_000)
+        w.expect("started")
+        time.sleep(0.5)
+        view = CounterView.open(shm)
+        assert view.rx[0][0][R_LAT_EVERY] == 1
+        w.send(cmd="set_rate", stream=0, pps=40_000.0)
+        w.expect("rate")
+        time.sleep(0.5)
+        w.send(cmd="stop", drain_ms=200)
+        w.expect("stopped")
+        w.expect("stopped")
+        row = view.rx[0][0].copy()
+        view.close()
+    finally:
+        if os.path.exists(shm):
+            os.unlink(shm)
+    assert row[R_LAT_EVERY] == 8
+    # every frame before the change, 1 in 8 after: far fewer latencies than frames
+    assert 0 < row[R_LAT_COUNT] < row[R_FRAMES] // 2

@@ -474,6 +474,7 @@ class Worker:
         elif isinstance(msg, P.SetRate):
             st, rel = self._stream(msg.stream)
             st.set_rate(float(msg.pps), rel)
+            self._resample(st)
             self.emit(P.RateSet(stream=st.index, pps=float(msg.pps), id=rid))
         elif isinstance(msg, P.Pause | P.Resume):
             st, rel = self._stream(msg.stream)
@@ -488,6 +489,22 @@ class Worker:
             self.emit(P.Bye(id=rid))
         else:
             raise WorkerError(f"unsupported command {msg.KIND!r}")
+
+    def _resample(self, st: TxStream) -> None:
+        """A new rate gets its own sampling interval K (unless the port forced one), so a
+        stream raised from 1 kfps to line rate is not stamped on every frame. Frames in
+        flight under the old K may find no stamp: they count as unstamped, nothing worse."""
+        port = self.ports[int(st.row[C.T_PORT])]
+        forced = port.spec.get("tx_stamps", True)
+        if self.stamps is None or not isinstance(forced, bool) or st.index >= self.stamps.n_streams:
+            return
+        k = sample_every(st.schedule.pps)
+        if st.stamp_every and k != st.stamp_every:
+            st.stamp_every = k
+            self.stamps.every[st.index] = k
+        elif st.ref_every and k != st.ref_every:
+            st.ref_every = k
+            self.stamps.every[st.index] = -k
 
     def clear(self, msg: P.Clear, now: int) -> P.Cleared:
         """Reset receivers (and idle senders) of the selected streams together."""
