@@ -504,7 +504,10 @@ def _dut_view(d_ns: str, cfg_d: dict | None, has_d: bool, d_ifs: dict) -> dict:
             "spec": cfg.tbf if cfg else None,
             "rate": qd[0].get("options", {}).get("rate"),
             "burst": qd[0].get("options", {}).get("burst"),
+            # tc's "lat" is (limit - burst) / rate; the longest wait in a full queue is
+            # limit / rate = the LATENCY asked for (parse_tbf sizes limit from it)
             "latency": qd[0].get("options", {}).get("lat"),
+            "max_queue_delay": parse_tbf(cfg.tbf).latency if cfg and cfg.tbf else None,
         }
         if qd and qd[0].get("kind") == "tbf"
         else None
