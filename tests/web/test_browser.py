@@ -130,7 +130,9 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(
             assert workers, "no worker process under the console"
             # the engine unlinks each counter file once mapped; the workers still hold it
             shm = [f for p in workers for f in _open_files(p) if f.startswith("/dev/shm/tgen-")]
-            assert len(shm) == len(workers), f"workers without a counter file: {shm}"
+            counters = [f for f in shm if "-wts-" not in f]  # -wts-: the shared tx stamp table
+            assert len(counters) == len(workers), f"workers without a counter file: {shm}"
+            assert len(shm) == 2 * len(workers), f"workers without the tx stamp table: {shm}"
             page.wait_for_function("() => /1 running/.test(__tgenText())", timeout=10_000)
             page.wait_for_timeout(1500)  # a few redraws with the rates on screen
             SCREENSHOT.parent.mkdir(exist_ok=True)

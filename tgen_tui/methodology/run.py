@@ -569,7 +569,9 @@ async def stateful_trial(
         if lrn is None or not t.passed:
             return t
         m = lrn["max"]
-        learned = learned_count(lrn["path"])
+        # the worker's own report (the table may be on another host, --cluster), else the file
+        rep = (t.extra.pop("learned_report", None) or {}).get(lrn["port"]) or {}
+        learned = int(rep["tuples"]) if "tuples" in rep else learned_count(lrn["path"])
         t.extra["learned"] = {"tuples": learned, "max": m, "port": lrn["port"]}
         if learned < m:
             t.passed = False

@@ -225,6 +225,13 @@ class TrialRunner:
                     sent_by_deadline += pre_clear_tx + clear_slack
                 await eng.stop()
                 final = await _final(eng)
+                if learn:  # what each learning port's worker reported (on its own host)
+                    t.extra["learned_report"] = {
+                        port: ev.learned
+                        for st in eng.states.values()
+                        for port, ev in st.stopped_info.items()
+                        if port in learn and ev.learned is not None
+                    }
         finally:
             self._last_end = time.monotonic()
             self.trials_run += 1
