@@ -24,6 +24,7 @@ from tgen_tui.worker.counters import (
     R_LAT_UNSTAMPED,
     CounterView,
 )
+from tgen_tui.worker.rxring import RxBatch
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.txstamps import StampTable, sample_every, tags_for
 
@@ -108,6 +109,24 @@ def test_signature_stamps_are_widened_by_the_senders_64_bit_references():
     assert row[R_LAT_UNSTAMPED] == 1 and row[R_FRAMES] == 5  # frame 2 again: too old
     assert row[R_LAT_COUNT] == 3 + 1  # frame 5: its 32-bit signature latency
     assert row[R_LAT_MIN] == 1000
+
+
+def test_one_batch_of_kernel_and_widened_streams():
+    """Streams of both sources interleaved in one received batch are each timed their way."""
+    table = StampTable.private(n_streams=2, window=256)
+    table.begin_stream(0, 4)  # kernel stamps, 1 in 4
+    table.begin_stream(1, -4)  # signature, widened from references
+    tab = _table(2)
+    rs = RxStats(tab, stamps=table)
+    a, b = _batch(0, np.arange(8), lat=999_999), _batch(1, np.arange(8), lat=6_000_000_000)
+    table.record(tags_for(0, 0, 8)[[0, 4]], a.rx_ns[[0, 4]] - 2000)
+    table.record(tags_for(1, 0, 8)[[0, 4]], b.rx_ns[[0, 4]] - 6_000_000_000 - 500)
+    mixed = RxBatch(*(np.ravel(np.column_stack([getattr(a, f), getattr(b, f)]))
+                      for f in RxBatch.FIELDS))  # fmt: skip
+    rs.add(mixed)
+    assert tab[0][R_LAT_COUNT] == 2 and tab[0][R_LAT_MIN] == tab[0][R_LAT_MAX] == 2000
+    assert tab[1][R_LAT_COUNT] == 8 and tab[1][R_LAT_MIN] == tab[1][R_LAT_MAX] == 6_000_000_000
+    assert tab[0][R_LAT_EVERY] == 4 and tab[1][R_LAT_EVERY] == 0
 
 
 @pytest.fixture

@@ -309,6 +309,15 @@ class RxStats:
             lat, neg = self._signature_latency(s, ts, rx_ns)
             self._fold(s, lat, neg)
             return
+        if (every < 0).all():  # one mode in the batch: widened signatures, no subsets
+            lat, neg = self._signature_latency(s, ts, rx_ns)
+            lat, neg, old = self._widen(s, ext, ts, rx_ns, -every, lat, neg)
+            if old.any():
+                np.add.at(self.t[:, R_LAT_UNSTAMPED], s[old], 1)
+                keep = ~old
+                s, lat, neg = s[keep], lat[keep], neg[keep]
+            self._fold(s, lat, neg)
+            return
         kern = every > 0
         sel = ~kern
         lat = np.zeros(len(s), dtype=np.int64)
@@ -350,15 +359,23 @@ class RxStats:
         (latency, negative, too_old): too_old frames were sent more than the table's
         window of samples ago and have no trustworthy value."""
         q0 = ext - (ext & (k - 1))
-        ref = self._stamps.lookup(s, q0, k)
+        # one table lookup per run of frames that share a reference (consecutive frames
+        # mostly do: K of them), not one per frame
+        n = len(q0)
+        head = np.ones(n, dtype=bool)
+        head[1:] = (q0[1:] != q0[:-1]) | (s[1:] != s[:-1])
+        ri = np.flatnonzero(head)
+        run_len = np.diff(np.r_[ri, n])
+        ref_r = self._stamps.lookup(s[ri], q0[ri], k[ri])
+        old_r = (ref_r < 0) & self._stamps.overwritten(s[ri], q0[ri], k[ri])
+        ref = np.repeat(ref_r, run_len)
         have = ref >= 0
         d = (np.asarray(ts, dtype=np.int64) - ref) & _M32
         d = np.where(d >= _TWO31, d - _TWO32, d)
         lat64 = rx_ns - (ref + d)
         lat = np.where(have, np.maximum(lat64, 0), lat32)
         neg = np.where(have, lat64 < 0, neg32)
-        old = ~have & self._stamps.overwritten(s, q0, k)
-        return lat, neg, old
+        return lat, neg, np.repeat(old_r, run_len)
 
     def _signature_latency(self, s, ts, rx_ns) -> tuple[np.ndarray, np.ndarray]:
         lat = rx_ns - np.asarray(ts, dtype=np.int64)
