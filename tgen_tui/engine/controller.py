@@ -317,13 +317,18 @@ class Engine:
         # kernel tx timestamps of sampled frames, shared by the local workers (the sender
         # writes, the receiver joins): mapped by each worker at configure, then unlinked
         self._stamps_path = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-wts-{id(self):x}")
-        StampTable.create(self._stamps_path, self.n_streams).close()
+        try:
+            StampTable.create(self._stamps_path, self.n_streams).close()
+        except OSError as e:  # latency between workers then comes from signature stamps
+            self._notice(f"no shared tx timestamp table ({e}): latency from signature stamps")
+            self._stamps_path = None
         try:
             for plan in self.plans:
                 await self._spawn_worker(plan)
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(self._stamps_path)
+            if self._stamps_path:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._stamps_path)
         for pr in self.ports.values():
             pr.link = await self._link_state(pr)
         self._last_link = time.monotonic()

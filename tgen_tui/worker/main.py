@@ -549,9 +549,14 @@ class Worker:
         self.cv = C.CounterView.create(str(msg.shm), len(specs), n_tx, n_streams, len(rx_specs))
         # kernel tx times of sampled frames: shared with the other local workers (the
         # engine's file), else this worker's own (it sends and receives its streams)
-        self.stamps = (
-            StampTable.open(str(msg.stamps)) if msg.stamps else StampTable.private(n_streams)
-        )
+        self.stamps = None
+        if msg.stamps:
+            try:
+                self.stamps = StampTable.open(str(msg.stamps))
+            except (OSError, ValueError) as e:  # not an error event: configure goes on
+                print(f"tx timestamp table {msg.stamps}: {e}: a private one", file=sys.stderr)
+        if self.stamps is None or self.stamps.n_streams < n_streams:
+            self.stamps = StampTable.private(n_streams)
         ring_opts = dict(msg.rx_ring or {})
         row = 0
         k = 0
