@@ -29,7 +29,7 @@ from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK, LATE_NS, MIN_WAKE_NS
 from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
-from tgen_tui.worker.txstamps import TAG_SEQ_BITS, TAG_SEQ_MASK, StampTable, sample_every
+from tgen_tui.worker.txstamps import StampTable, sample_every, tags_at
 
 MAX_TURN_BATCHES = 8  # batches per stream per loop turn before rx and commands get a look
 STATS_EVERY_NS = 100_000_000  # PACKET_STATISTICS read interval
@@ -215,12 +215,10 @@ class Port:
 
     def _record_refs(self, st: TxStream, m: int, send_ns: int) -> None:
         """User-space send times of the sampled frames of a batch just sent (see ref_every)."""
-        k = st.ref_every
-        rows = np.arange((-st.sent) % k, m, k)
+        rows = np.arange((-st.sent) % st.ref_every, m, st.ref_every)
         if len(rows):
-            seq = (rows + st.sent).astype(np.uint64)
-            tags = (np.uint64(st.index) << np.uint64(TAG_SEQ_BITS)) | seq
-            self.w.stamps.record(tags, np.full(len(rows), send_ns, dtype=np.int64))
+            times = np.full(len(rows), send_ns, dtype=np.int64)
+            self.w.stamps.record(tags_at(st.index, rows + st.sent), times)
 
     def stamp_step(self, now_ns: int) -> None:
         """Move the kernel's transmit timestamps into the shared table; resolve received
@@ -266,12 +264,8 @@ class Port:
                 send_ns = time.monotonic_ns()
                 try:
                     if st.stamp_every:
-                        k = st.stamp_every
-                        rows = np.arange((-st.sent) % k, n, k)
-                        tags = (np.uint64(st.index) << np.uint64(TAG_SEQ_BITS)) | (
-                            (rows + st.sent).astype(np.uint64) & np.uint64(TAG_SEQ_MASK)
-                        )
-                        m = self.tx.send(buf, lens, tags, rows)
+                        rows = np.arange((-st.sent) % st.stamp_every, n, st.stamp_every)
+                        m = self.tx.send(buf, lens, tags_at(st.index, rows + st.sent), rows)
                     else:
                         m = self.tx.send(buf, lens)
                         if st.ref_every and m > 0:

@@ -176,8 +176,13 @@ class StampTable:
         return self.seq1[stream, slot] > seq + 1
 
 
+def tags_at(stream: int, seq: np.ndarray) -> np.ndarray:
+    """Tags (stream << 40 | seq) of frames ``seq`` of ``stream``: how a stamp names its frame."""
+    return (np.uint64(stream) << np.uint64(TAG_SEQ_BITS)) | (
+        np.asarray(seq).astype(np.uint64) & np.uint64(TAG_SEQ_MASK)
+    )
+
+
 def tags_for(stream: int, first_seq: int, n: int) -> np.ndarray:
     """Tags of frames ``first_seq .. first_seq + n - 1`` of ``stream``."""
-    return (np.uint64(stream) << np.uint64(TAG_SEQ_BITS)) | (
-        np.arange(first_seq, first_seq + n, dtype=np.uint64) & np.uint64(TAG_SEQ_MASK)
-    )
+    return tags_at(stream, np.arange(first_seq, first_seq + n, dtype=np.uint64))
