@@ -75,6 +75,13 @@ def test_resolve_profile_cache_default(cache_dir):
         cache.store(_entry("af_xdp", 1024), cache.keys("veth"))
         x = resolve("auto", pair.if_a, pair.ns_a, max_frame=2048)
         assert (x.tx_path, x.source) == ("af_xdp", "cache") and "tcpdump" in x.why
+        # a port well within sendmmsg's calibrated 400 kpps keeps it (kernel tx stamps,
+        # tcpdump); above half of it the faster calibrated path is used
+        k = resolve("auto", pair.if_a, pair.ns_a, max_frame=2048, pps=150_000)
+        assert (k.tx_path, k.max_batch, k.source) == ("sendmmsg", 2048, "cache")
+        assert "kernel transmit timestamps" in k.why and "af_xdp" in k.why
+        f = resolve("auto", pair.if_a, pair.ns_a, max_frame=2048, pps=250_000)
+        assert (f.tx_path, f.source) == ("af_xdp", "cache")
         j = resolve("auto", pair.if_a, pair.ns_a, max_frame=9000)  # jumbo: not in a UMEM chunk
         assert (j.tx_path, j.source) == ("sendmmsg", "default") and "9000 B" in j.why
         cache.store(_entry("tx_ring", 4096, cpu_model="another CPU"), cache.keys("veth"))
@@ -99,7 +106,7 @@ def test_worker_uses_the_resolved_path(cache_dir, asked, ran, batch, source):
     cache.store(_entry("tx_ring", 4096), cache.keys("veth"))
     prog = program_from_dict(sink_program())
     prog = prog.__class__(**{**prog.__dict__, "schedule": prog.schedule.__class__(
-        **{**prog.schedule.__dict__, "pps": 200_000.0, "count": 20_000})})  # fmt: skip
+        **{**prog.schedule.__dict__, "pps": 300_000.0, "count": 20_000})})  # fmt: skip
     shm = f"/dev/shm/tgen-caltest-{os.getpid()}"
     with SinkPair("tgcw") as pair:
         spec = port_config("a", pair.if_a, pair.ns_a, [prog], tx_path=asked) | {"rx": False}

@@ -13,6 +13,10 @@ DEFAULT_PATH = "sendmmsg"
 DEFAULT_BATCH = 1024
 PATHS = ("sendmmsg", "tx_ring", "af_xdp")
 XDP_MAX_FRAME = 2048  # one AF_XDP UMEM chunk (tgen_tui.worker.txpath.XDP_CHUNK)
+# auto keeps sendmmsg (kernel transmit timestamps, frames visible to tcpdump) for a port
+# whose rate is at most this share of sendmmsg's calibrated rate, even when another path
+# measured faster: that path's extra speed would go unused and cost latency accuracy
+SENDMMSG_HEADROOM = 0.5
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,7 @@ def resolve(
     netns: str | None,
     path: Path | None = None,
     max_frame: int = 0,
+    pps: float | None = None,
 ) -> TxChoice:
     """Resolve ``requested`` ('auto', None, or a concrete path) for one port.
 
@@ -47,7 +52,10 @@ def resolve(
     it, when the cache has one). ``auto`` uses the cache entry for this host and driver;
     without one (or with a stale one) it falls back to :data:`DEFAULT_PATH`. A cached
     AF_XDP choice gives way to the default when the port's largest frame (``max_frame``
-    bytes) does not fit a UMEM chunk.
+    bytes) does not fit a UMEM chunk. A faster cached path also gives way to sendmmsg when
+    the port's requested rate (``pps``, all its streams) is within SENDMMSG_HEADROOM of
+    sendmmsg's calibrated rate: sendmmsg has kernel transmit timestamps (latency without
+    the tester's send path) and tcpdump sees its frames.
     """
     req = requested or "auto"
     if req != "auto" and req not in PATHS:
@@ -74,6 +82,19 @@ def resolve(
             f"default: calibrated af_xdp takes frames up to {XDP_MAX_FRAME} B, "
             f"this port sends {max_frame} B",
         )
+    if entry and not stale and entry["choice"]["tx_path"] != "sendmmsg" and pps:
+        mm = [r for r in entry.get("table", []) if r.get("tx_path") == "sendmmsg"]
+        best = max(mm, key=lambda r: float(r.get("kpps") or 0), default=None)
+        if best and pps <= SENDMMSG_HEADROOM * float(best.get("kpps") or 0) * 1000:
+            return TxChoice(
+                "sendmmsg",
+                int(best.get("max_batch") or DEFAULT_BATCH),
+                "cache",
+                f"sendmmsg: this port's {pps / 1000:,.1f} kpps is well within its calibrated "
+                f"{float(best['kpps']):,.0f} kpps, and it keeps kernel transmit timestamps "
+                f"and tcpdump taps (fastest calibrated: {entry['choice']['tx_path']}, used "
+                "above that)",
+            )
     if entry and not stale:
         c = entry["choice"]
         note = ""

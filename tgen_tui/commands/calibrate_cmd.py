@@ -16,8 +16,11 @@ send path (AF_PACKET sendmmsg at 256/1024/2048-frame batches, PACKET_TX_RING at
 takes rate away), counts them with
 the kernel's interface counter (frames per second, kpps = 1000 frames/s), and caches the
 fastest for this host and interface driver in ~/.cache/tgen/txpath.json ($TGEN_CACHE_DIR
-overrides). A port with `tx_path: auto` (the default) then uses it; `tgen run --json`
-shows, per worker, which path ran and why (profile, cache or default).
+overrides). A port with `tx_path: auto` (the default) then uses it, except that a port
+whose requested rate is at most half of sendmmsg's calibrated rate keeps sendmmsg: its
+kernel transmit timestamps keep the tester's send path out of latency, and tcpdump sees
+its frames. `tgen run --json` shows, per worker, which path ran and why (profile, cache or
+default).
 
 AF_XDP (copy mode) bypasses the qdisc and the packet taps: when it is chosen, tcpdump
 on the tester port sees none of the frames tgen sends (the interface counters and the

@@ -268,5 +268,6 @@ def port_config(
     }
     if programs:
         biggest = max(len(p.template) for p in programs)
-        d.update(resolve(tx_path, interface, netns, max_frame=biggest).port_fields())
+        pps = sum(p.schedule.pps for p in programs)
+        d.update(resolve(tx_path, interface, netns, max_frame=biggest, pps=pps).port_fields())
     return d
