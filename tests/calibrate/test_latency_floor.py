@@ -18,7 +18,6 @@ def test_floor_is_measured_cached_and_recorded(own_cache):
     if os.geteuid() != 0:
         pytest.skip("needs root: creates network namespaces and AF_PACKET sockets")
     from tgen_tui.calibrate.floor import (
-        LATENCY_SOURCE,
         cached_floor,
         measure_floor,
         result_fields,
@@ -38,5 +37,8 @@ def test_floor_is_measured_cached_and_recorded(own_cache):
     assert cached_floor()["p50_ns"] == fl["p50_ns"]
     after = result_fields()
     assert after["latency_floor_ns"] == fl["p50_ns"]
-    assert after["latency_source"] == LATENCY_SOURCE
+    assert after["latency_source"] is None  # no stream measured latency
+    k = result_fields(["kernel", "kernel"])
+    assert k["latency_source"] == "kernel" and "SO_TIMESTAMPING" in k["latency_source_detail"]
+    assert result_fields(["kernel", "signature"])["latency_source"] == "mixed"
     assert not any(n.startswith(f"tgen-{os.getpid()}-floor") for n in os.listdir("/dev/shm"))

@@ -149,7 +149,7 @@ def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_worke
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
     stamps = f"/dev/shm/tgen-wtest-{tag}-stamps"
     shm = [f"/dev/shm/tgen-wtest-{tag}-{i}" for i in (0, 1)]
-    StampTable.create(stamps, 1).close()
+    table = StampTable.create(stamps, 1)  # the engine's part; kept open to look inside
     tx, rx = two_workers
     try:
         prog = program_to_dict(make_program(index=0, size=64, pps=20_000.0, count=4000))
@@ -182,6 +182,10 @@ def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_worke
     assert row[R_LAT_EVERY] == every
     assert row[R_LAT_COUNT] == 4000 // (every or 1) and row[R_LAT_UNSTAMPED] == 0
     assert row[R_HIST:].sum() == row[R_LAT_COUNT]
+    # the sender published every 4th frame's time: kernel stamps (4), 64-bit references (-4)
+    assert table.every[0] == (4 if path == "sendmmsg" else -4)
+    assert np.count_nonzero(table.seq1[0]) == 1000
+    table.close()
     assert 0 <= row[R_LAT_MIN] <= row[R_LAT_MAX]
 
 

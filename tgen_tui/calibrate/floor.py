@@ -34,7 +34,6 @@ SIGNATURE_SOURCE = (
     "kernel's receive timestamp on the TPACKET_V3 ring"
 )
 SOURCES = {"kernel": KERNEL_SOURCE, "signature": SIGNATURE_SOURCE}
-LATENCY_SOURCE = "kernel"  # what a sendmmsg port (the default send path) uses
 FLOOR_KEY = "latency_floor"
 
 
@@ -124,22 +123,25 @@ def cached_floor() -> dict | None:
     return e
 
 
-def source_of(streams) -> str:
-    """The result's latency_source from its streams' (``StreamStats``): kernel, signature,
-    or "mixed" (each stream says its own)."""
-    used = {s.latency_source for s in streams if s.latency_ns.p50 is not None}
+def source_of(sources) -> str | None:
+    """The result's latency_source from the sources its streams used ("kernel",
+    "signature"): the one source, "mixed" (each stream then says its own), or None when
+    no stream measured latency."""
+    used = set(sources)
     if len(used) == 1:
         return used.pop()
-    return "mixed" if used else LATENCY_SOURCE
+    return "mixed" if used else None
 
 
-def result_fields(streams=()) -> dict:
+def result_fields(sources=()) -> dict:
     """What every result records about latency: its source and the tester's floor."""
     e = cached_floor()
-    src = source_of(streams)
+    src = source_of(sources)
     return {
         "latency_source": src,
-        "latency_source_detail": SOURCES.get(src, "per stream: see streams.*.latency_source"),
+        "latency_source_detail": SOURCES.get(
+            src or "", "per stream (streams.*.latency_source)" if src else "no latency measured"
+        ),
         "latency_floor_ns": e["p50_ns"] if e else None,
         "latency_floor": e
         if e

@@ -120,12 +120,13 @@ class PortRuntime:
     host: str | None = None  # tester host under --cluster (None: this machine)
 
 
-def remove_stale_counter_files(shm_dir: str = SHM_DIR) -> list[str]:
-    """Remove counter files of tgen processes that no longer exist (a SIGKILLed run)."""
+def remove_files_of_gone_processes(pattern: str, pid_field: int) -> list[str]:
+    """Remove the files matching ``pattern`` whose owner is gone: the owner's pid is the
+    ``pid_field``-th ``-``-separated part of the file name (a SIGKILLed run leaves them)."""
     removed = []
-    for path in glob.glob(os.path.join(shm_dir, f"{SHM_PREFIX}*-w*")):
-        name = os.path.basename(path)[len(SHM_PREFIX) :]
-        pid_text = name.split("-", 1)[0]
+    for path in glob.glob(pattern):
+        parts = os.path.basename(path).split("-")
+        pid_text = parts[pid_field] if len(parts) > pid_field else ""
         if not pid_text.isdigit():
             continue
         try:
@@ -139,6 +140,11 @@ def remove_stale_counter_files(shm_dir: str = SHM_DIR) -> list[str]:
             os.unlink(path)
             removed.append(path)
     return removed
+
+
+def remove_stale_counter_files(shm_dir: str = SHM_DIR) -> list[str]:
+    """Remove counter files (and tx stamp tables) of tgen processes that no longer exist."""
+    return remove_files_of_gone_processes(os.path.join(shm_dir, f"{SHM_PREFIX}*-w*"), 1)
 
 
 class Engine:

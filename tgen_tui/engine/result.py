@@ -149,7 +149,7 @@ def _latency_fields(streams) -> dict:
     try:
         from tgen_tui.calibrate.floor import result_fields
 
-        return result_fields(streams)
+        return result_fields(s.latency_source for s in streams if s.latency_ns.p50 is not None)
     except Exception as e:  # noqa: BLE001 - a cache problem must not lose the result
         return {
             "latency_source": None,

@@ -51,25 +51,9 @@ def new_table_path() -> str:
 
 def remove_stale_tables(directory: str = LEARN_DIR) -> list[str]:
     """Remove learned-tuple tables (and temporary files) of tgen processes that are gone."""
-    removed = []
-    for f in glob.glob(os.path.join(directory, "tgen-learn-*")):
-        pid = os.path.basename(f).split("-")[2]
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
-        with contextlib.suppress(OSError):
-            os.unlink(f)
-            removed.append(f)
-    return removed
+    from tgen_tui.engine.controller import remove_files_of_gone_processes
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return remove_files_of_gone_processes(os.path.join(directory, "tgen-learn-*"), 2)
 
 
 def remove_table(path: str | None) -> None:

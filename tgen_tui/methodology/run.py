@@ -795,23 +795,11 @@ def _trial_list(session: Session) -> list[dict]:
     return out
 
 
-def _latency_fields(sources: set) -> dict:
-    """latency_source (kernel, signature or mixed, from the trials' streams) and the
-    tester's back-to-back floor, as every tgen result records them."""
-    from tgen_tui.calibrate.floor import SOURCES, cached_floor
-
-    src = next(iter(sources)) if len(sources) == 1 else ("mixed" if sources else None)
-    fl = cached_floor()
-    return {
-        "latency_source": src,
-        "latency_source_detail": SOURCES.get(src or "", "per stream, in each trial"),
-        "latency_floor_ns": fl["p50_ns"] if fl else None,
-    }
-
-
 def build_document(session: Session, *, partial: bool, signal_name: str | None = None) -> dict:
     """The JSON report: top level ``searches`` and ``summary`` (or ``capacity``), every
     trial, the parameters, the DUT settings and the seed."""
+    from tgen_tui.calibrate.floor import result_fields
+
     p = session.params
     b = session.body
     params = dataclasses.asdict(p)
@@ -835,7 +823,7 @@ def build_document(session: Session, *, partial: bool, signal_name: str | None =
         "profile_detail": session.profile_doc,
         "dut": session.dut_settings,
         "environment": {"tester": os.uname().nodename, "cpus": os.cpu_count()},
-        **_latency_fields(session.latency_sources),
+        **result_fields(session.latency_sources),
         "warnings": session.warnings,
         "deviations": session.deviations,
     }

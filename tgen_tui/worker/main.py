@@ -34,6 +34,7 @@ from tgen_tui.worker.txstamps import StampTable, sample_every, tags_at
 MAX_TURN_BATCHES = 8  # batches per stream per loop turn before rx and commands get a look
 STATS_EVERY_NS = 100_000_000  # PACKET_STATISTICS read interval
 MAX_SLEEP_NS = 100_000_000  # heartbeat at least every 100 ms
+RESOLVE_EVERY_NS = 1_000_000  # waiting frames look for their kernel tx stamp again after 1 ms
 
 
 class WorkerError(Exception):
@@ -164,6 +165,7 @@ class Port:
         self.last_stats_ns = 0
         self.stop_ids: list = []
         self.stamping = False  # this port's sender has kernel tx timestamps on
+        self.resolve_at_ns = 0  # next look at received frames still waiting for their stamp
 
     def open(self, tx_rows: list[np.ndarray], rx_table: int | None, ring_opts: dict) -> None:
         progs = [program_from_dict(d) for d in self.spec.get("tx_streams", [])]
@@ -227,8 +229,9 @@ class Port:
             tags, real_ns = self.tx.read_tx_timestamps()
             if len(tags):
                 self.w.stamps.record(tags, real_ns + mono_minus_real_ns())
-        if self.rxstats is not None and self.rxstats.pending:
-            self.rxstats.resolve_pending(now_ns)
+        if self.rxstats is not None and self.rxstats.pending and now_ns >= self.resolve_at_ns:
+            self.rxstats.resolve_pending(now_ns)  # a sort of the waiting frames: not every turn
+            self.resolve_at_ns = now_ns + RESOLVE_EVERY_NS
 
     # -------------------------------------------------------------- tx
     def tx_step(self, now_ns: int) -> int:
