@@ -23,14 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-VIEWS = [
-    ("m", "main"),
-    ("f", "streams"),
-    ("d", "dut"),
-    ("w", "workers"),
-    ("l", "log"),
-    ("question_mark", "help"),
-]
+from tgen_tui.ui.keymap import VIEW_KEYS  # noqa: E402
+
+VIEWS = VIEW_KEYS  # main, streams, dut, workers, log, help
 SIZES = [(80, 24), (160, 48)]
 
 

@@ -7,16 +7,11 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input
 
+from tgen_tui.ui.keymap import VIEW_KEYS
+
 from .conftest import FrozenClock, make_app
 
-VIEWS = [
-    ("m", "main"),
-    ("f", "streams"),
-    ("d", "dut"),
-    ("w", "workers"),
-    ("l", "log"),
-    ("question_mark", "help"),
-]
+VIEWS = VIEW_KEYS  # main, streams, dut, workers, log, help
 
 
 def _scenario(key: str):

@@ -44,6 +44,11 @@ APP_BINDINGS: list[Binding] = [
     *PORT_BINDINGS,
 ]
 
+# (key, screen) of the screens one key opens, in key-map order (screenshots and tests walk them)
+VIEW_KEYS: list[tuple[str, str]] = [
+    (b.key, b.action[len("view('") : -2]) for b in APP_BINDINGS if b.action.startswith("view(")
+]
+
 STREAM_BINDINGS: list[Binding] = [
     Binding("p", "app.toggle_pause", "Pause/resume", id="stream.pause"),
 ]
