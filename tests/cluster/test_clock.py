@@ -127,8 +127,8 @@ def test_engine_import_does_not_import_ray():
 def test_cluster_option_without_ray_is_an_environment_error(monkeypatch):
     import importlib.util
 
-    from tgen_tui.commands.run_cmd import check_cluster_option
     from tgen_tui.diagnostics import BadInput, EnvironmentProblem
+    from tgen_tui.engine.cli_options import check_cluster_option
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

@@ -15,7 +15,8 @@ import os
 import signal
 import sys
 
-from tgen_tui.commands.options import (
+from tgen_tui.diagnostics import BadInput, ExitCode
+from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
@@ -23,7 +24,6 @@ from tgen_tui.commands.options import (
     parse_cores_option,
     write_json_output,
 )
-from tgen_tui.diagnostics import BadInput, ExitCode
 from tgen_tui.profiles.units import parse_duration
 
 COMMON_EPILOG = """\
@@ -466,7 +466,7 @@ def params_from_args(args: argparse.Namespace):
     if getattr(args, "cores", None):
         p.cores = parse_cores_option(args.cores)
     if getattr(args, "cluster", None):
-        from tgen_tui.commands.run_cmd import check_cluster_option
+        from tgen_tui.engine.cli_options import check_cluster_option
 
         check_cluster_option(args.cluster)
         p.cluster = args.cluster

@@ -11,21 +11,22 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import signal
 import sys
 import time
 
 from tgen_tui import fmt
-from tgen_tui.commands.options import (
+from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
+from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
     add_quiet_option,
+    check_cluster_option,
+    check_environment,
     parse_cores_option,
     write_json_output,
 )
-from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
 from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.profiles.units import parse_duration
 from tgen_tui.results.record import add_store_options, record_from_args
@@ -128,38 +129,6 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
     add_quiet_option(p, "no progress line, no table")
     add_store_options(p)
     p.set_defaults(func=cmd_run)
-
-
-def check_cluster_option(cluster: str | None) -> None:
-    """--cluster: an address, and Ray installed (checked without importing it)."""
-    if cluster is None:
-        return
-    if not cluster.strip() or any(c.isspace() for c in cluster):
-        raise BadInput(f"--cluster: {cluster!r}: give the Ray head's IP:PORT, or 'auto'")
-    import importlib.util
-
-    if importlib.util.find_spec("ray") is None:
-        raise EnvironmentProblem(
-            "--cluster needs Ray, which is not installed: pip install 'tgen-tui[cluster]'"
-        )
-
-
-def check_environment(
-    compiled,
-    cluster: str | None = None,
-    *,
-    needs_root: str = "tgen run needs root (AF_PACKET sockets, network namespaces)",
-) -> None:
-    """Root, and every port's namespace exists (with a cluster, a port on its own host is checked there)."""
-    if os.geteuid() != 0:
-        raise EnvironmentProblem(needs_root)
-    for spec in compiled.ports.values():
-        if cluster and getattr(spec, "host", None):
-            continue  # its namespace is on its host: the engine checks there
-        if spec.netns and not os.path.exists(f"/run/netns/{spec.netns}"):
-            raise EnvironmentProblem(
-                f"port {spec.name}: network namespace {spec.netns!r} does not exist (bring the lab up: tgen lab up)"
-            )
 
 
 def progress_line(snap) -> str:
@@ -407,7 +376,7 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
                     events=list(eng.events),
                     plan=eng.plan_text(),
                     thresholds=[t.text for t in thresholds],
-                    dut_netns=eng._dut.netns if eng._dut else None,
+                    dut_netns=eng.dut_netns,
                 )
                 if eng.cluster_report() is not None:
                     result["cluster"] = eng.cluster_report()

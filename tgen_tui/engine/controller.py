@@ -996,6 +996,10 @@ class Engine:
         """The newest snapshot: a latest-only subscription for front ends that draw at their pace."""
         return self.latest
 
+    async def sample_now(self) -> StatsSnapshot:
+        """Sample the counters now and publish the snapshot (a check at a deadline)."""
+        return await self._publish()
+
     async def final_snapshot(self) -> StatsSnapshot:
         """Sample now and publish the result as a final snapshot."""
         return await self._publish(final=True)
@@ -1061,6 +1065,11 @@ class Engine:
                 return
             with contextlib.suppress(trio.ClosedResourceError):
                 await self._publish()
+
+    @property
+    def dut_netns(self) -> str | None:
+        """The DUT's namespace when it is probed through one (None: no DUT, or ssh)."""
+        return self._dut.netns if self._dut else None
 
     def dut_source(self) -> str:
         return self._dut.source if self._dut else "none"

@@ -219,7 +219,7 @@ def describe_profile(params: Params, prof, compiled) -> dict:
 
 def preflight(session: Session, prof, compiled, test_seconds: float) -> None:
     """Environment check, DUT settings and timeout warnings, deviations from the RFCs."""
-    from tgen_tui.commands.run_cmd import check_environment
+    from tgen_tui.engine.cli_options import check_environment
 
     p = session.params
     check_environment(compiled, p.cluster)

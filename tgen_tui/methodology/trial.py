@@ -182,14 +182,14 @@ class TrialRunner:
                 t_done = None
                 while True:
                     now = time.monotonic()
-                    if _done_sending(eng):
+                    if eng.ports_done_sending():
                         t_done = now
                         break
                     if now >= deadline:
                         break
                     if not cleared and now >= t_start + clear_at_s:
                         t_a = time.monotonic()
-                        pre = await _fresh(eng)
+                        pre = await eng.sample_now()
                         pre_clear_tx = sum(pre.stream(n).tx_frames for n in expected)
                         await eng.clear()
                         total_pps = sum(p.schedule.pps for p in progs)
@@ -200,7 +200,7 @@ class TrialRunner:
                             "unobserved_frames_max": clear_slack,
                         }
                         cleared = True
-                    snap = _latest(eng)
+                    snap = eng.latest_snapshot()
                     if early and snap is not None and snap.seq != last_seq:
                         # live loss counts gaps below the highest sequence seen; a frame
                         # merely reordered would fill its gap by the next sample, so stop
@@ -216,7 +216,7 @@ class TrialRunner:
                         lossy_samples = 1 if over else 0
                     left = deadline - now
                     await trio.sleep(min(0.05, left) if left > 0.15 else min(0.005, left))
-                at_deadline = await _fresh(eng)
+                at_deadline = await eng.sample_now()
                 sent_by_deadline = sum(at_deadline.stream(n).tx_frames for n in expected)
                 if clear_at_s is not None and cleared:
                     # the counters restarted at the clear: add what was sent before it, and
@@ -224,7 +224,7 @@ class TrialRunner:
                     # and the clear's baselines
                     sent_by_deadline += pre_clear_tx + clear_slack
                 await eng.stop()
-                final = await _final(eng)
+                final = await eng.final_snapshot()
                 if learn:  # what each learning port's worker reported (on its own host)
                     t.extra["learned_report"] = {
                         port: ev.learned
@@ -354,25 +354,3 @@ def _retry_worthy(t: TrialResult) -> bool:
     want = sum(v["count"] for v in t.extra.get("streams", {}).values())
     sent = t.extra.get("sent_by_deadline", 0)
     return not t.valid and not t.stopped_early and want > 0 and sent >= 0.9 * want
-
-
-# The engine is being reworked (issue 7): these three adapters are the only places that
-# reach past its stable names, and they prefer the new public ones when present.
-def _latest(eng):
-    f = getattr(eng, "latest_snapshot", None)
-    return f() if callable(f) else eng.latest
-
-
-def _done_sending(eng) -> bool:
-    f = getattr(eng, "ports_done_sending", None)
-    return bool(f()) if callable(f) else False
-
-
-async def _fresh(eng):
-    """A sample taken now (the validity check reads the sender's counters at the deadline)."""
-    return await eng._publish()
-
-
-async def _final(eng):
-    f = getattr(eng, "final_snapshot", None)
-    return await f() if callable(f) else await eng._publish(final=True)

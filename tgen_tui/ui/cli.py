@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tgen_tui.commands.options import (
+from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
@@ -80,7 +80,7 @@ def _compile(path: str):
 
 def _check_environment(compiled, cluster: str | None = None) -> None:
     """Same checks as ``tgen run``: root, and every port's namespace exists."""
-    from tgen_tui.commands.run_cmd import check_environment
+    from tgen_tui.engine.cli_options import check_environment
 
     check_environment(
         compiled,
@@ -101,7 +101,7 @@ def make_host_builder(args: argparse.Namespace):
 
             eng = FakeEngine(compiled, cores=cores)
             return AsyncioEngineHost(lambda: fake_engine_cm(eng)), compiled
-        from tgen_tui.commands.run_cmd import check_cluster_option
+        from tgen_tui.engine.cli_options import check_cluster_option
 
         cluster = getattr(args, "cluster", None)
         check_cluster_option(cluster)

@@ -1,4 +1,5 @@
-"""Argparse options that several verbs share, declared once.
+"""What every front end shares to ask for an engine: argparse options declared once, and the
+environment checks made before one opens (root, namespaces, the --cluster option).
 
 Each helper adds the option to a parser or an argument group with the same name, default
 and meaning everywhere; ``help`` may be worded for the verb where its context differs.
@@ -7,10 +8,11 @@ and meaning everywhere; ``help`` may be worded for the verb where its context di
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
-from tgen_tui.diagnostics import BadInput
+from tgen_tui.diagnostics import BadInput, EnvironmentProblem
 
 CORES_HELP = "cores for workers, e.g. 1 or 1-3 (default: all but core 0)"
 DUT_NETNS_HELP = "probe conntrack in this namespace (default: the profile's dut.netns)"
@@ -57,3 +59,35 @@ def add_quiet_option(p, help: str) -> None:
 def add_cluster_option(p, help: str) -> None:
     """--cluster ADDRESS: ports that name a host run on that host's Ray node."""
     p.add_argument("--cluster", metavar="ADDRESS", help=help)
+
+
+def check_cluster_option(cluster: str | None) -> None:
+    """--cluster: an address, and Ray installed (checked without importing it)."""
+    if cluster is None:
+        return
+    if not cluster.strip() or any(c.isspace() for c in cluster):
+        raise BadInput(f"--cluster: {cluster!r}: give the Ray head's IP:PORT, or 'auto'")
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise EnvironmentProblem(
+            "--cluster needs Ray, which is not installed: pip install 'tgen-tui[cluster]'"
+        )
+
+
+def check_environment(
+    compiled,
+    cluster: str | None = None,
+    *,
+    needs_root: str = "tgen run needs root (AF_PACKET sockets, network namespaces)",
+) -> None:
+    """Root, and every port's namespace exists (with a cluster, a port on its own host is checked there)."""
+    if os.geteuid() != 0:
+        raise EnvironmentProblem(needs_root)
+    for spec in compiled.ports.values():
+        if cluster and getattr(spec, "host", None):
+            continue  # its namespace is on its host: the engine checks there
+        if spec.netns and not os.path.exists(f"/run/netns/{spec.netns}"):
+            raise EnvironmentProblem(
+                f"port {spec.name}: network namespace {spec.netns!r} does not exist (bring the lab up: tgen lab up)"
+            )

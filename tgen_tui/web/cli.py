@@ -15,8 +15,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from tgen_tui.commands.options import add_cores_option, add_dut_options
 from tgen_tui.diagnostics import EnvironmentProblem, ExitCode, TgenError
+from tgen_tui.engine.cli_options import add_cores_option, add_dut_options
 
 SERVE_EPILOG = """\
 examples:
