@@ -16,6 +16,7 @@ from typing import Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, Label, Log, OptionList, Static
 
@@ -288,7 +289,7 @@ class StreamsScreen(ViewScreen):
         t = self.query_one("#streams", DataTable)
         if not t.row_count:
             return None
-        row_key, _ = t.coordinate_to_cell_key((t.cursor_row, 0))
+        row_key, _ = t.coordinate_to_cell_key(Coordinate(t.cursor_row, 0))
         return row_key.value
 
     def update_view(self, snap: StatsSnapshot) -> None:
@@ -297,7 +298,7 @@ class StreamsScreen(ViewScreen):
             if s.name not in t.rows:  # type: ignore[operator]
                 continue
             lat = s.latency_ns
-            vals = {
+            vals: dict[str, Text | str] = {
                 "rate": fmt.pps(s.requested_pps),
                 "tx": fmt.count(s.tx_frames),
                 "rx": fmt.count(s.rx_frames),
@@ -492,8 +493,8 @@ class WorkersScreen(ViewScreen):
         t.clear(columns=True)
         cols = [c for c in WORKER_COLS if c[3] or not narrow(self)]
         self._cols = {c[0] for c in cols}
-        for key, label, w, _ in cols:
-            t.add_column(label, width=w, key=key)
+        for key, label, width, _ in cols:
+            t.add_column(label, width=width, key=key)
         for w in desc.workers:
             first = {
                 "id": str(w.id),

@@ -252,7 +252,8 @@ class OrderedFooter(Footer):
         items = list(super().compose())
         palette = [w for w in items if w.has_class("-command-palette")]
         ours = sorted(
-            (w for w in items if getattr(w, "action", None) in order), key=lambda w: order[w.action]
+            (w for w in items if getattr(w, "action", None) in order),
+            key=lambda w: order[getattr(w, "action", "")],
         )
         others = [
             w for w in items if w not in palette and w not in ours
