@@ -24,7 +24,10 @@ def test_keymap_file_remaps_start_and_footer_and_help_show_it(tmp_path) -> None:
     async def go():
         app, eng = make_app(keymap=keymap)
         async with app.run_test(size=(100, 24)) as pilot:
-            await settle(pilot, app, lambda: app.snap is not None)
+            # the footer composes its keys a moment after the screen: wait for them too
+            await settle(
+                pilot, app, lambda: app.snap is not None and bool(app.screen.query(FooterKey))
+            )
             footer = {k.action: k.key_display for k in app.screen.query(FooterKey)}
             assert footer.get("start_selected") == "x"
             first = next(iter(app.screen.query(FooterKey)))  # still first: visible at 80 columns

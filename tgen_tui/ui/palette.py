@@ -20,9 +20,15 @@ class PortCommands(Provider):
         ports: list[str] = getattr(app, "port_names", list)()
         keymap: dict[str, str] = getattr(app, "keymap_overrides", {})
         return [
-            (c.text, partial(app.run_action, c.action), c.help)
+            (c.text, partial(self._run, c.action, c.text), c.help)
             for c in palette_commands(ports, keymap)
         ]
+
+    async def _run(self, action: str, text: str) -> None:
+        """Run the command's action; say so when it does not apply now (the footer greys
+        out the same action), e.g. "start p0" while p0 runs."""
+        if not await self.app.run_action(action):
+            self.app.notify(f"{text}: not possible now", severity="warning", timeout=4)
 
     async def discover(self) -> Hits:
         for text, cb, helptext in self._commands():
