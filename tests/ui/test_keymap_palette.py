@@ -24,7 +24,10 @@ def test_keymap_file_remaps_start_and_footer_and_help_show_it(tmp_path) -> None:
     async def go():
         app, eng = make_app(keymap=keymap)
         async with app.run_test(size=(100, 24)) as pilot:
-            await settle(pilot, app, lambda: app.snap is not None)
+            # the footer composes its keys a moment after the screen: wait for them too
+            await settle(
+                pilot, app, lambda: app.snap is not None and bool(app.screen.query(FooterKey))
+            )
             footer = {k.action: k.key_display for k in app.screen.query(FooterKey)}
             assert footer.get("start_selected") == "x"
             first = next(iter(app.screen.query(FooterKey)))  # still first: visible at 80 columns
@@ -89,3 +92,57 @@ def test_palette_lists_ports_actions_and_profiles_and_runs_start_p1() -> None:
             assert eng.calls == [("start", ["p1"])]
 
     asyncio.run(go())
+
+
+def test_after_a_remap_palette_and_help_show_the_effective_key() -> None:
+    """Remap port.start (and a digit): the palette's help lines and Help's Keys column
+    show the new keys, not the defaults; the palette's command still starts the port."""
+    from textual.command import CommandList
+
+    async def go():
+        app, eng = make_app(keymap={"port.start": "ctrl+g", "port.select1": "f7"})
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot, app, lambda: app.snap is not None)
+            await pilot.press("ctrl+p")
+            await pilot.pause(0.3)
+            await pilot.press(*"start p1")
+            await pilot.pause(0.5)
+            shown = [o.prompt.plain for o in app.screen.query_one(CommandList).options]
+            line = next(x for x in shown if x.startswith("start p1"))
+            assert "keys f7 then ctrl+g" in line, shown
+            assert not any("then s" in x for x in shown), shown
+            await pilot.press("enter")
+            await settle(pilot, app, lambda: app.port_state("p1") == "running")
+            assert eng.calls == [("start", ["p1"])]
+            await pilot.press("question_mark")
+            await pilot.pause(0.2)
+            t = app.screen.query_one("#help", DataTable)
+            assert t.get_row("port.start")[0] == "ctrl+g"
+            assert t.get_row("digits")[0].startswith("0, f7, 2 …")
+            assert t.get_row("port.stop")[0] == "t"  # the others keep their defaults
+
+    asyncio.run(go())
+
+
+def test_one_table_builds_bindings_help_palette_and_keymap_ids() -> None:
+    """Every action id is a binding, a Help row (the digits as one) and a valid keymap id."""
+    from textual.binding import Binding
+
+    from tgen_tui.ui.actions import (
+        ACTION_IDS,
+        ACTIONS,
+        APP,
+        bindings,
+        help_rows,
+        palette_commands,
+    )
+
+    bound = {b.id for scope in (APP, "streams") for b in bindings(scope) if isinstance(b, Binding)}
+    assert bound == ACTION_IDS == {a.id for a in ACTIONS}
+    helped = {i for _, _, i in help_rows({})}
+    assert helped == (ACTION_IDS - {f"port.select{i}" for i in range(10)}) | {"port.select0 … 9"}
+    cmds = {c.text: c for c in palette_commands(["p0", "p1"], {"counters.clear": "x"})}
+    assert cmds["clear counters"].help == "key x"
+    assert cmds["start p0"].action == "start_selected('p0')"
+    assert cmds["select p1"].action == "select_port(1)"
+    assert "select p2" not in cmds

@@ -14,26 +14,32 @@ import json
 import signal
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual.app import App, ScreenStackError
 
 from tgen_tui import fmt
-from tgen_tui.engine.api import EngineDescription, EngineEvent
+from tgen_tui.engine.api import EngineAPI, EngineDescription, EngineEvent
 from tgen_tui.engine.snapshot import StatsSnapshot
+from tgen_tui.ui.actions import APP, bindings
 from tgen_tui.ui.host import AsyncioEngineHost, GuestEngineHost
-from tgen_tui.ui.keymap import APP_BINDINGS
 from tgen_tui.ui.palette import PortCommands, ProfileCommands
+from tgen_tui.ui.record import ConsoleRecord
 from tgen_tui.ui.screens import VIEW_SCREENS, ConfirmQuit, ProfilePicker, RatePrompt, ViewScreen
-from tgen_tui.ui.session import Session
 
 Host = GuestEngineHost | AsyncioEngineHost
 HostBuilder = Callable[[str], "tuple[Host, object]"]  # profile path -> (host, compiled)
 
 HISTORY = 600  # samples kept per ring buffer (60 s at 10 Hz)
 STEPS = (1.0, 2.0, 5.0)
+# actions that need an engine with a described port (greyed out until then, and on quit)
+PORT_ACTIONS = frozenset(
+    {"start_selected", "stop_selected", "start_all", "stop_all", "rate_step", "rate_prompt"}
+    | {"clear", "select_port"}
+)
 
 
 def rate_step(pps: float, direction: int) -> float:
@@ -55,7 +61,7 @@ class TgenApp(App):
 
     CSS_PATH = "tgen.tcss"
     TITLE = "tgen-tui"
-    BINDINGS = APP_BINDINGS
+    BINDINGS = bindings(APP)
     COMMANDS = App.COMMANDS | {PortCommands, ProfileCommands}
     ENABLE_COMMAND_PALETTE = True
 
@@ -93,7 +99,7 @@ class TgenApp(App):
         self._engine_ready = False
         self._setup_done: set[str] = set()
         self._state_sig: tuple = ()
-        self.session = Session()
+        self.record = ConsoleRecord()
         self.result: dict | None = None
         self.exit_message: str | None = None
         self.quitting = False
@@ -157,8 +163,8 @@ class TgenApp(App):
         if eng is not None and self.compiled is not None:
             final = eng.latest_snapshot()
             if final is not None:
-                self.session.observe(final, time.monotonic())
-                self.result = self.session.result(
+                self.record.observe(final, time.monotonic())
+                self.result = self.record.result(
                     self.compiled, final, self.profile_path or "", self.desc, self.log_lines
                 )
                 if self.signal_name:
@@ -186,7 +192,7 @@ class TgenApp(App):
         if self.snap is None or snap.seq != self.snap.seq:
             self._remember(snap)
         self.snap = snap
-        self.session.observe(snap, time.monotonic())
+        self.record.observe(snap, time.monotonic())
         sig = tuple((p.name, p.state) for p in snap.ports) + tuple(
             (s.name, s.paused) for s in snap.streams
         )
@@ -258,45 +264,44 @@ class TgenApp(App):
         except StopIteration:
             return "idle"
 
-    def _eng(self):
+    def _eng(self) -> EngineAPI | None:
         return self.host.engine if self.host is not None else None
 
+    def _submit(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Send one engine command through the host (a refusal becomes a notification)."""
+        if self.host is not None:
+            self.host.submit(fn, *args)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if isinstance(self.screen, ConfirmQuit | RatePrompt) and action not in ("quit_console",):
+        if isinstance(self.screen, ConfirmQuit | RatePrompt) and action != "quit_console":
             return False
-        port_actions = {
-            "start_selected",
-            "stop_selected",
-            "start_all",
-            "stop_all",
-            "rate_step",
-            "rate_prompt",
-            "clear",
-            "select_port",
-        }
-        if action in port_actions and (self.desc is None or self._eng() is None or self.quitting):
+        if action in PORT_ACTIONS and (self.desc is None or self._eng() is None or self.quitting):
             return None
-        sel = self.selected_port()
-        states = [self.port_state(n) for n in self.port_names()]
-        if action == "start_selected":
-            return True if sel and self.port_state(sel) in ("idle", "stopped") else None
-        if action == "stop_selected":
-            return True if sel and self.port_state(sel) in ("running", "starting") else None
-        if action == "start_all":
-            return True if any(s in ("idle", "stopped") for s in states) else None
-        if action == "stop_all":
-            return True if any(s in ("running", "starting") for s in states) else None
-        if action in ("rate_step", "rate_prompt"):
-            if not sel or self.desc is None:
-                return None
-            return (
-                True if self.desc.port(sel).streams and self.port_state(sel) != "failed" else None
-            )
         if action == "select_port":
             (i,) = parameters
             return True if isinstance(i, int) and i < len(self.port_names()) else None
         if action == "edit":
             return True if self.profile_path else None
+        # a port named in the action (the palette's "start p1"), else the selected one
+        port = next((x for x in parameters if isinstance(x, str)), None) or self.selected_port()
+        return self._port_action_enabled(action, port)
+
+    def _port_action_enabled(self, action: str, port: str | None) -> bool | None:
+        """True when ``action`` applies to ``port`` now; None greys it out."""
+        states = [self.port_state(n) for n in self.port_names()]
+        if action == "start_selected":
+            return True if port and self.port_state(port) in ("idle", "stopped") else None
+        if action == "stop_selected":
+            return True if port and self.port_state(port) in ("running", "starting") else None
+        if action == "start_all":
+            return True if any(s in ("idle", "stopped") for s in states) else None
+        if action == "stop_all":
+            return True if any(s in ("running", "starting") for s in states) else None
+        if action in ("rate_step", "rate_prompt"):
+            if not port or self.desc is None:
+                return None
+            sends = bool(self.desc.port(port).streams) and self.port_state(port) != "failed"
+            return True if sends else None
         return True
 
     # ------------------------------------------------------------------ actions
@@ -306,21 +311,21 @@ class TgenApp(App):
             self.refresh_bindings()
             self.redraw_view()
 
-    def action_start_selected(self) -> None:
-        if (p := self.selected_port()) and (eng := self._eng()):
-            self.host.submit(eng.start, [p])
+    def action_start_selected(self, port: str | None = None) -> None:
+        if (p := port or self.selected_port()) and (eng := self._eng()):
+            self._submit(eng.start, [p])
 
-    def action_stop_selected(self) -> None:
-        if (p := self.selected_port()) and (eng := self._eng()):
-            self.host.submit(eng.stop, [p])
+    def action_stop_selected(self, port: str | None = None) -> None:
+        if (p := port or self.selected_port()) and (eng := self._eng()):
+            self._submit(eng.stop, [p])
 
     def action_start_all(self) -> None:
         if eng := self._eng():
-            self.host.submit(eng.start, None)
+            self._submit(eng.start, None)
 
     def action_stop_all(self) -> None:
         if eng := self._eng():
-            self.host.submit(eng.stop, None)
+            self._submit(eng.stop, None)
 
     def _port_rate(self, name: str) -> float:
         if self.snap is not None:
@@ -335,7 +340,7 @@ class TgenApp(App):
         if (p := self.selected_port()) and (eng := self._eng()):
             new = rate_step(self._port_rate(p), direction)
             if new > 0:
-                self.host.submit(eng.set_rate, p, new)
+                self._submit(eng.set_rate, p, new)
 
     def action_rate_prompt(self, port: str | None = None) -> None:
         p = port or self.selected_port()
@@ -344,15 +349,15 @@ class TgenApp(App):
 
         def done(text: str | None) -> None:
             if text and (eng := self._eng()):
-                self.host.submit(eng.set_rate, p, text)
+                self._submit(eng.set_rate, p, text)
 
         self.push_screen(RatePrompt(p, fmt.pps(self._port_rate(p))), done)
 
     def action_clear(self) -> None:
         if eng := self._eng():
             if self.snap is not None:
-                self.session.before_clear(self.snap)
-            self.host.submit(eng.clear, None, None)
+                self.record.before_clear(self.snap)
+            self._submit(eng.clear, None, None)
 
     def action_toggle_pause(self) -> None:
         scr = self.screen
@@ -363,7 +368,7 @@ class TgenApp(App):
         if not name or self.snap is None:
             return
         paused = self.snap.stream(name).paused
-        self.host.submit(eng.resume if paused else eng.pause, name)
+        self._submit(eng.resume if paused else eng.pause, name)
 
     def action_view(self, name: str) -> None:
         if isinstance(self.screen, ViewScreen) and self.screen.VIEW == name:

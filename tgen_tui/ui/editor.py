@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from rich.text import Text
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -37,7 +38,7 @@ from tgen_tui.profiles.units import line_rate_fps
 from tgen_tui.ui.widgets import OrderedFooter
 
 # sub-models shown one level expanded (their fields get an input each)
-EXPAND = {
+EXPAND: dict[str, type[BaseModel]] = {
     "eth": m.Ethernet,
     "ipv4": m.IPv4,
     "ipv6": m.IPv6,
@@ -454,8 +455,8 @@ class EditorScreen(Screen):
                 by_row.setdefault(row, []).append(line)
             else:
                 other.append(pr.render())
-        for row in self.query(FieldRow):
-            row.show_error("\n".join(by_row.get(row.path, [])))
+        for field_row in self.query(FieldRow):
+            field_row.show_error("\n".join(by_row.get(field_row.path, [])))
         status = self.query_one("#status", Static)
         n = len(self.field_errors) + len(self.problems)
         if n:

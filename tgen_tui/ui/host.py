@@ -18,9 +18,13 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tgen_tui.engine.api import EngineAPI
+
+if TYPE_CHECKING:  # trio itself is imported when a guest run starts
+    import trio
+    from outcome import Outcome
 
 EngineFactory = Callable[[], AbstractAsyncContextManager[EngineAPI]]
 ErrorSink = Callable[[BaseException], None]
@@ -93,25 +97,26 @@ class GuestEngineHost(_HostBase):
 
     def __init__(self, factory: EngineFactory) -> None:
         super().__init__(factory)
-        self._token = None
-        self._nursery = None
-        self._root_scope = None
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._nursery: trio.Nursery | None = None
+        self._root_scope: trio.CancelScope | None = None
 
     async def astart(self) -> None:
         import trio
 
         loop = asyncio.get_running_loop()
-        self._done = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
+        self._done = done
 
-        def done_callback(outcome) -> None:
+        def done_callback(outcome: Outcome[None]) -> None:
             try:
                 outcome.unwrap()
             except BaseException as e:  # noqa: BLE001 - the engine's end, reported, not raised
                 if self.error is None and not _is_cancel(e):
                     self.error = _first_leaf(e)
                     self.on_failed(self.error)
-            if not self._done.done():
-                self._done.set_result(None)
+            if not done.done():
+                done.set_result(None)
 
         trio.lowlevel.start_guest_run(
             self._main,

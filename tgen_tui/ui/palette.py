@@ -1,64 +1,45 @@
-"""Command palette providers: every port ("start p1", "set rate of p0…") and every profile."""
+"""Command palette providers: every action and port ("start p1", "set rate of p0…") and every profile."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from tgen_tui.ui.actions import palette_commands
+
 
 class PortCommands(Provider):
-    """Per-port commands and every console action, named as an operator would type them."""
+    """Every console action with palette text (:data:`~tgen_tui.ui.actions.ACTIONS`), per
+    port where it takes one, each with the keys that do it after the keymap."""
 
-    def _commands(self) -> list[tuple[str, object, str]]:
+    def _commands(self) -> list[tuple[str, Callable[[], Awaitable[object]], str]]:
         app = self.app
-        out: list[tuple[str, object, str]] = []
-        for i, name in enumerate(app.port_names()):  # type: ignore[attr-defined]
-            out += [
-                (f"start {name}", partial(self._port, "start", name), f"start sending on port {i}"),
-                (f"stop {name}", partial(self._port, "stop", name), f"stop port {i}"),
-                (
-                    f"set rate of {name}…",
-                    partial(app.action_rate_prompt, name),
-                    "50kpps, 200Mbit, 10%",
-                ),  # type: ignore[attr-defined]
-                (f"select {name}", partial(app.action_select_port, i), f"same as key {i}"),  # type: ignore[attr-defined]
-            ]
-        for text, action, helptext in (
-            ("start all ports", "start_all", "S"),
-            ("stop all ports", "stop_all", "T"),
-            ("clear counters", "clear", "c"),
-            ("raise rate of the selected port", "rate_step(1)", "+"),
-            ("lower rate of the selected port", "rate_step(-1)", "-"),
-            ("edit profile", "edit", "e"),
-            ("show Main", "view('main')", "m"),
-            ("show Streams", "view('streams')", "f"),
-            ("show DUT", "view('dut')", "d"),
-            ("show Workers", "view('workers')", "w"),
-            ("show Log", "view('log')", "l"),
-            ("show Help", "view('help')", "?"),
-            ("quit", "quit_console", "q"),
-        ):
-            out.append((text, partial(app.run_action, action), f"key {helptext}"))
-        return out
+        ports: list[str] = getattr(app, "port_names", list)()
+        keymap: dict[str, str] = getattr(app, "keymap_overrides", {})
+        return [
+            (c.text, partial(self._run, c.action, c.text), c.help)
+            for c in palette_commands(ports, keymap)
+        ]
 
-    def _port(self, verb: str, name: str) -> None:
-        app = self.app
-        eng = app._eng()  # type: ignore[attr-defined]
-        if eng is not None:
-            app.host.submit(eng.start if verb == "start" else eng.stop, [name])  # type: ignore[attr-defined]
+    async def _run(self, action: str, text: str) -> None:
+        """Run the command's action; say so when it does not apply now (the footer greys
+        out the same action), e.g. "start p0" while p0 runs."""
+        if not await self.app.run_action(action):
+            self.app.notify(f"{text}: not possible now", severity="warning", timeout=4)
 
     async def discover(self) -> Hits:
         for text, cb, helptext in self._commands():
-            yield DiscoveryHit(text, cb, help=helptext)  # type: ignore[arg-type]
+            yield DiscoveryHit(text, cb, help=helptext)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for text, cb, helptext in self._commands():
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), cb, help=helptext)  # type: ignore[arg-type]
+                yield Hit(score, matcher.highlight(text), cb, help=helptext)
 
 
 class ProfileCommands(Provider):

@@ -74,7 +74,7 @@ class ResultsScreen(Screen):
         with Vertical(id="rs-trends"):
             for name in SPARK_METRICS:
                 yield Static("", id=f"rs-trend-{name}", classes="rs-trend")
-        table = DataTable(id="rs-table", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str] = DataTable(id="rs-table", cursor_type="row", zebra_stripes=True)
         for label, width in COLUMNS:
             table.add_column(label, width=width, key=label)
         yield table
@@ -187,7 +187,8 @@ class ResultsScreen(Screen):
             md = M.metric(n)
             vals = series[n]
             line = Text(f"{md.label:<12}", style="bold")
-            wide = "".join(ch * 2 + " " for ch in sparkline(vals[-8:]))  # one bar per build
+            last: list[float | None] = [*vals[-8:]]
+            wide = "".join(ch * 2 + " " for ch in sparkline(last))  # one bar per build
             line.append(f"{wide:<25}", style="cyan")
             if vals:
                 line.append(f" {md.fmt(vals[0])} → {md.fmt(vals[-1])}  ({len(vals)} builds")

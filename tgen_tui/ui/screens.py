@@ -9,17 +9,21 @@ never re-measures a column.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Input, Label, Log, OptionList, Static
 
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
-from tgen_tui.engine.snapshot import StatsSnapshot
-from tgen_tui.ui.keymap import ALL_BINDINGS, STREAM_BINDINGS, effective_keys
+from tgen_tui.engine.snapshot import PortStats, StatsSnapshot
+from tgen_tui.ui.actions import bindings, help_rows
 from tgen_tui.ui.widgets import ConntrackGauge, Grid, OrderedFooter, Spark, TextWidget, state_text
 
 COL = 13  # width of a port column on the Main screen
@@ -48,30 +52,94 @@ class ViewScreen(Screen):
 
 
 # ------------------------------------------------------------------------ Main
-MAIN_ROWS = [
-    ("state", "State"),
-    ("link", "Link / core"),
-    ("tx_pps", "Tx pps"),
-    ("rx_pps", "Rx pps"),
-    ("tx_mbps", "Tx Mbit/s"),
-    ("rx_mbps", "Rx Mbit/s"),
-    ("req", "Requested"),
-    ("ach", "Achieved"),
-    ("tx", "Tx frames"),
-    ("rx", "Rx frames"),
-    ("lost", "Lost"),
-    ("errors", "Tx errors"),
-    ("drops", "Rx drops"),
-]
-MAIN_ROWS_LARGE = [
-    ("if_tx", "If tx frames"),
-    ("if_rx", "If rx frames"),
-    ("tx_bytes", "Tx bytes"),
-    ("rx_bytes", "Rx bytes"),
-    ("backlog", "Backlog"),
-    ("late", "Late max"),
-    ("speed", "Line rate"),
-]
+Cell = Text | str
+SUM = "sum"  # Total: the row's format applied to the sum of the ports' values
+BLANK = ""  # Total: empty
+
+
+@dataclass(frozen=True)
+class MainRow:
+    """One row of the Main screen, declared once: the per-port cells and the Total cell
+    both come from it. ``value(port, lost)`` reads a port (``lost``: the frames lost on
+    its streams), ``show`` formats a value, ``total`` is SUM, BLANK or a function of the
+    snapshot; ``large`` rows appear from 40 lines up."""
+
+    key: str
+    label: str
+    value: Callable[[PortStats, int], Any]
+    show: Callable[[Any], Cell]
+    total: str | Callable[[StatsSnapshot], Cell] = SUM
+    large: bool = False
+
+    def total_cell(self, values: list[Any], snap: StatsSnapshot) -> Cell:
+        if callable(self.total):
+            return self.total(snap)
+        if self.total == BLANK:
+            return ""
+        return self.show(_sum(values))
+
+
+def _sum(values: list[Any]) -> Any:
+    """Numbers add; tuples add element by element (a ratio's numerator and denominator)."""
+    if values and isinstance(values[0], tuple):
+        return tuple(sum(x) for x in zip(*values, strict=True))
+    return sum(values)
+
+
+def _achieved(sent_and_due: tuple[float, float]) -> str:
+    """Achieved against requested, over the ports that sent (requested 0 where none sent)."""
+    achieved, requested = sent_and_due
+    return fmt.pct(100 * achieved / requested, 1) if requested else "-"
+
+
+def _lost(n: int) -> Text:
+    return Text(fmt.count(n), style="bold red" if n else "")
+
+
+def _running(snap: StatsSnapshot) -> Text:
+    running = sum(p.state == "running" for p in snap.ports)
+    return Text(f"{running} running", style="bold green" if running else "dim")
+
+
+def _rounded(v: float) -> str:
+    return fmt.count(round(v))
+
+
+# fmt: off
+MAIN_ROWS: tuple[MainRow, ...] = (
+    MainRow("state", "State", lambda p, _: p.state, state_text, _running),
+    MainRow("link", "Link / core",
+            lambda p, _: f"{p.link} · c{p.core if p.core is not None else '-'}", str,
+            lambda snap: f"{len(snap.workers)} workers"),
+    MainRow("tx_pps", "Tx pps", lambda p, _: p.tx_pps, _rounded),
+    MainRow("rx_pps", "Rx pps", lambda p, _: p.rx_pps, _rounded),
+    MainRow("tx_mbps", "Tx Mbit/s", lambda p, _: p.tx_bps, fmt.mbps),
+    MainRow("rx_mbps", "Rx Mbit/s", lambda p, _: p.rx_bps, fmt.mbps),
+    MainRow("req", "Requested", lambda p, _: p.requested_pps, fmt.pps),
+    MainRow("ach", "Achieved",
+            lambda p, _: (p.achieved_pps, p.requested_pps if p.tx_frames else 0.0), _achieved),
+    MainRow("tx", "Tx frames", lambda p, _: p.tx_frames, fmt.count),
+    MainRow("rx", "Rx frames", lambda p, _: p.rx_frames, fmt.count),
+    MainRow("lost", "Lost", lambda _, lost: lost, _lost),
+    MainRow("errors", "Tx errors", lambda p, _: p.tx_errors, fmt.count),
+    MainRow("drops", "Rx drops", lambda p, _: p.rx_drops + p.if_rx_dropped, fmt.count),
+    MainRow("if_tx", "If tx frames", lambda p, _: p.if_tx_frames, fmt.count, large=True),
+    MainRow("if_rx", "If rx frames", lambda p, _: p.if_rx_frames, fmt.count, large=True),
+    MainRow("tx_bytes", "Tx bytes", lambda p, _: p.tx_bytes, fmt.nbytes, large=True),
+    MainRow("rx_bytes", "Rx bytes", lambda p, _: p.rx_bytes, fmt.nbytes, large=True),
+    MainRow("backlog", "Backlog", lambda p, _: p.backlog, fmt.count, large=True),
+    MainRow("late", "Late max", lambda p, _: p.late_max_ns, fmt.ns, BLANK, large=True),
+    MainRow("speed", "Line rate", lambda p, _: p.speed_bps, fmt.bps, BLANK, large=True),
+)
+# fmt: on
+
+
+def lost_by_port(snap: StatsSnapshot) -> dict[str, int]:
+    """Frames lost on the streams each port sends."""
+    out: dict[str, int] = {}
+    for s in snap.streams:
+        out[s.port] = out.get(s.port, 0) + s.lost
+    return out
 
 
 class MainScreen(ViewScreen):
@@ -101,8 +169,9 @@ class MainScreen(ViewScreen):
         desc = self.desc
         assert desc is not None
         t = self.query_one("#ports", Grid)
-        rows = MAIN_ROWS + (MAIN_ROWS_LARGE if self._large() else [])
-        t.define([(p.name, p.name) for p in desc.ports] + [("total", "Total")], rows)
+        self._rows = [r for r in MAIN_ROWS if self._large() or not r.large]
+        columns = [(p.name, p.name) for p in desc.ports] + [("total", "Total")]
+        t.define(columns, [(r.key, r.label) for r in self._rows])
         sparks = self.query_one("#sparks", Vertical)
         sparks.remove_children()
         kinds = ("tx", "rx") if self._large() else ("tx",)
@@ -115,8 +184,6 @@ class MainScreen(ViewScreen):
                         classes="spark-row",
                     )
                 )
-        self._labels_for: int | None = None
-        self._cells: dict[tuple[str, str], object] = {}
 
     def _label(self, selected: int) -> None:
         if self.desc is None:
@@ -131,140 +198,31 @@ class MainScreen(ViewScreen):
                 ),
             )
 
-    def _set(self, t: Grid, row: str, col: str, value) -> None:
-        t.set(row, col, value)
-
     def update_view(self, snap: StatsSnapshot) -> None:
-        app = self.app
-        self._label(app.selected)  # type: ignore[attr-defined]
+        app: Any = self.app
+        self._label(app.selected)
         t = self.query_one("#ports", Grid)
-        large = self._large()
-        tot = dict.fromkeys(
-            (
-                "req_sent",
-                "tx_pps",
-                "rx_pps",
-                "tx_bps",
-                "rx_bps",
-                "req",
-                "ach",
-                "tx",
-                "rx",
-                "lost",
-                "err",
-                "drops",
-                "if_tx",
-                "if_rx",
-                "txb",
-                "rxb",
-                "backlog",
-            ),
-            0.0,
-        )
-        lost_by_port: dict[str, int] = {}
-        for s in snap.streams:
-            lost_by_port[s.port] = lost_by_port.get(s.port, 0) + s.lost
-        for p in snap.ports:
-            c = p.name
-            if c not in t.columns:
-                continue
-            lost = lost_by_port.get(c, 0)
-            drops = p.rx_drops + p.if_rx_dropped
-            self._set(t, "state", c, state_text(p.state))
-            self._set(t, "link", c, f"{p.link} · c{p.core if p.core is not None else '-'}")
-            self._set(t, "tx_pps", c, fmt.count(round(p.tx_pps)))
-            self._set(t, "rx_pps", c, fmt.count(round(p.rx_pps)))
-            self._set(t, "tx_mbps", c, fmt.mbps(p.tx_bps))
-            self._set(t, "rx_mbps", c, fmt.mbps(p.rx_bps))
-            self._set(t, "req", c, fmt.pps(p.requested_pps))
-            ach = (
-                fmt.pct(100 * p.achieved_pps / p.requested_pps, 1)
-                if p.requested_pps and p.tx_frames
-                else "-"
-            )
-            self._set(t, "ach", c, ach)
-            self._set(t, "tx", c, fmt.count(p.tx_frames))
-            self._set(t, "rx", c, fmt.count(p.rx_frames))
-            self._set(t, "lost", c, Text(fmt.count(lost), style="bold red" if lost else ""))
-            self._set(t, "errors", c, fmt.count(p.tx_errors))
-            self._set(t, "drops", c, fmt.count(drops))
-            if large:
-                self._set(t, "if_tx", c, fmt.count(p.if_tx_frames))
-                self._set(t, "if_rx", c, fmt.count(p.if_rx_frames))
-                self._set(t, "tx_bytes", c, fmt.nbytes(p.tx_bytes))
-                self._set(t, "rx_bytes", c, fmt.nbytes(p.rx_bytes))
-                self._set(t, "backlog", c, fmt.count(p.backlog))
-                self._set(t, "late", c, fmt.ns(p.late_max_ns))
-                self._set(t, "speed", c, fmt.bps(p.speed_bps))
-            for k, v in (
-                ("tx_pps", p.tx_pps),
-                ("rx_pps", p.rx_pps),
-                ("tx_bps", p.tx_bps),
-                ("rx_bps", p.rx_bps),
-                ("req", p.requested_pps),
-                ("ach", p.achieved_pps),
-                ("tx", p.tx_frames),
-                ("rx", p.rx_frames),
-                ("lost", lost),
-                ("err", p.tx_errors),
-                ("drops", drops),
-                ("if_tx", p.if_tx_frames),
-                ("if_rx", p.if_rx_frames),
-                ("txb", p.tx_bytes),
-                ("rxb", p.rx_bytes),
-                ("backlog", p.backlog),
-            ):
-                tot[k] += v
-            if p.tx_frames:
-                tot["req_sent"] += p.requested_pps
-        running = sum(p.state == "running" for p in snap.ports)
-        self._set(
-            t,
-            "state",
-            "total",
-            Text(f"{running} running", style="bold green" if running else "dim"),
-        )
-        self._set(t, "link", "total", f"{len(snap.workers)} workers")
-        self._set(t, "tx_pps", "total", fmt.count(round(tot["tx_pps"])))
-        self._set(t, "rx_pps", "total", fmt.count(round(tot["rx_pps"])))
-        self._set(t, "tx_mbps", "total", fmt.mbps(tot["tx_bps"]))
-        self._set(t, "rx_mbps", "total", fmt.mbps(tot["rx_bps"]))
-        self._set(t, "req", "total", fmt.pps(tot["req"]))
-        self._set(
-            t,
-            "ach",
-            "total",
-            fmt.pct(100 * tot["ach"] / tot["req_sent"], 1) if tot["req_sent"] else "-",
-        )
-        self._set(t, "tx", "total", fmt.count(tot["tx"]))
-        self._set(t, "rx", "total", fmt.count(tot["rx"]))
-        self._set(
-            t,
-            "lost",
-            "total",
-            Text(fmt.count(tot["lost"]), style="bold red" if tot["lost"] else ""),
-        )
-        self._set(t, "errors", "total", fmt.count(tot["err"]))
-        self._set(t, "drops", "total", fmt.count(tot["drops"]))
-        if large:
-            self._set(t, "if_tx", "total", fmt.count(tot["if_tx"]))
-            self._set(t, "if_rx", "total", fmt.count(tot["if_rx"]))
-            self._set(t, "tx_bytes", "total", fmt.nbytes(tot["txb"]))
-            self._set(t, "rx_bytes", "total", fmt.nbytes(tot["rxb"]))
-            self._set(t, "backlog", "total", fmt.count(tot["backlog"]))
-            self._set(t, "late", "total", "")
-            self._set(t, "speed", "total", "")
-        hist = app.port_history  # type: ignore[attr-defined]
+        lost = lost_by_port(snap)
+        ports = [p for p in snap.ports if p.name in t.columns]
+        for row in self._rows:
+            values = [row.value(p, lost.get(p.name, 0)) for p in ports]
+            for p, v in zip(ports, values, strict=True):
+                t.set(row.key, p.name, row.show(v))
+            t.set(row.key, "total", row.total_cell(values, snap))
         self._spark_tick = getattr(self, "_spark_tick", 0) + 1
-        for p in snap.ports if self._spark_tick % 3 == 1 else ():  # sparklines at ~3 Hz
+        if self._spark_tick % 3 == 1:  # sparklines at ~3 Hz
+            self._sparks(snap, app.port_history)
+        t.flush()
+        self.query_one("#gauge", ConntrackGauge).show(snap.dut)
+
+    def _sparks(self, snap: StatsSnapshot, hist: dict[tuple[str, str], deque[float]]) -> None:
+        for p in snap.ports:
             for kind in ("tx", "rx"):
                 found = self.query(f"#spark-{kind}-{p.name}")
                 buf = hist.get((p.name, kind))
                 if not found or not buf:
                     continue
                 found.first(Spark).set_data(list(buf))
-        t.flush()
-        self.query_one("#gauge", ConntrackGauge).show(snap.dut)
 
 
 # ------------------------------------------------------------------------ Streams
@@ -297,7 +255,7 @@ class StreamsScreen(ViewScreen):
     """Per stream: Tx, Rx, loss, reordering, duplicates, latency and jitter; ``p`` pauses."""
 
     VIEW = "streams"
-    BINDINGS = STREAM_BINDINGS
+    BINDINGS = bindings("streams")
 
     def compose(self) -> ComposeResult:
         yield self.compose_title()
@@ -331,7 +289,7 @@ class StreamsScreen(ViewScreen):
         t = self.query_one("#streams", DataTable)
         if not t.row_count:
             return None
-        row_key, _ = t.coordinate_to_cell_key((t.cursor_row, 0))
+        row_key, _ = t.coordinate_to_cell_key(Coordinate(t.cursor_row, 0))
         return row_key.value
 
     def update_view(self, snap: StatsSnapshot) -> None:
@@ -340,7 +298,7 @@ class StreamsScreen(ViewScreen):
             if s.name not in t.rows:  # type: ignore[operator]
                 continue
             lat = s.latency_ns
-            vals = {
+            vals: dict[str, Text | str] = {
                 "rate": fmt.pps(s.requested_pps),
                 "tx": fmt.count(s.tx_frames),
                 "rx": fmt.count(s.rx_frames),
@@ -535,8 +493,8 @@ class WorkersScreen(ViewScreen):
         t.clear(columns=True)
         cols = [c for c in WORKER_COLS if c[3] or not narrow(self)]
         self._cols = {c[0] for c in cols}
-        for key, label, w, _ in cols:
-            t.add_column(label, width=w, key=key)
+        for key, label, width, _ in cols:
+            t.add_column(label, width=width, key=key)
         for w in desc.workers:
             first = {
                 "id": str(w.id),
@@ -615,28 +573,6 @@ class LogScreen(ViewScreen):
 
 
 # ------------------------------------------------------------------------ Help
-ACTION_HELP = {
-    "port.start": "start the selected port",
-    "port.stop": "stop the selected port",
-    "port.start_all": "start every port",
-    "port.stop_all": "stop every port",
-    "rate.up": "raise the selected port's rate one step (1-2-5 series)",
-    "rate.down": "lower the selected port's rate one step",
-    "rate.set": "type an exact rate: 50kpps, 200Mbit, 10% (of line rate), or fps",
-    "counters.clear": "clear counters (sender and receiver together)",
-    "profile.edit": "open the profile editor",
-    "view.main": "Main screen: one column per port",
-    "view.streams": "Streams screen: loss, latency, jitter",
-    "view.dut": "DUT screen: conntrack gauge and history",
-    "view.workers": "Workers screen: cores, CPU, heartbeat",
-    "view.log": "Log screen: engine events",
-    "view.help": "this help",
-    "app.quit": "quit (asks first when traffic runs; stops ports, writes --json)",
-    "app.interrupt": "same as quit",
-    "stream.pause": "pause or resume the highlighted stream (Streams screen)",
-}
-
-
 class HelpScreen(ViewScreen):
     """Every key, as remapped by the keymap file, with its binding id."""
 
@@ -651,31 +587,15 @@ class HelpScreen(ViewScreen):
         self.fill()
 
     def fill(self) -> None:
-        keymap = getattr(self.app, "keymap_overrides", {})
+        keymap: dict[str, str] = getattr(self.app, "keymap_overrides", {})
         t = self.query_one("#help", DataTable)
         t.clear(columns=True)
         small = narrow(self)
         t.add_column("Keys", width=12, key="keys")
         t.add_column("Does", width=44 if small else 70, key="does")
         t.add_column("Binding id", width=16, key="id")
-        digits = [b for b in ALL_BINDINGS if (b.id or "").startswith("port.select")]
-        t.add_row(
-            ", ".join(effective_keys(b, keymap) for b in digits[:3])
-            + " … "
-            + effective_keys(digits[-1], keymap),
-            "select the port at that position (Pktgen numbers ports from 0)",
-            "port.select0 … 9",
-            key="digits",
-        )
-        for b in ALL_BINDINGS:
-            if b in digits:
-                continue
-            t.add_row(
-                effective_keys(b, keymap),
-                ACTION_HELP.get(b.id or "", b.description),
-                b.id or "",
-                key=b.id,
-            )
+        for i, (keys, does, id_) in enumerate(help_rows(keymap)):
+            t.add_row(keys, does, id_, key="digits" if i == 0 else id_)
         t.add_row(
             "ctrl+p",
             "command palette: every action, every port, every profile",

@@ -7,6 +7,7 @@ from functools import lru_cache
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
@@ -245,14 +246,14 @@ class OrderedFooter(Footer):
     re-adds remapped bindings at the end of its map, which at 80 columns pushes a remapped
     ``s`` (Start) off the screen."""
 
-    def compose(self):
-        from tgen_tui.ui.keymap import APP_BINDINGS, STREAM_BINDINGS
+    def compose(self) -> ComposeResult:
+        from tgen_tui.ui.actions import FOOTER_ORDER as order
 
-        order = {b.action: i for i, b in enumerate(STREAM_BINDINGS + APP_BINDINGS)}
         items = list(super().compose())
         palette = [w for w in items if w.has_class("-command-palette")]
         ours = sorted(
-            (w for w in items if getattr(w, "action", None) in order), key=lambda w: order[w.action]
+            (w for w in items if getattr(w, "action", None) in order),
+            key=lambda w: order[getattr(w, "action", "")],
         )
         others = [
             w for w in items if w not in palette and w not in ours

@@ -125,8 +125,8 @@ class ConsoleService(AppService):
 
 
 @dataclass
-class Session:
-    """The one running console: who opened it and when."""
+class ConsoleHolder:
+    """Who holds the one running console: their address, since when, their page and console."""
 
     peer: str
     started: float = field(default_factory=time.time)
@@ -146,12 +146,12 @@ def _index_template() -> str:
 
 
 class ConsoleServer(Server):
-    """textual-serve's Server with the access checks and the one-session rule."""
+    """textual-serve's Server with the access checks and the one-console rule (one holder)."""
 
     def __init__(self, command: str, *, host: str, port: int, token: str | None, title: str):
         super().__init__(command, host=host, port=port, title=title)
         self.token = token
-        self.session: Session | None = None
+        self.holder: ConsoleHolder | None = None
         self.services: set[ConsoleService] = set()
         self.bound: tuple[str, int] | None = None
 
@@ -216,14 +216,14 @@ class ConsoleServer(Server):
         return aiohttp_jinja2.render_template("index.html", request, context)
 
     @staticmethod
-    def _live(session: Session) -> bool:
-        """A session blocks others while its page is open and its console runs."""
-        ws, svc = session.websocket, session.service
+    def _live(holder: ConsoleHolder) -> bool:
+        """A holder blocks others while its page is open and its console runs."""
+        ws, svc = holder.websocket, holder.service
         return not (ws is not None and ws.closed) and (svc is None or svc.alive)
 
-    async def _claim(self, peer: str) -> Session | None:
-        """Take the one session; a reloaded page waits for the previous console to stop."""
-        current = self.session
+    async def _claim(self, peer: str) -> ConsoleHolder | None:
+        """Take the one console; a reloaded page waits for the previous console to stop."""
+        current = self.holder
         if current is not None:
             deadline = time.monotonic() + 2.0  # a reload's close frame may trail its new page
             while self._live(current) and time.monotonic() < deadline:
@@ -235,24 +235,24 @@ class ConsoleServer(Server):
                     await asyncio.wait_for(current.done.wait(), HANDOVER_WAIT_S)
                 if current.service.alive:
                     return None  # the old console would not stop
-            if self.session is not None and self.session is not current:
+            if self.holder is not None and self.holder is not current:
                 return None  # another page took it meanwhile
-        self.session = Session(peer=peer)
-        return self.session
+        self.holder = ConsoleHolder(peer=peer)
+        return self.holder
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         websocket = web.WebSocketResponse(heartbeat=15)
         await websocket.prepare(request)
         peer = request.remote or "?"
-        session = await self._claim(peer)
-        if session is None:
-            assert self.session is not None
-            log.warning("refused a second console from %s: %s", peer, self.session.describe())
-            await websocket.send_bytes(_refusal(self.session.describe()))
+        holder = await self._claim(peer)
+        if holder is None:
+            assert self.holder is not None
+            log.warning("refused a second console from %s: %s", peer, self.holder.describe())
+            await websocket.send_bytes(_refusal(self.holder.describe()))
             async for _ in websocket:  # keep the message on screen until the page goes
                 pass
             return websocket
-        session.websocket = websocket
+        holder.websocket = websocket
         service = ConsoleService(
             self.command,
             write_bytes=websocket.send_bytes,
@@ -260,7 +260,7 @@ class ConsoleServer(Server):
             close=websocket.close,
             download_manager=self.download_manager,
         )
-        session.service = service
+        holder.service = service
         self.services.add(service)
         try:
             width = to_int(request.query.get("width", "80"), 80)
@@ -276,9 +276,9 @@ class ConsoleServer(Server):
             rc = await asyncio.shield(service.stop_within())
             log.info("console pid %s ended (exit %s)", service.pid, rc)
             self.services.discard(service)
-            if self.session is session:
-                self.session = None
-            session.done.set()
+            if self.holder is holder:
+                self.holder = None
+            holder.done.set()
             with contextlib.suppress(Exception):
                 await websocket.close()
         return websocket
@@ -290,7 +290,7 @@ class ConsoleServer(Server):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(ws.close(), 2.0)
 
-        ws = self.session.websocket if self.session is not None else None
+        ws = self.holder.websocket if self.holder is not None else None
         pages = [close_page(ws)] if ws is not None else []
         await asyncio.gather(*(s.stop_within() for s in list(self.services)), *pages)
 

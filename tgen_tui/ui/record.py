@@ -1,7 +1,7 @@
 """What ``tgen tui --json`` writes: the ``tgen run`` result document for the whole session.
 
 The console can start and stop ports many times and clear counters in between. The
-session adds the counters seen just before each clear back into the final snapshot,
+console's record adds the counters seen just before each clear back into the final snapshot,
 so the result covers everything sent while the console was open, and it takes as the
 duration the time during which at least one port was running.
 """
@@ -30,8 +30,9 @@ STREAM_COUNTERS = (
 )
 
 
-class Session:
-    """Sending time and counters carried over clears, for the session's result."""
+class ConsoleRecord:
+    """What the console saw: its sending time and the counters carried over clears, from
+    which it builds the session's result."""
 
     def __init__(self) -> None:
         self.active_s = 0.0
@@ -112,4 +113,4 @@ class Session:
         return res
 
 
-__all__ = ["Session"]
+__all__ = ["ConsoleRecord"]
