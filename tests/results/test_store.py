@@ -284,7 +284,9 @@ def test_trials_are_stored_raw_and_repeats_give_the_spread(db, capsys):
     r = result() | {"metrics": {"throughput_fps": 81_000.0}}
     rid = record_run(r, db=str(db), dut="d", build="b1", test="rfc2544", trials=trials)
     conn = store.connect(db)
-    assert store.get_run(conn, rid)["trials"] == trials
+    stored = store.get_run(conn, rid)["trials"]
+    assert [t.pop("schema_version") for t in stored] == [1] * len(trials)  # typed records
+    assert stored == trials
     r2 = result() | {"metrics": {"throughput_fps": 70_000.0}}
     trials2 = [{"repeat": i, "throughput_fps": v} for i, v in enumerate((70_000, 69_000, 71_000))]
     record_run(r2, db=str(db), dut="d", build="b2", test="rfc2544", trials=trials2)
