@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tgen_tui.methodology import documents
 from tgen_tui.methodology import run as R
 from tgen_tui.methodology.output import render, tables
 from tgen_tui.methodology.search import RepeatedSearch, SearchResult, TrialResult
@@ -50,7 +51,7 @@ def test_line_rate():
 
 def test_document_and_tables_from_a_session():
     p = R.Params(profile="profiles/lab.yaml", quick=True, repeats=2)
-    ses = R.Session(test="rfc2544-throughput", params=p)
+    ses = R.RunState(test="rfc2544-throughput", params=p)
     ses.profile_doc = {"name": "lab", "hash": "abc", "seed": 1}
     ses.dut_settings = {"source": "netns:x-dut", "conntrack_max": 262144}
     rec = RepeatedSearch("throughput", "fps")
@@ -65,14 +66,14 @@ def test_document_and_tables_from_a_session():
     ses.body["frame_sizes"] = [
         {"frame_size": 64, "max_rate": 100_000, "record": rec, "streams": ["up"]}
     ]
-    doc = R.build_document(ses, partial=True, signal_name="SIGINT")
+    doc = documents.build_document(ses, partial=True, signal_name="SIGINT")
     assert doc["partial"] is True and doc["quick"] is True and doc["seed"] == 1
     assert [s["l_pps"] for s in doc["searches"]] == [49_000, 50_000]
     assert doc["summary"]["median"] == 49_500 and doc["summary"]["min"] == 49_000
     assert doc["searches"][0]["trials"][1]["kind"] == "confirm"
     assert doc["dut"]["conntrack_max"] == 262144
     assert doc["metrics"]["throughput_fps"] == 49_500
-    flat = R.flat_trials(ses)
+    flat = documents.flat_trials(ses)
     assert len(flat) == 6  # 4 trials (search 0, 1) + one outcome per search (repeat 0, 1)
     outcomes = [t for t in flat if "repeat" in t]
     assert [t["metrics"]["throughput_fps"] for t in outcomes] == [49_000, 50_000]
@@ -90,6 +91,7 @@ def test_methodology_never_imports_textual():
     code = (
         "import sys, tgen_tui.methodology.run, tgen_tui.methodology.trial, "
         "tgen_tui.methodology.output, tgen_tui.methodology.phase2, "
+        "tgen_tui.methodology.registry, "
         "tgen_tui.commands.methodology_cmds; print('textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
