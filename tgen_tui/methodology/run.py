@@ -484,11 +484,11 @@ def _phase2_runner(state: RunState, prof, runner: TrialRunner, n: int, space: in
     ``state.body["learn"]``: the port that learns in phase 1, its table file and M."""
     from tgen_tui.methodology.phase2 import (
         ResponderSpec,
-        lab_responder,
         learn_options,
         new_table_path,
         responder_profile,
         responder_program,
+        veth_responder,
     )
     from tgen_tui.packets.compile import compile_profile
 
@@ -502,10 +502,16 @@ def _phase2_runner(state: RunState, prof, runner: TrialRunner, n: int, space: in
     other = [q for q in runner.compiled.ports if q != first]
     initiators = [q for ps in runner.groups.values() for q in ps]
     responder = next((q.rx_port for q in initiators if q.rx_port in other), other[0])
-    # the Responder's MACs: a stream the profile sends from that port, else the lab's
+    # the Responder's MACs: a stream the profile sends from that port, else read from its
+    # veth into the DUT namespace (the lab's)
     own = next((s for s in prof.streams if s.port == responder), None)
-    lab = bool(runner.dut and runner.dut.netns and runner.dut.netns.endswith("-dut"))
-    if own is None and not lab:
+    if own is not None and own.eth is not None:
+        spec = ResponderSpec(responder, own.eth.src, own.eth.dst)
+    else:
+        port = runner.compiled.ports[responder]
+        dut_ns = runner.dut.netns if runner.dut else None
+        spec = veth_responder(responder, port.interface, port.netns, dut_ns) if dut_ns else None
+    if spec is None:
         state.warnings.append(
             f"phase 2 not run: it needs the Responder's MACs: add a stream sent from port "
             f"{responder} (its eth src and dst are used), or run against the lab DUT"
@@ -520,11 +526,6 @@ def _phase2_runner(state: RunState, prof, runner: TrialRunner, n: int, space: in
         "max": m,
         "options": learn_options(responder, path, [q.index for q in initiators], m),
     }
-    spec = (
-        ResponderSpec(responder, own.eth.src, own.eth.dst)
-        if own is not None and own.eth is not None
-        else lab_responder(responder)
-    )
     reply = responder_profile(prof, spec)
     compiled = responder_program(compile_profile(reply), path, p.responder_order)
     return TrialRunner(
