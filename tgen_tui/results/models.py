@@ -391,6 +391,7 @@ class ScaleupReport(Doc):
 #: The model of each test's document, by the test's name as the store files it.
 REPORTS: dict[str, type[Doc]] = {
     "run": RunResult,
+    "tui": RunResult,  # the console's runs
     "rfc2544-throughput": ThroughputReport,
     "rfc2544-loss": LossReport,
     "rfc2544-latency": LatencyReport,
