@@ -13,7 +13,7 @@ from functools import partial
 
 from tgen_tui.methodology import documents as D
 from tgen_tui.methodology import output as O
-from tgen_tui.methodology import run
+from tgen_tui.methodology import rfc9693, run
 from tgen_tui.methodology.scaleup import run_scaleup, scaleup_metrics, scaleup_report
 from tgen_tui.results import models
 
@@ -102,7 +102,7 @@ PROCEDURES: dict[str, Procedure] = {
         Procedure(
             "cps",
             "rfc9693-cps",
-            run.run_cps,
+            rfc9693.run_cps,
             D.cps_report,
             D.median_of_summary("cps"),
             D.cps_trials,
@@ -116,7 +116,7 @@ PROCEDURES: dict[str, Procedure] = {
         Procedure(
             "capacity",
             "rfc9693-capacity",
-            run.run_capacity,
+            rfc9693.run_capacity,
             D.capacity_report,
             D.capacity_metrics,
             D.capacity_trials,
@@ -129,7 +129,7 @@ PROCEDURES: dict[str, Procedure] = {
         Procedure(
             "teardown",
             "rfc9693-teardown",
-            run.run_teardown,
+            rfc9693.run_teardown,
             D.teardown_report,
             D.median_of_summary("teardown_per_s"),
             D.teardown_trials,
