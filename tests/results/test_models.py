@@ -80,3 +80,20 @@ def test_every_procedure_is_registered_with_its_report_model():
     assert scaled("scaleup-rfc9693-cps").name == "cps"
     with pytest.raises(KeyError):
         procedure("rfc2544-bogus")
+
+
+def test_a_document_its_model_rejects_still_reads(db):
+    rid = record_run(result(), db=str(db), dut="d", build="b")
+    conn = store.connect(db)
+    bad = {"ports": "not a mapping", "profile_hash": "x"}
+    conn.execute("UPDATE runs SET result = ? WHERE id = ?", (json.dumps(bad), rid))
+    conn.execute("INSERT INTO trials VALUES (?, 0, ?)", (rid, '{"kind": "search_result"}'))
+    run = store.get_run(conn, rid)
+    assert run["result"]["ports"] == "not a mapping" and run["trials"][0]["kind"]
+
+
+def test_the_scaleup_verb_offers_the_registry_scalable_procedures():
+    from tgen_tui.commands.methodology_cmds import SCALABLE
+    from tgen_tui.methodology.registry import scalable
+
+    assert list(SCALABLE) == [p.test for p in scalable()]

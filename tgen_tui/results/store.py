@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from tgen_tui.results import metrics as M
 from tgen_tui.results import models
 
@@ -372,7 +374,17 @@ def get_run(conn: sqlite3.Connection, run_id: int) -> dict | None:
 
 
 def _result(test: str, text: str | None) -> models.Doc:
-    return models.parse_result(test, json.loads(text or "{}"))
+    return _typed(lambda d: models.parse_result(test, d), text)
+
+
+def _typed(parse: Callable[[dict], models.Doc], text: str | None) -> models.Doc:
+    """A stored document through its model; one the model rejects (written by hand, or
+    by a tgen with a bug) still reads, untyped, rather than hiding the whole run."""
+    data = json.loads(text or "{}")
+    try:
+        return parse(data)
+    except ValidationError:
+        return models.LooseRecord.model_validate(data if isinstance(data, dict) else {})
 
 
 def read_result(conn: sqlite3.Connection, run_id: int) -> models.Doc | None:
@@ -384,7 +396,7 @@ def read_result(conn: sqlite3.Connection, run_id: int) -> models.Doc | None:
 def read_trials(conn: sqlite3.Connection, run_id: int) -> list[models.Doc]:
     """One run's stored trials through their models, in order."""
     return [
-        models.parse_trial(json.loads(d))
+        _typed(models.parse_trial, d)
         for (d,) in conn.execute("SELECT data FROM trials WHERE run_id = ? ORDER BY idx", (run_id,))
     ]
 
