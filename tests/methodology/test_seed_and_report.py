@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tgen_tui.methodology import documents
 from tgen_tui.methodology import run as R
 from tgen_tui.methodology.output import render, tables
 from tgen_tui.methodology.search import RepeatedSearch, SearchResult, TrialResult
@@ -50,7 +51,7 @@ def test_line_rate():
 
 def test_document_and_tables_from_a_session():
     p = R.Params(profile="profiles/lab.yaml", quick=True, repeats=2)
-    ses = R.Session(test="rfc2544-throughput", params=p)
+    ses = R.RunState(test="rfc2544-throughput", params=p)
     ses.profile_doc = {"name": "lab", "hash": "abc", "seed": 1}
     ses.dut_settings = {"source": "netns:x-dut", "conntrack_max": 262144}
     rec = RepeatedSearch("throughput", "fps")
@@ -65,14 +66,14 @@ def test_document_and_tables_from_a_session():
     ses.body["frame_sizes"] = [
         {"frame_size": 64, "max_rate": 100_000, "record": rec, "streams": ["up"]}
     ]
-    doc = R.build_document(ses, partial=True, signal_name="SIGINT")
+    doc = documents.build_document(ses, partial=True, signal_name="SIGINT")
     assert doc["partial"] is True and doc["quick"] is True and doc["seed"] == 1
     assert [s["l_pps"] for s in doc["searches"]] == [49_000, 50_000]
     assert doc["summary"]["median"] == 49_500 and doc["summary"]["min"] == 49_000
     assert doc["searches"][0]["trials"][1]["kind"] == "confirm"
     assert doc["dut"]["conntrack_max"] == 262144
     assert doc["metrics"]["throughput_fps"] == 49_500
-    flat = R.flat_trials(ses)
+    flat = documents.flat_trials(ses)
     assert len(flat) == 6  # 4 trials (search 0, 1) + one outcome per search (repeat 0, 1)
     outcomes = [t for t in flat if "repeat" in t]
     assert [t["metrics"]["throughput_fps"] for t in outcomes] == [49_000, 50_000]
@@ -90,7 +91,42 @@ def test_methodology_never_imports_textual():
     code = (
         "import sys, tgen_tui.methodology.run, tgen_tui.methodology.trial, "
         "tgen_tui.methodology.output, tgen_tui.methodology.phase2, "
+        "tgen_tui.methodology.registry, "
         "tgen_tui.commands.methodology_cmds; print('textual' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def _throughput_state(p, l_pps: float):
+    ses = R.RunState(test="rfc2544-throughput", params=p)
+    ses.profile_doc = {"name": "lab", "hash": "abc", "seed": 1}
+    rec = RepeatedSearch("throughput", "fps")
+    s = SearchResult(max_rate=100_000, error=1000, l_pps=l_pps, h_pps=l_pps + 900, status="ok")
+    s.trials = [TrialResult(rate_pps=l_pps, kind="confirm", passed=True, tx_frames=9, rx_frames=9)]
+    rec.searches.append(s)
+    ses.body["frame_sizes"] = [{"frame_size": 64, "max_rate": 1e5, "record": rec, "streams": []}]
+    return ses
+
+
+def test_scaleup_document_from_its_runs():
+    import dataclasses
+
+    p = R.Params(profile="profiles/lab.yaml", quick=True, repeats=1)
+    ses = R.RunState(test="scaleup-rfc2544-throughput", params=p)
+    ses.body |= {"counts": [1, 2], "avail": [0, 1], "runs": []}
+    for k, rate in ((1, 40_000), (2, 60_000)):
+        inner = _throughput_state(dataclasses.replace(p, cores=[0, 1][-k:]), rate)
+        ses.body["runs"].append({"cores": k, "core_list": [0, 1][-k:], "state": inner})
+    doc = documents.build_document(ses, partial=True, signal_name="SIGINT")
+    assert doc["test"] == "scaleup-rfc2544-throughput" and doc["unit"] == "fps"
+    assert [r["median"] for r in doc["rows"]] == [40_000, 60_000]
+    assert [r["relative_scaleup"] for r in doc["rows"]] == [1.0, 0.75]
+    assert doc["metrics"] == {"rate_1c": 40_000, "rate_2c": 60_000}
+    assert [r["report"]["partial"] for r in doc["runs"]] == [False, True]  # the last ran when
+    assert doc["runs"][1]["report"]["parameters"]["cores"] == [0, 1]
+    assert doc["warnings"] and doc["schema_version"] == 1
+    ((title, header, cols, rows),) = tables(doc)
+    assert cols == [1, 2] and rows[0][0] == "throughput, median (fps)"
+    assert rows[3] == ("relative scale-up", [1.0, 0.75])
+    assert documents.flat_trials(ses) == []

@@ -92,10 +92,7 @@ Runs the test once per core count k, with the tester's workers pinned to the las
 and prints rate_k and the relative scale-up rate_k / (k x rate_1), as in USERS.md §1.
 """
 
-TESTS = {
-    "rfc2544-throughput": ("run_throughput", "fps"),
-    "rfc9693-cps": ("run_cps", "conn/s"),
-}
+SCALABLE = ("rfc2544-throughput", "rfc9693-cps")  # the registry's procedures with a unit
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -144,7 +141,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=SCALEUP_EPILOG + "\n" + COMMON_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("scale_test", metavar="TEST", choices=sorted(TESTS), help=", ".join(TESTS))
+    p.add_argument("scale_test", metavar="TEST", choices=SCALABLE, help=", ".join(SCALABLE))
     _common(p, repeats=10, cores_option=False)
     _stateful(p)
     p.add_argument(
@@ -504,16 +501,17 @@ def _open_out(path: str | None):
     return open(path, "w")  # noqa: SIM115 - closed by the caller
 
 
-def _execute(test: str, func_name: str, params, args) -> tuple[dict, object, str | None]:
-    """Run one procedure under trio with SIGINT/SIGTERM handling; return (doc, session, sig)."""
+def _execute(state, args) -> tuple[dict, str | None]:
+    """Run the state's procedure under trio with SIGINT/SIGTERM handling; return the
+    report (partial when a signal ended it) and the signal's name."""
     import trio
 
-    from tgen_tui.methodology import run as R
+    from tgen_tui.methodology.documents import build_document
     from tgen_tui.methodology.progress import Progress
+    from tgen_tui.methodology.registry import procedure
 
     nd = _open_out(args.ndjson)
-    session = R.Session(test=test, params=params)
-    session.progress = Progress(1, ndjson=nd, quiet=args.quiet)
+    state.progress = Progress(1, ndjson=nd, quiet=args.quiet)
     interrupted: list[str] = []
 
     async def main() -> None:
@@ -527,40 +525,35 @@ def _execute(test: str, func_name: str, params, args) -> tuple[dict, object, str
                         return
 
                 nursery.start_soon(watch)
-                await getattr(R, func_name)(session)
+                await procedure(state.test).run(state)
                 nursery.cancel_scope.cancel()
 
     try:
         trio.run(main)
     finally:
-        session.progress.end_line()
+        state.progress.end_line()
         if nd is not None and nd is not sys.stdout:
             nd.close()
     sig = interrupted[0] if interrupted else None
-    doc = R.build_document(session, partial=bool(sig), signal_name=sig)
-    return doc, session, sig
+    return build_document(state, partial=bool(sig), signal_name=sig), sig
 
 
 def cmd_method(args: argparse.Namespace) -> int:
+    from tgen_tui.methodology.run import RunState
+
     params = params_from_args(args)
+    _need_root(f"tgen {args.verb_name.replace('-', ' ')}")
+    state = RunState(test=args.verb_name, params=params)
+    doc, sig = _execute(state, args)
+    _finish(args, doc, state)
+    return _exit(sig)
+
+
+def _need_root(what: str) -> None:
     if os.geteuid() != 0:
         from tgen_tui.diagnostics import EnvironmentProblem
 
-        raise EnvironmentProblem(
-            f"tgen {args.verb_name.replace('-', ' ')} needs root (AF_PACKET, namespaces)"
-        )
-    func = {
-        "rfc2544-throughput": "run_throughput",
-        "rfc2544-loss": "run_loss",
-        "rfc2544-latency": "run_latency",
-        "rfc2544-pdv": "run_pdv",
-        "rfc9693-cps": "run_cps",
-        "rfc9693-capacity": "run_capacity",
-        "rfc9693-teardown": "run_teardown",
-    }[args.verb_name]
-    doc, session, sig = _execute(args.verb_name, func, params, args)
-    _finish(args, doc, session)
-    return _exit(sig)
+        raise EnvironmentProblem(f"{what} needs root (AF_PACKET, namespaces)")
 
 
 def _exit(sig: str | None) -> int:
@@ -571,17 +564,15 @@ def _exit(sig: str | None) -> int:
     return 0
 
 
-def _finish(args: argparse.Namespace, doc: dict, session) -> None:
+def _finish(args: argparse.Namespace, doc: dict, state) -> None:
     from tgen_tui.methodology import output
+    from tgen_tui.methodology.report import write_tables
 
     text = output.render(doc)
     plots_text, plot_files = output.plots(doc, args.plots, args.plot_format)
     if args.json:
         write_json_output(args.json, doc)
-    tables = output.tables(doc)
-    from tgen_tui.methodology.report import write_tables
-
-    write_tables(args.md, args.csv, tables)
+    write_tables(args.md, args.csv, output.tables(doc))
     if not args.quiet:
         out = sys.stderr if args.json == "-" or args.ndjson == "-" else sys.stdout
         print(text, file=out)
@@ -589,24 +580,20 @@ def _finish(args: argparse.Namespace, doc: dict, session) -> None:
             print(plots_text, file=out)
         for f in plot_files:
             print(f"plot: {f}", file=out)
-    _store(args, doc, session)
+    _store(args, doc, state)
 
 
-def _store(args: argparse.Namespace, doc: dict, session) -> None:
-    """Record the run in the results store (tgen_tui.results), when that module exists."""
-    try:
-        from tgen_tui.results.record import record_from_args
-    except ImportError:
-        return
-    from tgen_tui.methodology.run import flat_trials
+def _store(args: argparse.Namespace, doc: dict, state) -> None:
+    """Record the run in the results store (tgen_tui.results), with every trial."""
+    from tgen_tui.methodology.documents import flat_trials
+    from tgen_tui.results.record import record_from_args
 
     params = {k: v for k, v in (doc.get("parameters") or {}).items() if k != "profile"}
-    trials = flat_trials(session) if session is not None else None
-    record_from_args(args, doc, test=doc["test"], params=params, trials=trials)
+    record_from_args(args, doc, test=doc["test"], params=params, trials=flat_trials(state))
 
 
 def cmd_scaleup(args: argparse.Namespace) -> int:
-    from tgen_tui.methodology.procedures import relative_scaleup
+    from tgen_tui.methodology.run import RunState
 
     try:
         counts = sorted({int(x) for x in args.core_counts.split(",") if x.strip()})
@@ -619,54 +606,9 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
         )
     args.verb_name = args.scale_test
     params = params_from_args(args)
-    if os.geteuid() != 0:
-        from tgen_tui.diagnostics import EnvironmentProblem
-
-        raise EnvironmentProblem("tgen scaleup needs root (AF_PACKET, namespaces)")
-    func, unit = TESTS[args.scale_test]
-    runs = []
-    sig = None
-    for k in counts:
-        params.cores = avail[-k:]
-        if not args.quiet:
-            print(f"scaleup: {args.scale_test} with {k} core(s): {params.cores}", file=sys.stderr)
-        doc, session, sig = _execute(args.scale_test, func, params, args)
-        runs.append({"cores": k, "core_list": list(params.cores), "report": doc})
-        if sig:
-            break
-    med = {r["cores"]: r["report"].get("summary", {}).get("median") for r in runs}
-    rel = relative_scaleup(med)
-    doc = {
-        "test": f"scaleup-{args.scale_test}",
-        "partial": bool(sig),
-        "quick": params.quick,
-        "unit": unit,
-        "scaled": "tester worker cores (pinned to the last k cores)",
-        "cores": counts,
-        "rows": [
-            {
-                "cores": r["cores"],
-                "core_list": r["core_list"],
-                "median": med[r["cores"]],
-                "min": r["report"].get("summary", {}).get("min"),
-                "max": r["report"].get("summary", {}).get("max"),
-                "relative_scaleup": rel.get(r["cores"]),
-            }
-            for r in runs
-        ],
-        "runs": runs,
-        "seed": runs[0]["report"].get("seed") if runs else None,
-        "dut": runs[0]["report"].get("dut") if runs else None,
-        "profile_path": args.profile,
-        "profile_hash": runs[0]["report"].get("profile_hash") if runs else None,
-        "warnings": [
-            f"this machine has {len(avail)} CPUs: the tester's workers, the kernel's veth "
-            "receive work and the DUT namespace share them, so scale-up here measures "
-            "contention, not the DUT"
-        ]
-        if len(avail) <= 2
-        else [],
-        "metrics": {f"rate_{k}c": v for k, v in med.items() if v is not None},
-    }
-    _finish(args, doc, None)
+    _need_root("tgen scaleup")
+    state = RunState(test=f"scaleup-{args.scale_test}", params=params)
+    state.body |= {"counts": counts, "avail": avail}
+    doc, sig = _execute(state, args)
+    _finish(args, doc, state)
     return _exit(sig)

@@ -21,8 +21,7 @@ from tgen_tui import fmt
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
 from tgen_tui.results import analysis as A
 from tgen_tui.results import metrics as M
-from tgen_tui.results import plot as P
-from tgen_tui.results import store
+from tgen_tui.results import plot, store
 from tgen_tui.results.record import add_db_option
 
 EPILOG = """\
@@ -554,7 +553,7 @@ def cmd_trend(args: argparse.Namespace) -> int:
         g = A.group_of(conn, dut=dut, build=b, test=test, profile_hash=phash)
         s = A.group_samples(conn, g.run_ids).get(args.metric)
         if s and s.samples:
-            points.append(P.Point(b, s.median, min(s.samples), max(s.samples), s.n))
+            points.append(plot.Point(b, s.median, min(s.samples), max(s.samples), s.n))
     if not points:
         raise _bad(
             f"trend: no {args.metric} values for DUT {dut} ({test}, profile {ctx['profile']})"
@@ -567,17 +566,19 @@ def cmd_trend(args: argparse.Namespace) -> int:
         points = points[-args.last :]
         title += f", last {args.last} builds"
     width = shutil.get_terminal_size((100, 24)).columns
-    print(P.text_plot(points, title=title, unit=md.unit, height=max(4, args.height), width=width))
+    print(
+        plot.text_plot(points, title=title, unit=md.unit, height=max(4, args.height), width=width)
+    )
     print("● median, │ lowest to highest sample, n = samples (runs or repeats)")
     if args.output:
         path = Path(args.output)
         try:
-            P.write_image(
+            plot.write_image(
                 points, title=title, ylabel=f"{md.label} ({md.unit})", unit=md.unit, path=path
             )
         except ValueError as e:
             raise _bad(str(e)) from None
-        except P.PlotUnavailable as e:
+        except plot.PlotUnavailable as e:
             raise EnvironmentProblem(str(e)) from None
         except OSError as e:
             raise EnvironmentProblem(f"--output {path}: {e.strerror or e}") from None

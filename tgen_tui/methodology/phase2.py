@@ -35,11 +35,30 @@ class ResponderSpec:
     dst_mac: str  # the DUT's public-side MAC
 
 
-def lab_responder(port: str) -> ResponderSpec:
-    """The lab's Responder: p1's MAC towards the DUT's d1 MAC."""
-    from tgen_tui.lab.naming import D1_MAC, P1_MAC
+def veth_responder(
+    port: str, interface: str, netns: str | None, dut_netns: str
+) -> ResponderSpec | None:
+    """The Responder's MACs read from the system: its own interface's, and that of the
+    interface at the other end of its veth in the DUT namespace (a lab: p1 and d1).
+    None when they cannot be read (not a veth into ``dut_netns``)."""
+    import json
+    import subprocess
 
-    return ResponderSpec(port=port, src_mac=P1_MAC, dst_mac=D1_MAC)
+    def links(ns: str | None, *dev: str) -> list[dict]:
+        cmd = ["ip", *(["-n", ns] if ns else []), "-j", "link", "show", *dev]
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=True)
+            return json.loads(out.stdout or "[]")
+        except (OSError, subprocess.SubprocessError, ValueError):
+            return []
+
+    own = links(netns, interface)
+    if not own or "link_index" not in own[0]:
+        return None
+    peer = [x for x in links(dut_netns) if x.get("ifindex") == own[0]["link_index"]]
+    if not peer or not peer[0].get("address") or not own[0].get("address"):
+        return None
+    return ResponderSpec(port=port, src_mac=own[0]["address"], dst_mac=peer[0]["address"])
 
 
 def new_table_path() -> str:

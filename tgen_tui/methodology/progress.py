@@ -25,6 +25,10 @@ class Progress:
         self.t0 = time.monotonic()
         self.label = label
 
+    def restart(self) -> None:
+        """Count from zero again (the next run of a scale-up)."""
+        self.expected, self.done, self.t0 = 1, 0, time.monotonic()
+
     def trial(self, t: TrialResult, *, l_pps=None, h_pps=None, **context) -> None:
         self.done += 1
         if self.nd is not None:

@@ -173,56 +173,7 @@ class TrialRunner:
         try:
             async with open_engine(compiled, opts) as eng:
                 await eng.start()
-                t_start = time.monotonic() + START_LEAD_S
-                last_start = max(p.schedule.start_s for p in progs)
-                deadline = t_start + last_start + d * (1 + self.tolerance)
-                cleared = clear_at_s is None
-                pre_clear_tx = clear_slack = 0
-                last_seq, lossy_samples = None, 0
-                t_done = None
-                while True:
-                    now = time.monotonic()
-                    if eng.ports_done_sending():
-                        t_done = now
-                        break
-                    if now >= deadline:
-                        break
-                    if not cleared and now >= t_start + clear_at_s:
-                        t_a = time.monotonic()
-                        pre = await eng.sample_now()
-                        pre_clear_tx = sum(pre.stream(n).tx_frames for n in expected)
-                        await eng.clear()
-                        total_pps = sum(p.schedule.pps for p in progs)
-                        clear_slack = math.ceil(total_pps * (time.monotonic() - t_a))
-                        t.extra["clear"] = {
-                            "at_s": round(t_a - t_start, 4),
-                            "sent_before": pre_clear_tx,
-                            "unobserved_frames_max": clear_slack,
-                        }
-                        cleared = True
-                    snap = eng.latest_snapshot()
-                    if early and snap is not None and snap.seq != last_seq:
-                        # live loss counts gaps below the highest sequence seen; a frame
-                        # merely reordered would fill its gap by the next sample, so stop
-                        # only when two successive samples both exceed the tolerance
-                        last_seq = snap.seq
-                        lost = sum(snap.stream(n).lost for n in expected)
-                        sent = sum(snap.stream(n).tx_frames for n in expected)
-                        over = not self.loss_tolerance.allows(lost, sent)
-                        if over and lossy_samples:
-                            t.stopped_early = True
-                            t.extra["early_stop_at_s"] = round(now - t_start, 3)
-                            break
-                        lossy_samples = 1 if over else 0
-                    left = deadline - now
-                    await trio.sleep(min(0.05, left) if left > 0.15 else min(0.005, left))
-                at_deadline = await eng.sample_now()
-                sent_by_deadline = sum(at_deadline.stream(n).tx_frames for n in expected)
-                if clear_at_s is not None and cleared:
-                    # the counters restarted at the clear: add what was sent before it, and
-                    # allow the frames due in the unobserved window between that reading
-                    # and the clear's baselines
-                    sent_by_deadline += pre_clear_tx + clear_slack
+                w = await self._drive(eng, t, progs, expected, d, clear_at_s, early)
                 await eng.stop()
                 final = await eng.final_snapshot()
                 if learn:  # what each learning port's worker reported (on its own host)
@@ -235,28 +186,88 @@ class TrialRunner:
         finally:
             self._last_end = time.monotonic()
             self.trials_run += 1
-        allowed = d * (1 + self.tolerance)
-        want_total = sum(expected.values())
-        complete = sent_by_deadline >= want_total
-        if t_done is not None:
-            t.send_time_s = round(min(t_done - t_start - last_start, allowed), 4)
-        elif complete:
-            t.send_time_s = round(allowed, 4)  # done by the deadline (tx_done not seen yet)
-        per = {}
-        for n, want in expected.items():
-            s = final.stream(n)
-            per[n] = {
-                "requested_pps": s.requested_pps,
-                "count": want,
-                "tx_frames": s.tx_frames,
-                "rx_frames": s.rx_frames,
-                "lost": s.lost,
-                "out_of_order": s.out_of_order,
-                "duplicates": s.duplicates,
-                "latency_ns": dataclasses.asdict(s.latency_ns),
-                "latency_source": s.latency_source,
-                "latency_every": s.latency_every,
+        self._account(t, final, expected, w)
+        self._check_host(t, host_backlog_drops() - backlog_drops_before)
+        self._check_sender(t)
+        ct_after = await self._count()
+        if ct_before is not None or ct_after is not None:
+            t.extra["conntrack"] = {
+                "before": ct_before,
+                "after": ct_after,
+                "rise": (ct_after - ct_before)
+                if (ct_after is not None and ct_before is not None)
+                else None,
+                "reset_s": ct_reset_s,
             }
+        return judge(t, self.loss_tolerance)
+
+    async def _drive(self, eng, t: TrialResult, progs, expected, d, clear_at_s, early) -> _Window:
+        """Watch the trial until every port is done sending or the validity deadline
+        passes: clear the counters at ``clear_at_s``, stop early on loss; then read what
+        had been sent by the deadline."""
+        w = _Window(t_start=time.monotonic() + START_LEAD_S)
+        w.last_start = max(p.schedule.start_s for p in progs)
+        w.allowed = d * (1 + self.tolerance)
+        deadline = w.t_start + w.last_start + w.allowed
+        cleared = clear_at_s is None
+        pre_clear_tx = clear_slack = 0
+        last_seq, lossy_samples = None, 0
+        while True:
+            now = time.monotonic()
+            if eng.ports_done_sending():
+                w.t_done = now
+                break
+            if now >= deadline:
+                break
+            if not cleared and now >= w.t_start + clear_at_s:
+                t_a = time.monotonic()
+                pre = await eng.sample_now()
+                pre_clear_tx = sum(pre.stream(n).tx_frames for n in expected)
+                await eng.clear()
+                total_pps = sum(p.schedule.pps for p in progs)
+                clear_slack = math.ceil(total_pps * (time.monotonic() - t_a))
+                t.extra["clear"] = {
+                    "at_s": round(t_a - w.t_start, 4),
+                    "sent_before": pre_clear_tx,
+                    "unobserved_frames_max": clear_slack,
+                }
+                cleared = True
+            snap = eng.latest_snapshot()
+            if early and snap is not None and snap.seq != last_seq:
+                # live loss counts gaps below the highest sequence seen; a frame
+                # merely reordered would fill its gap by the next sample, so stop
+                # only when two successive samples both exceed the tolerance
+                last_seq = snap.seq
+                lost = sum(snap.stream(n).lost for n in expected)
+                sent = sum(snap.stream(n).tx_frames for n in expected)
+                over = not self.loss_tolerance.allows(lost, sent)
+                if over and lossy_samples:
+                    t.stopped_early = True
+                    t.extra["early_stop_at_s"] = round(now - w.t_start, 3)
+                    break
+                lossy_samples = 1 if over else 0
+            left = deadline - now
+            await trio.sleep(min(0.05, left) if left > 0.15 else min(0.005, left))
+        at_deadline = await eng.sample_now()
+        w.sent_by_deadline = sum(at_deadline.stream(n).tx_frames for n in expected)
+        if clear_at_s is not None and cleared:
+            # the counters restarted at the clear: add what was sent before it, and
+            # allow the frames due in the unobserved window between that reading
+            # and the clear's baselines
+            w.sent_by_deadline += pre_clear_tx + clear_slack
+        return w
+
+    def _account(self, t: TrialResult, final, expected: dict[str, int], w: _Window) -> None:
+        """Counts per stream and port from the final snapshot, the achieved rate, the
+        send time, and validity: every frame sent by the deadline."""
+        rate = t.rate_pps
+        want_total = sum(expected.values())
+        complete = w.sent_by_deadline >= want_total
+        if w.t_done is not None:
+            t.send_time_s = round(min(w.t_done - w.t_start - w.last_start, w.allowed), 4)
+        elif complete:
+            t.send_time_s = round(w.allowed, 4)  # done by the deadline (tx_done not seen yet)
+        per = {n: _stream_counts(final.stream(n), want) for n, want in expected.items()}
         t.tx_frames = sum(v["tx_frames"] for v in per.values())
         t.rx_frames = sum(v["rx_frames"] for v in per.values())
         t.lost = sum(v["lost"] for v in per.values())
@@ -266,8 +277,8 @@ class TrialRunner:
         if complete or t.stopped_early:
             t.achieved_pps = rate
         else:
-            t.achieved_pps = round(sent_by_deadline / n_dir / allowed, 1)
-        t.extra["sent_by_deadline"] = sent_by_deadline
+            t.achieved_pps = round(w.sent_by_deadline / n_dir / w.allowed, 1)
+        t.extra["sent_by_deadline"] = w.sent_by_deadline
         t.extra["streams"] = per
         t.extra["ports"] = {
             p.name: {
@@ -283,8 +294,8 @@ class TrialRunner:
         if not t.stopped_early and not complete:
             t.valid = False
             t.reason = (
-                f"invalid: the sender had sent {sent_by_deadline:,} of {want_total:,} frames "
-                f"after {allowed:.3f} s (achieved "
+                f"invalid: the sender had sent {w.sent_by_deadline:,} of {want_total:,} frames "
+                f"after {w.allowed:.3f} s (achieved "
                 f"{100 * t.achieved_pps / rate if rate else 0:.1f} % of the rate)"
             )
         elif t.stopped_early:
@@ -292,7 +303,9 @@ class TrialRunner:
                 f"lost {t.lost:,} frames by {t.extra['early_stop_at_s']} s: stopped early "
                 f"(sent {t.tx_frames:,} of {want_total:,})"
             )
-        host_drops = host_backlog_drops() - backlog_drops_before
+
+    def _check_host(self, t: TrialResult, host_drops: int) -> None:
+        """Frames this host's receive backlog dropped are not the DUT's loss: invalid."""
         t.extra["host_backlog_drops"] = host_drops
         if host_drops > 0 and t.lost > 0 and t.valid:
             t.extra["host_dropped"] = True
@@ -302,39 +315,59 @@ class TrialRunner:
                 f"the trial (CPU contention, /proc/net/softnet_stat) and {t.lost:,} frames "
                 "were lost: not the DUT's loss"
             )
+
+    def _check_sender(self, t: TrialResult) -> None:
+        """A sender that stalled longer than max_late_s while frames were lost: invalid."""
+        rate = t.rate_pps
         late = max((v["late_max_ns"] or 0) for v in t.extra["ports"].values()) / 1e9
         t.extra["sender_late_max_s"] = round(late, 6)
-        if self.max_late_s and late > self.max_late_s and t.lost > 0 and t.valid:
-            t.valid = False
-            stop_at = t.extra.get("early_stop_at_s")
-            due = rate * len(self.groups) * stop_at if stop_at else 0
-            if due and t.tx_frames < 0.9 * due:  # not a stall: it never kept the rate
-                t.reason = (
-                    f"invalid: the sender fell behind ({100 * t.tx_frames / due:.0f} % of the "
-                    f"frames due by {stop_at} s) and {t.lost:,} frames were lost"
-                )
-            else:
-                t.extra["sender_stalled"] = True
-                t.reason = (
-                    f"invalid: the sender stalled {late * 1000:.0f} ms (a catch-up burst of "
-                    f"about {late * rate:,.0f} frames) and {t.lost:,} frames were lost"
-                )
-        ct_after = await self._count()
-        if ct_before is not None or ct_after is not None:
-            t.extra["conntrack"] = {
-                "before": ct_before,
-                "after": ct_after,
-                "rise": (ct_after - ct_before)
-                if (ct_after is not None and ct_before is not None)
-                else None,
-                "reset_s": ct_reset_s,
-            }
-        return judge(t, self.loss_tolerance)
+        if not (self.max_late_s and late > self.max_late_s and t.lost > 0 and t.valid):
+            return
+        t.valid = False
+        stop_at = t.extra.get("early_stop_at_s")
+        due = rate * len(self.groups) * stop_at if stop_at else 0
+        if due and t.tx_frames < 0.9 * due:  # not a stall: it never kept the rate
+            t.reason = (
+                f"invalid: the sender fell behind ({100 * t.tx_frames / due:.0f} % of the "
+                f"frames due by {stop_at} s) and {t.lost:,} frames were lost"
+            )
+        else:
+            t.extra["sender_stalled"] = True
+            t.reason = (
+                f"invalid: the sender stalled {late * 1000:.0f} ms (a catch-up burst of "
+                f"about {late * rate:,.0f} frames) and {t.lost:,} frames were lost"
+            )
 
     async def _count(self) -> int | None:
         if self.dut is None or not self.dut.can_count:
             return None
         return await trio.to_thread.run_sync(self.dut.count)
+
+
+@dataclass
+class _Window:
+    """The sending window of one trial, as :meth:`TrialRunner._drive` saw it."""
+
+    t_start: float
+    last_start: float = 0.0
+    allowed: float = 0.0  # duration × (1 + tolerance)
+    t_done: float | None = None
+    sent_by_deadline: int = 0
+
+
+def _stream_counts(s, want: int) -> dict:
+    return {
+        "requested_pps": s.requested_pps,
+        "count": want,
+        "tx_frames": s.tx_frames,
+        "rx_frames": s.rx_frames,
+        "lost": s.lost,
+        "out_of_order": s.out_of_order,
+        "duplicates": s.duplicates,
+        "latency_ns": dataclasses.asdict(s.latency_ns),
+        "latency_source": s.latency_source,
+        "latency_every": s.latency_every,
+    }
 
 
 def host_backlog_drops() -> int:

@@ -1,15 +1,17 @@
-"""Trend plots over builds: a plain-text terminal plot, an SVG written by hand, and a PNG.
+"""Every plot of tgen: one stack. Files (SVG, PNG) are drawn by matplotlib (Agg backend),
+terminal plots by plotext; the console's sparklines and the trend's text plot are text.
 
-The terminal plot and the SVG need nothing beyond the standard library. PNG uses
-matplotlib when it is installed (``pip install 'tgen-tui[plot]'``) and says so otherwise.
+  chart        a plot of series (line, bar, scatter, histogram): the methodology reports
+  text_plot    the trend of one metric over builds, in the terminal (median and range)
+  write_image  the same trend as an SVG or PNG file
+  sparkline    '▁▃▇█' for the console
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
 from tgen_tui.results import metrics as M
@@ -134,92 +136,35 @@ def text_plot(
     return "\n".join(out)
 
 
-def svg_plot(
-    points: list[Point],
-    *,
-    title: str,
-    ylabel: str,
-    unit: str,
-    width: int = 720,
-    height: int = 400,
-) -> str:
-    """An SVG line chart: medians joined, min–max bars, labelled axes."""
-    left, right, top, bottom = 90, 20, 40, 60
-    pw, ph = width - left - right, height - top - bottom
-    lo, hi, ticks, tick = axis(points, unit)
-    n = max(1, len(points))
-
-    def x(i: int) -> float:
-        return left + pw * (i + 0.5) / n
-
-    def y(v: float) -> float:
-        return top + ph * (hi - v) / (hi - lo)
-
-    e = []
-    e.append(
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">'
-    )
-    e.append(f'<rect width="{width}" height="{height}" fill="white"/>')
-    e.append(
-        f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15">{escape(title)}</text>'
-    )
-    for v in ticks:
-        yy = y(v)
-        e.append(f'<line x1="{left}" y1="{yy:.1f}" x2="{left + pw}" y2="{yy:.1f}" stroke="#ddd"/>')
-        e.append(
-            f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{escape(tick(v))}</text>'
-        )
-    e.append(
-        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + ph}" stroke="black"/>'
-        f'<line x1="{left}" y1="{top + ph}" x2="{left + pw}" y2="{top + ph}" stroke="black"/>'
-    )
-    e.append(
-        f'<text x="16" y="{top + ph / 2}" text-anchor="middle" '
-        f'transform="rotate(-90 16 {top + ph / 2})">{escape(ylabel)}</text>'
-    )
-    e.append(f'<text x="{left + pw / 2}" y="{height - 12}" text-anchor="middle">build</text>')
-    if points:
-        path = " ".join(f"{x(i):.1f},{y(p.median):.1f}" for i, p in enumerate(points))
-        e.append(f'<polyline points="{path}" fill="none" stroke="#1f77b4" stroke-width="2"/>')
-    for i, p in enumerate(points):
-        e.append(
-            f'<line x1="{x(i):.1f}" y1="{y(p.high):.1f}" x2="{x(i):.1f}" y2="{y(p.low):.1f}" '
-            f'stroke="#1f77b4" stroke-width="1"/>'
-        )
-        e.append(f'<circle cx="{x(i):.1f}" cy="{y(p.median):.1f}" r="4" fill="#1f77b4"/>')
-        e.append(
-            f'<text x="{x(i):.1f}" y="{top + ph + 18}" text-anchor="middle">{escape(p.label)}</text>'
-        )
-        e.append(
-            f'<text x="{x(i):.1f}" y="{top + ph + 32}" text-anchor="middle" fill="#666">'
-            f"n={p.n}</text>"
-        )
-    e.append("</svg>")
-    return "\n".join(e) + "\n"
-
-
 class PlotUnavailable(Exception):
     """The image format needs a library that is not installed."""
 
 
-def png_plot(points: list[Point], *, title: str, ylabel: str, unit: str, path: Path) -> None:
-    """A PNG through matplotlib (optional dependency)."""
+def _pyplot():
     try:
         import matplotlib
 
         matplotlib.use("Agg")
+        matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text
         import matplotlib.pyplot as plt
-        from matplotlib.ticker import FixedLocator, FuncFormatter
     except ImportError:
         raise PlotUnavailable(
-            "writing PNG needs matplotlib (pip install 'tgen-tui[plot]'); "
-            "an .svg --output needs nothing"
+            "writing plot files needs matplotlib (pip install matplotlib)"
         ) from None
+    return plt
+
+
+def write_image(points: list[Point], *, title: str, ylabel: str, unit: str, path: Path) -> None:
+    """The trend as a file: SVG or PNG, chosen by the suffix of ``path``."""
+    suffix = path.suffix.lower()
+    if suffix not in (".svg", ".png"):
+        raise ValueError(f"--output {path}: give a .svg or .png file name")
+    plt = _pyplot()
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
     fig, ax = plt.subplots(figsize=(7.2, 4.0), dpi=100)
     xs = list(range(len(points)))
-    meds = [p.median for p in points]
-    ax.plot(xs, meds, marker="o", color="#1f77b4")
+    ax.plot(xs, [p.median for p in points], marker="o", color="#1f77b4")
     ax.vlines(xs, [p.low for p in points], [p.high for p in points], color="#1f77b4")
     ax.set_xticks(xs, [f"{p.label}\nn={p.n}" for p in points])
     lo, hi, ticks, tick = axis(points, unit)
@@ -231,16 +176,78 @@ def png_plot(points: list[Point], *, title: str, ylabel: str, unit: str, path: P
     ax.set_xlabel("build")
     ax.grid(axis="y", color="#ddd")
     fig.tight_layout()
-    fig.savefig(path, format="png")
+    fig.savefig(path, format=suffix[1:])
     plt.close(fig)
 
 
-def write_image(points: list[Point], *, title: str, ylabel: str, unit: str, path: Path) -> None:
-    """Write ``path`` as SVG or PNG, chosen by its suffix."""
-    suffix = path.suffix.lower()
-    if suffix == ".svg":
-        path.write_text(svg_plot(points, title=title, ylabel=ylabel, unit=unit))
-    elif suffix == ".png":
-        png_plot(points, title=title, ylabel=ylabel, unit=unit, path=path)
-    else:
-        raise ValueError(f"--output {path}: give a .svg or .png file name")
+# ---------------------------------------------------------------- series (methodology)
+
+Series = tuple[str, Sequence[float], Sequence[float]]  # label, x, y
+
+
+def _terminal(title: str, xlabel: str, ylabel: str, series: Sequence[Series], kind: str) -> str:
+    import plotext as plt
+
+    plt.clear_figure()
+    plt.plotsize(72, 18)
+    plt.theme("clear")
+    for label, x, y in series:
+        if kind == "bar":
+            plt.bar([str(v) for v in x], list(y), label=label)
+        elif kind == "hist":
+            plt.hist(list(y), bins=20, label=label)
+        elif kind == "scatter":
+            plt.scatter(list(x), list(y), label=label)
+        else:
+            plt.plot(list(x), list(y), label=label, marker="dot")
+    plt.title(title)
+    plt.xlabel(xlabel)
+    plt.ylabel(ylabel)
+    return plt.uncolorize(plt.build())
+
+
+def _file(
+    path: str, title: str, xlabel: str, ylabel: str, series: Sequence[Series], kind: str, logx: bool
+) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, x, y in series:
+        if kind == "bar":
+            ax.bar([str(v) for v in x], list(y), label=label)
+        elif kind == "hist":
+            ax.hist(list(y), bins=20, alpha=0.6, label=label)
+        elif kind == "scatter":
+            ax.scatter(list(x), list(y), label=label)
+        else:
+            ax.plot(list(x), list(y), marker="o", label=label)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    if len(series) > 1 or any(s[0] for s in series):
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def chart(
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    series: Sequence[Series],
+    *,
+    kind: str = "line",
+    path: str | None = None,
+    logx: bool = False,
+) -> str:
+    """Draw ``series`` in the terminal (returned as text) and, with ``path``, to a file
+    (the suffix chooses SVG or PNG). ``kind``: line, bar, scatter or hist."""
+    series = [s for s in series if len(s[2])]
+    if not series:
+        return ""
+    if path:
+        _file(path, title, xlabel, ylabel, series, kind, logx)
+    return _terminal(title, xlabel, ylabel, series, kind)

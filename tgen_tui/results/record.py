@@ -23,8 +23,10 @@ import os
 import sys
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from tgen_tui.results import metrics as M
-from tgen_tui.results import store
+from tgen_tui.results import models, store
 
 UNKNOWN = "unknown"
 _NOT_PARAMS = {"func", "db", "no_store", "dut", "build", "verb", "quiet", "json", "ndjson"}
@@ -62,14 +64,18 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def lab_dut(result: dict) -> bool:
+def _plain(result: dict | BaseModel) -> dict:
+    return result.model_dump(exclude_unset=True) if isinstance(result, BaseModel) else result
+
+
+def lab_dut(result: dict | BaseModel) -> bool:
     """True when the result's DUT probe read a tgen lab DUT namespace on this machine."""
-    d = result.get("dut") or {}
+    d = _plain(result).get("dut") or {}
     src = d.get("source") or "" if isinstance(d, dict) else ""
     return src.startswith("netns:") and src.endswith("-dut")
 
 
-def dut_defaults(result: dict) -> tuple[str, str, str]:
+def dut_defaults(result: dict | BaseModel) -> tuple[str, str, str]:
     """(dut, build, source): the lab DUT shares this kernel, so uname names it; else unknown."""
     if lab_dut(result):
         u = os.uname()
@@ -99,14 +105,17 @@ def _profile_text(path: str | None) -> str | None:
 
 
 def build_record(
-    result: dict,
+    result: dict | BaseModel,
     *,
     dut: str | None,
     build: str | None,
     test: str,
     params: dict | None,
 ) -> store.RunRecord:
-    """The ``runs`` row for a result, with the DUT label and build filled in."""
+    """The ``runs`` row for a result, with the DUT label and build filled in; the result
+    goes through its test's model (:func:`tgen_tui.results.models.parse_result`)."""
+    typed = models.parse_result(test, result)
+    result = typed.to_doc()
     d_dut, d_build, d_src = dut_defaults(result)
     source = "option" if dut else d_src
     env = result.get("environment") or {}
@@ -128,19 +137,19 @@ def build_record(
         partial=bool(result.get("partial")),
         passed=None if passed is None else bool(passed),
         params=params or {},
-        result=result,
+        result=typed,
     )
 
 
 def record_run(
-    result: dict,
+    result: dict | BaseModel,
     *,
     db: str | None = None,
     dut: str | None = None,
     build: str | None = None,
     test: str = "run",
     params: dict | None = None,
-    trials: list[dict] | None = None,
+    trials: list[dict | BaseModel] | None = None,
     no_store: bool = False,
 ) -> int | None:
     """Store one result atomically; return its run id, or None (not stored; warned on stderr)."""
@@ -149,10 +158,11 @@ def record_run(
     path = store.resolve(db)
     try:
         rec = build_record(result, dut=dut, build=build, test=test, params=params)
-        rows = M.extract(result)
+        rows = M.extract(rec.result.to_doc())
+        typed_trials = [models.parse_trial(t) for t in trials or []]
         conn = store.connect(path)
         try:
-            return store.insert_run(conn, rec, rows, trials or [])
+            return store.insert_run(conn, rec, rows, typed_trials)
         finally:
             conn.close()
     except store.StoreError as e:
@@ -176,7 +186,12 @@ def _params_from_args(args: argparse.Namespace) -> dict:
 
 
 def record_from_args(
-    args: argparse.Namespace, result: dict, *, test: str = "run", params=None, trials=None
+    args: argparse.Namespace,
+    result: dict | BaseModel,
+    *,
+    test: str = "run",
+    params=None,
+    trials=None,
 ) -> int | None:
     """:func:`record_run` with the store options of ``args``; says where it stored unless --quiet.
 
@@ -202,7 +217,7 @@ def record_from_args(
 
 
 def stored_line(
-    run_id: int, db: str | None, result: dict, *, dut: str | None, build: str | None
+    run_id: int, db: str | None, result: dict | BaseModel, *, dut: str | None, build: str | None
 ) -> str:
     """'stored as run 7 in /root/.local/share/tgen/results.db' (+ how the DUT was labelled)."""
     line = f"stored as run {run_id} in {store.resolve(db)}"

@@ -22,7 +22,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from tgen_tui.results import metrics as M
+from tgen_tui.results import models
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 10_000
@@ -66,18 +69,6 @@ CREATE TABLE trials (
     idx    INTEGER NOT NULL,
     data   TEXT NOT NULL,   -- JSON: the raw trial as the verb gave it
     PRIMARY KEY (run_id, idx)
-);
-"""
-
-_SCHEMA_V1 = """
-CREATE TABLE runs (
-    id           INTEGER PRIMARY KEY,
-    started_at   TEXT NOT NULL,
-    dut          TEXT NOT NULL,
-    build        TEXT NOT NULL,
-    profile      TEXT,
-    profile_hash TEXT,
-    result       TEXT NOT NULL
 );
 """
 
@@ -231,15 +222,6 @@ def _rollback(conn: sqlite3.Connection) -> None:
             pass  # the connection is closed next; SQLite discards the transaction then
 
 
-def create_v1(path: str | os.PathLike) -> sqlite3.Connection:
-    """A version-1 database (tests of the migration build one by hand with this layout)."""
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    conn.execute("INSERT INTO schema_version VALUES (1)")
-    conn.executescript(_SCHEMA_V1)
-    return conn
-
-
 def now_iso() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
@@ -263,17 +245,17 @@ class RunRecord:
     partial: bool
     passed: bool | None
     params: dict
-    result: dict
+    result: models.Doc  # the document through its test's model (models.parse_result)
 
 
 def insert_run(
     conn: sqlite3.Connection,
     rec: RunRecord,
     metric_rows: list[tuple[str, str, str, float]],
-    trials: Iterable[dict],
+    trials: Iterable[models.Doc],
 ) -> int:
     """Write one run, its metrics and its trials in one transaction; return its id."""
-    trials = list(trials)
+    trials = [t.to_doc() for t in trials]
     conn.execute("BEGIN IMMEDIATE")
     try:
         cur = conn.execute(
@@ -298,7 +280,7 @@ def insert_run(
                 int(rec.partial),
                 None if rec.passed is None else int(rec.passed),
                 json.dumps(rec.params, default=str, sort_keys=True),
-                json.dumps(rec.result, default=str),
+                json.dumps(rec.result.to_doc(), default=str),
                 len(metric_rows),
                 len(trials),
             ),
@@ -378,7 +360,7 @@ def get_run(conn: sqlite3.Connection, run_id: int) -> dict | None:
         return None
     run = rows[0]
     run["params"] = json.loads(run["params"] or "{}")
-    run["result"] = json.loads(run["result"] or "{}")
+    run["result"] = _result(run["test"], run["result"]).to_doc()
     run["metrics"] = [
         {"scope": s, "name": n, "metric": m, "value": v}
         for s, n, m, v in conn.execute(
@@ -387,11 +369,36 @@ def get_run(conn: sqlite3.Connection, run_id: int) -> dict | None:
             (run_id,),
         )
     ]
-    run["trials"] = [
-        json.loads(d)
+    run["trials"] = [t.to_doc() for t in read_trials(conn, run_id)]
+    return run
+
+
+def _result(test: str, text: str | None) -> models.Doc:
+    return _typed(lambda d: models.parse_result(test, d), text)
+
+
+def _typed(parse: Callable[[dict], models.Doc], text: str | None) -> models.Doc:
+    """A stored document through its model; one the model rejects (written by hand, or
+    by a tgen with a bug) still reads, untyped, rather than hiding the whole run."""
+    data = json.loads(text or "{}")
+    try:
+        return parse(data)
+    except ValidationError:
+        return models.LooseRecord.model_validate(data if isinstance(data, dict) else {})
+
+
+def read_result(conn: sqlite3.Connection, run_id: int) -> models.Doc | None:
+    """One run's result document through its model (RunResult, ThroughputReport, ...)."""
+    row = conn.execute("SELECT test, result FROM runs WHERE id = ?", (run_id,)).fetchone()
+    return None if row is None else _result(row[0], row[1])
+
+
+def read_trials(conn: sqlite3.Connection, run_id: int) -> list[models.Doc]:
+    """One run's stored trials through their models, in order."""
+    return [
+        _typed(models.parse_trial, d)
         for (d,) in conn.execute("SELECT data FROM trials WHERE run_id = ? ORDER BY idx", (run_id,))
     ]
-    return run
 
 
 def run_metrics(conn: sqlite3.Connection, run_id: int, scope: str = "run") -> dict[str, float]:
@@ -406,10 +413,8 @@ def run_metrics(conn: sqlite3.Connection, run_id: int, scope: str = "run") -> di
 
 
 def run_trials(conn: sqlite3.Connection, run_id: int) -> list[dict]:
-    return [
-        json.loads(d)
-        for (d,) in conn.execute("SELECT data FROM trials WHERE run_id = ? ORDER BY idx", (run_id,))
-    ]
+    """One run's stored trials as documents (see :func:`read_trials`)."""
+    return [t.to_doc() for t in read_trials(conn, run_id)]
 
 
 def verify(conn: sqlite3.Connection) -> list[str]:

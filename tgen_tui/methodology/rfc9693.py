@@ -1,0 +1,328 @@
+"""RFC 9693 stateful NAT procedures: connection establishment rate (cps), conntrack table
+capacity and tear-down rate, over phase-1 trials of N unique tuples with the DUT's state
+reset before each, and phase 2 (the Responder replies to the tuples it learned).
+"""
+
+from __future__ import annotations
+
+import time
+
+from tgen_tui.diagnostics import BadInput
+from tgen_tui.methodology.procedures import CapacityResult, capacity_search
+from tgen_tui.methodology.run import (
+    RunState,
+    frame_sizes_of,
+    load,
+    make_runner,
+    max_rate_for,
+    preflight,
+    search_trials_estimate,
+)
+from tgen_tui.methodology.search import RepeatedSearch, SearchResult, TrialResult, binary_search
+from tgen_tui.methodology.trial import TrialRunner
+
+
+def unique_space(runner: TrialRunner) -> int:
+    progs = [q for ps in runner.groups.values() for q in ps]
+    return min((q.unique_space for q in progs), default=1)
+
+
+def _stateful_setup(state: RunState):
+    p = state.params
+    prof = load(p)
+    size = frame_sizes_of(p, prof)[0]
+    runner, compiled = make_runner(p, prof, None)
+    if runner.dut is None:
+        raise BadInput(
+            "RFC 9693 tests reset the DUT before each trial: give dut.netns in the profile, "
+            "--dut-netns, or --dut-reset 'COMMAND'"
+        )
+    space = unique_space(runner)
+    if space <= 1:
+        raise BadInput(
+            f"{p.profile}: the Initiator stream needs `mode: unique` port fields "
+            "(see profiles/nat44-stateful.yaml)"
+        )
+    n = p.n or space
+    if n > space:
+        raise BadInput(
+            f"-N {n:,} is more than the profile's unique port combinations ({space:,}): "
+            "widen the port ranges"
+        )
+    if p.m is not None and p.m > n:
+        raise BadInput(
+            f"-M {p.m:,} is more than -N {n:,}: the Responder's table could never fill "
+            "(RFC 9693 fails such a trial)"
+        )
+    preflight(state, prof, compiled, p.duration_s)
+    state.body["phase2_runner"] = _phase2_runner(state, prof, runner, n, space)
+    return prof, runner, compiled, size, n, space
+
+
+def _phase2_runner(state: RunState, prof, runner: TrialRunner, n: int, space: int):
+    """The Responder's runner (see :mod:`tgen_tui.methodology.phase2`), or None with the
+    reason recorded: it needs a second port and the Responder's MACs (from a stream the
+    profile sends from that port, else the lab's). Sets
+    ``state.body["learn"]``: the port that learns in phase 1, its table file and M."""
+    from tgen_tui.methodology.phase2 import (
+        ResponderSpec,
+        learn_options,
+        new_table_path,
+        responder_profile,
+        responder_program,
+        veth_responder,
+    )
+    from tgen_tui.packets.compile import compile_profile
+
+    p = state.params
+    if p.phase2 == "off":
+        return None
+    if len(runner.compiled.ports) < 2:
+        state.warnings.append("phase 2 not run: the profile has no second (Responder) port")
+        return None
+    first = _first_port(runner)
+    other = [q for q in runner.compiled.ports if q != first]
+    initiators = [q for ps in runner.groups.values() for q in ps]
+    responder = next((q.rx_port for q in initiators if q.rx_port in other), other[0])
+    # the Responder's MACs: a stream the profile sends from that port, else read from its
+    # veth into the DUT namespace (the lab's)
+    own = next((s for s in prof.streams if s.port == responder), None)
+    if own is not None and own.eth is not None:
+        spec = ResponderSpec(responder, own.eth.src, own.eth.dst)
+    else:
+        port = runner.compiled.ports[responder]
+        dut_ns = runner.dut.netns if runner.dut else None
+        spec = veth_responder(responder, port.interface, port.netns, dut_ns) if dut_ns else None
+    if spec is None:
+        state.warnings.append(
+            f"phase 2 not run: it needs the Responder's MACs: add a stream sent from port "
+            f"{responder} (its eth src and dst are used), or run against the lab DUT"
+        )
+        return None
+    path = new_table_path()
+    m = p.m or n
+    state.body["learn"] = {
+        "path": path,
+        "port": responder,
+        "initiator_port": first,
+        "max": m,
+        "options": learn_options(responder, path, [q.index for q in initiators], m),
+    }
+    reply = responder_profile(prof, spec)
+    compiled = responder_program(compile_profile(reply), path, p.responder_order)
+    return TrialRunner(
+        compiled,
+        direction="reverse",
+        timeout_s=p.timeout_s,
+        settle_s=0.0,
+        dut=runner.dut,
+        **p.trial_options(),
+    )
+
+
+def _first_port(runner: TrialRunner) -> str:
+    return next(iter(runner.compiled.ports))
+
+
+async def stateful_trial(
+    state: RunState, runner: TrialRunner, n: int, rate: float, kind: str, *, phase2=None
+) -> TrialResult:
+    """Phase 1 at ``rate`` with ``n`` unique tuples, the DUT reset first. Passes when all
+    n arrived, the sender kept the rate, and the DUT's conntrack count rose by n. With
+    phase 2 (``--phase2 every``, or the final trial), the Responder's port learns the
+    translated tuples in phase 1 (at most M; fewer fail the trial), and D ms after phase 1
+    began it sends α·rate replies to the learned tuples, all of which must come back
+    through the NAT."""
+    from tgen_tui.methodology.phase2 import learned_count, remove_table
+
+    p = state.params
+    if phase2 is None:
+        phase2 = p.phase2 == "every"
+    r2 = state.body.get("phase2_runner")
+    lrn = state.body.get("learn") if (phase2 and r2 is not None) else None
+    try:
+        t = await runner.with_retries(
+            lambda: runner.run(
+                rate, kind, count=n, reset_dut=True, learn=lrn["options"] if lrn else None
+            )
+        )
+        t.extra["connections"] = n
+        ct = t.extra.get("conntrack") or {}
+        rise = ct.get("rise")
+        t.extra["conntrack_rise"] = rise
+        if t.passed and rise is not None and rise < n:
+            t.passed = False
+            t.reason = f"failed to fill the state table: conntrack rose by {rise:,} of {n:,}"
+        receive_s = n / rate + p.t_ms / 1000
+        t.extra["phase1_s"] = round(receive_s, 3)
+        if lrn is None or not t.passed:
+            return t
+        m = lrn["max"]
+        # the worker's own report (the table may be on another host, --cluster), else the file
+        rep = (t.extra.pop("learned_report", None) or {}).get(lrn["port"]) or {}
+        learned = int(rep["tuples"]) if "tuples" in rep else learned_count(lrn["path"])
+        t.extra["learned"] = {"tuples": learned, "max": m, "port": lrn["port"]}
+        if learned < m:
+            t.passed = False
+            t.reason = (
+                f"failed to fill the state table: the Responder learned {learned:,} of "
+                f"{m:,} tuples (-M)"
+            )
+            return t
+        # D: phase 2 starts at least 1000·N/R + T ms (and -D ms) after phase 1 began
+        d_min = 1000 * n / rate + p.t_ms
+        d_want = max(d_min, p.d_ms or 0.0)
+        wait = t.extra["wall_start"] + d_want / 1000 - time.time()
+        if wait > 0:
+            import trio
+
+            await trio.sleep(wait)
+        started = time.time()
+        rate2 = max(1.0, p.alpha * rate)
+        t2 = await r2.with_retries(lambda: r2.run(rate2, "phase2", count=n))
+        d2 = t2.to_dict()
+        d2["extra"].pop("streams", None)
+        back = t2.extra.get("ports", {}).get(lrn["initiator_port"], {})
+        d2["order"] = p.responder_order
+        d2["learned_tuples"] = learned
+        d2["table_max"] = m
+        d2["replies_back_through_nat"] = t2.rx_frames
+        d2["through_nat"] = bool(t2.passed and t2.rx_frames > 0)
+        d2["initiator_port_rx"] = back.get("rx_frames")
+        d2["d_ms"] = round((started - t.extra["wall_start"]) * 1000)  # D: after phase 1 began
+        d2["d_ms_min"] = round(d_min)  # 1000·N/R + T ≤ D
+        if p.d_ms is not None and p.d_ms < d_min:
+            d2["d_ms_note"] = f"-D {p.d_ms:g} ms is below 1000·N/R + T: waited {d_min:.0f} ms"
+        t.extra["phase2"] = d2
+        if not t2.passed:
+            t.passed = False
+            t.reason = f"phase 2: {t2.reason}"
+        return t
+    finally:
+        if lrn is not None:
+            remove_table(lrn["path"])
+
+
+async def run_cps(state: RunState) -> None:
+    p = state.params
+    prof, runner, compiled, size, n, space = _stateful_setup(state)
+    mr = max_rate_for(p, compiled, size)
+    rec = RepeatedSearch("cps", "conn/s")
+    state.body |= {"connections": n, "unique_space": space, "max_rate": mr, "record": rec}
+    if state.progress:
+        state.progress.expected = p.repeats * search_trials_estimate(mr, p.error)
+
+    async def trial(rate: float, kind: str) -> TrialResult:
+        return await stateful_trial(state, runner, n, rate, kind)
+
+    for i in range(p.repeats):
+        s = SearchResult(max_rate=mr, error=p.error)
+        rec.searches.append(s)
+        await binary_search(
+            trial,
+            mr,
+            p.error,
+            confirm=False,  # a phase-1 trial is N frames long; l is re-tested by each repeat
+            result=s,
+            on_trial=lambda s_, t, i=i: state.trial_done(
+                t, l_pps=s_.l_pps, h_pps=s_.h_pps, search=i + 1, N=n
+            ),
+        )
+        if p.phase2 == "final" and s.l_pps > 0 and state.body.get("phase2_runner"):
+            t = await stateful_trial(state, runner, n, s.l_pps, "confirm", phase2=True)
+            s.trials.append(t)
+            s.confirmed = t.passed
+            state.trial_done(t, l_pps=s.l_pps, h_pps=s.h_pps, search=i + 1, phase="1+2")
+        state.note(
+            f"cps search {i + 1}/{p.repeats}: l {s.l_pps:,.0f} h "
+            f"{'-' if s.h_pps is None else f'{s.h_pps:,.0f}'} conn/s ({s.status})"
+        )
+
+
+async def run_capacity(state: RunState) -> None:
+    p = state.params
+    prof, runner, compiled, size, n, space = _stateful_setup(state)
+    mr = max_rate_for(p, compiled, size)
+    res = CapacityResult(c0=p.c0, beta=p.beta, gamma=p.gamma, error=p.e)
+    state.body |= {"unique_space": space, "max_rate": mr, "capacity": res}
+    if p.c0 > space:
+        raise BadInput(
+            f"--c0 {p.c0:,} is more than the profile's unique port combinations ({space:,}): "
+            "widen the port ranges (profiles/rfc9693-capacity.yaml has 6.4 M) or lower --c0"
+        )
+    if state.progress:
+        state.progress.expected = search_trials_estimate(mr, p.error) + 12
+
+    async def cps_search(c: int) -> SearchResult:
+        if c > space:
+            raise BadInput(f"the search needs {c:,} connections; the profile has {space:,}")
+        s = SearchResult(max_rate=mr, error=p.error)
+        await binary_search(
+            lambda r, k: stateful_trial(state, runner, c, r, k),
+            mr,
+            p.error,
+            confirm=False,
+            result=s,
+            on_trial=lambda s_, t: state.trial_done(
+                t, l_pps=s_.l_pps, h_pps=s_.h_pps, phase="R0", C=c
+            ),
+        )
+        state.note(f"R0 search with C = {c:,}: {s.l_pps:,.0f} conn/s ({s.status})")
+        return s
+
+    async def cps_trial(c: int, rate: float) -> TrialResult:
+        if c > space:
+            t = TrialResult(rate_pps=rate, kind="capacity", passed=False)
+            t.reason = f"{c:,} connections exceed the profile's {space:,} unique combinations"
+            return t
+        t = await stateful_trial(state, runner, c, rate, "capacity")
+        state.trial_done(t, phase="C", C=c)
+        return t
+
+    await capacity_search(
+        cps_search, cps_trial, c0=p.c0, beta=p.beta, gamma=p.gamma, error=p.e, result=res
+    )
+    if res.c0_used and res.c0_used != p.c0:
+        state.deviations.append(
+            f"no rate passed with C0 = {p.c0:,} connections: C0 halved to {res.c0_used:,}"
+        )
+
+
+async def run_teardown(state: RunState) -> None:
+    """Load N connections, time a full flush, subtract an empty table's flush time."""
+    import trio
+
+    p = state.params
+    prof, runner, compiled, size, n, space = _stateful_setup(state)
+    rate = float(p.r or min(50_000.0, max_rate_for(p, compiled, size)))
+    rows: list[dict] = []
+    state.body |= {"connections": n, "load_rate": rate, "repeats": rows}
+    if state.progress:
+        state.progress.expected = p.repeats
+    for i in range(p.repeats):
+        t = await stateful_trial(state, runner, n, rate, "load")
+        state.trial_done(t, repeat=i + 1, N=n)
+        loaded = await trio.to_thread.run_sync(runner.dut.count)
+        t_n = await trio.to_thread.run_sync(runner.dut.reset)
+        after = await trio.to_thread.run_sync(runner.dut.count)
+        t_0 = await trio.to_thread.run_sync(runner.dut.reset)
+        dt = t_n - t_0
+        row = {
+            "repeat": i,
+            "loaded_entries": loaded,
+            "entries_after_flush": after,
+            "flush_s": round(t_n, 6),
+            "empty_flush_s": round(t_0, 6),
+            "rate_per_s": (loaded / dt) if (loaded and dt > 0) else None,
+            "load_trial": t,
+        }
+        if loaded is not None and loaded < n:
+            state.warnings.append(
+                f"repeat {i + 1}: only {loaded:,} of {n:,} entries were loaded before the flush"
+            )
+        rows.append(row)
+        state.note(
+            f"teardown {i + 1}/{p.repeats}: {loaded:,} entries flushed in {t_n * 1000:.1f} ms "
+            f"(empty table {t_0 * 1000:.1f} ms): "
+            + (f"{row['rate_per_s']:,.0f}/s" if row["rate_per_s"] else "no rate (flush too fast)")
+        )

@@ -1,0 +1,418 @@
+"""Typed results: the run result, the stored trials and the methodology reports.
+
+Every document the store writes or reads goes through one of these pydantic models
+(:func:`parse_result`, :func:`parse_trial`). A document carries ``schema_version``;
+documents stored before it existed (tgen-tui up to 468ed7a) are version 1 as they are,
+so reading one migrates it by adding the field. Fields are only ever added: the models
+allow extra fields, and :meth:`Doc.to_doc` gives back exactly the fields that were set,
+so a document keeps its shape through a write and a read.
+
+Imports: pydantic and the standard library only (``results`` sits beside ``fmt``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+
+Num = int | float  # a union keeps ints as ints (a frame count stays 5000, not 5000.0)
+
+
+class Part(BaseModel):
+    """A piece of a document: typed where the code reads it, open to added fields."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def to_doc(self) -> dict:
+        """The fields that were set, as plain Python data (JSON-serialisable)."""
+        return self.model_dump(exclude_unset=True)
+
+
+class Doc(Part):
+    """A whole document, stored as one row: it carries its ``schema_version``."""
+
+    schema_version: int = SCHEMA_VERSION
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrate(cls, data: Any) -> Any:
+        # version 1 is the shape of 468ed7a, which had no schema_version field
+        if isinstance(data, dict) and "schema_version" not in data:
+            data = {**data, "schema_version": SCHEMA_VERSION}
+        return data
+
+
+# ---------------------------------------------------------------- tgen run
+
+
+class Latency(Part):
+    min: Num | None = None
+    avg: Num | None = None
+    p50: Num | None = None
+    p99: Num | None = None
+    p999: Num | None = None
+    max: Num | None = None
+    jitter: Num | None = None
+
+
+class PortResult(Part):
+    name: str | None = None
+    tx_frames: int = 0
+    rx_frames: int = 0
+    tx_pps_mean: Num | None = None
+    rx_pps_mean: Num | None = None
+    requested_pps: Num | None = None
+    achieved_pps: Num | None = None
+    achieved_pct: Num | None = None
+
+
+class StreamResult(Part):
+    name: str | None = None
+    tx_frames: int = 0
+    rx_frames: int = 0
+    lost: int = 0
+    loss_pct: Num | None = None
+    out_of_order: int = 0
+    duplicates: int = 0
+    latency_ns: Latency = Field(default_factory=Latency)
+    latency_source: str | None = None
+
+
+class DutResult(Part):
+    source: str | None = None
+    conntrack_peak: int | None = None
+    conntrack_start: int | None = None
+    conntrack_rise: int | None = None
+    conntrack_max: int | None = None
+    conntrack_final: int | None = None
+    full_at_s: Num | None = None
+    settings: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class RunResult(Doc):
+    """``tgen run --json`` (tgen_tui.engine.result.build_result) and the console's runs."""
+
+    tool: str = "tgen-tui"
+    profile: str | None = None
+    profile_path: str | None = None
+    profile_hash: str | None = None
+    seed: int | None = None
+    duration_s: Num | None = None
+    partial: bool = False
+    passed: bool | None = None
+    started_at: str | None = None
+    thresholds: list[str] = Field(default_factory=list)
+    breached: list[dict[str, Any]] = Field(default_factory=list)
+    ports: dict[str, PortResult] = Field(default_factory=dict)
+    streams: dict[str, StreamResult] = Field(default_factory=dict)
+    workers: list[dict[str, Any]] = Field(default_factory=list)
+    worker_plan: list[str] = Field(default_factory=list)
+    dut: DutResult | None = None
+    environment: dict[str, Any] = Field(default_factory=dict)
+    stream_config: dict[str, Any] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+    events: list[Any] = Field(default_factory=list)
+    latency_source: str | None = None
+    latency_floor_ns: Num | None = None
+    metrics: dict[str, Num | None] = Field(default_factory=dict)  # a verb's headline figures
+
+
+# ---------------------------------------------------------------- trials
+
+
+class Trial(Part):
+    """One trial of a procedure (methodology.search.TrialResult.to_dict)."""
+
+    rate_pps: Num
+    kind: str = "search"
+    passed: bool = False
+    valid: bool = True
+    reason: str = ""
+    duration_s: Num = 0.0
+    tx_frames: int = 0
+    rx_frames: int = 0
+    lost: int = 0
+    achieved_pps: Num = 0.0
+    send_time_s: Num | None = None
+    stopped_early: bool = False
+    extra: dict[str, Any] = Field(default_factory=dict)
+    verdict: str | None = None
+    loss_pct: Num | None = None
+
+
+class TrialRecord(Trial, Doc):
+    """A trial as the store keeps it: the trial and where it belongs (``search``,
+    ``frame_size``, ``repeat``, ``load_pct``, ``connections``, ``phase``: extra fields)."""
+
+
+class SearchOutcome(Doc):
+    """One repeated search's outcome, stored next to its trials: a ``repeat`` whose
+    ``metrics`` (l as the headline, h, the trial count) give the spread of the repeats."""
+
+    repeat: int
+    kind: Literal["search_result"] = "search_result"
+    status: str
+    metrics: dict[str, Num] = Field(default_factory=dict)
+
+
+class LooseRecord(Doc):
+    """A stored trial of another shape (a verb's own repeat: ``{"repeat": 0, ...}``)."""
+
+
+def parse_trial(d: dict | BaseModel) -> Doc:
+    """A stored trial through its model (old rows without schema_version migrate)."""
+    if isinstance(d, Doc):
+        return d
+    if isinstance(d, BaseModel):
+        d = d.model_dump()
+    if d.get("kind") == "search_result":
+        return SearchOutcome.model_validate(d)
+    if "rate_pps" in d:
+        return TrialRecord.model_validate(d)
+    return LooseRecord.model_validate(d)
+
+
+# ---------------------------------------------------------------- methodology reports
+
+
+class Summary(Part):
+    """``methodology.stats.summary``: n, median, min, max (p1, p99 from 10 values)."""
+
+    n: int = 0
+    median: Num | None = None
+    min: Num | None = None
+    max: Num | None = None
+    p1: Num | None = None
+    p99: Num | None = None
+
+
+class SearchSummary(Summary):
+    h: Summary | None = None
+    upper_bound_not_reached: int = 0
+    no_passing_rate: int = 0
+    unconfirmed: int = 0
+    frame_size: int | None = None
+
+
+class Search(Part):
+    """One binary search (methodology.search.SearchResult.to_dict)."""
+
+    l_pps: Num
+    h_pps: Num | None = None
+    status: str
+    max_rate: Num
+    error: Num
+    n_trials: dict[str, int] = Field(default_factory=dict)
+    confirmed: bool | None = None
+    trials: list[Trial] = Field(default_factory=list)
+    frame_size: int | None = None
+
+
+class Report(Doc):
+    """What every methodology report records (METHODOLOGY.md, "What every result records")."""
+
+    test: str
+    tester: str | None = None
+    started_at: str | None = None
+    duration_s: Num | None = None
+    partial: bool = False
+    quick: bool = False
+    profile: str | None = None
+    profile_path: str | None = None
+    profile_hash: str | None = None
+    seed: int | None = None
+    direction: str | None = None
+    rate_unit: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    profile_detail: dict[str, Any] = Field(default_factory=dict)
+    dut: dict[str, Any] | None = None
+    environment: dict[str, Any] = Field(default_factory=dict)
+    latency_source: str | None = None
+    latency_floor_ns: Num | None = None
+    warnings: list[str] = Field(default_factory=list)
+    deviations: list[str] = Field(default_factory=list)
+    signal: str | None = None
+    metrics: dict[str, Num] = Field(default_factory=dict)
+    trials_flat_count: int | None = None
+
+
+class ThroughputSize(Part):
+    frame_size: int
+    max_rate: Num
+    streams: list[str] = Field(default_factory=list)
+    summary: SearchSummary
+    searches: list[Search] = Field(default_factory=list)
+
+
+class ThroughputReport(Report):
+    """rfc2544-throughput: repeated binary searches per frame size."""
+
+    searches: list[Search] = Field(default_factory=list)
+    summary: SearchSummary | None = None
+    by_frame_size: list[ThroughputSize] = Field(default_factory=list)
+
+
+class LossPoint(Part):
+    load_pct: Num
+    rate_pps: Num
+    flr_pct: Num
+    trial: Trial
+
+
+class LossCurve(Part):
+    frame_size: int
+    max_rate: Num
+    points: list[LossPoint] = Field(default_factory=list)
+
+
+class LossReport(Report):
+    """rfc2544-loss: frame loss against offered load, one curve per frame size."""
+
+    frame_loss: list[LossCurve] = Field(default_factory=list)
+
+
+class LatencyTrial(Part):
+    repeat: int
+    figures: dict[str, Any]
+    trial: Trial
+
+
+class LatencySize(Part):
+    frame_size: int
+    rate_pps: Num
+    delay_s: Num
+    trials: list[LatencyTrial] = Field(default_factory=list)
+    summary: dict[str, Summary] = Field(default_factory=dict)
+
+
+class LatencyReport(Report):
+    """rfc2544-latency (TL, WCL) and rfc2544-pdv (pdv_ns): repeated trials per frame size."""
+
+    by_frame_size: list[LatencySize] = Field(default_factory=list)
+    summary: dict[str, Any] | None = None
+    throughput_searches: list[Search] = Field(default_factory=list)
+
+
+class CpsReport(Report):
+    """rfc9693-cps: repeated searches of the connection establishment rate."""
+
+    connections: int | None = None
+    unique_space: int | None = None
+    searches: list[Search] = Field(default_factory=list)
+    summary: SearchSummary | None = None
+
+
+class CapacityStep(Part):
+    phase: str
+    connections: int
+    rate: Num
+    passed: bool
+    trial: Trial | None = None
+    search: Search | None = None
+
+
+class Capacity(Part):
+    capacity: int | None = None
+    h_connections: int | None = None
+    r0: Num = 0.0
+    c0: int
+    c0_used: int = 0
+    beta: Num
+    gamma: Num
+    error: int
+    status: str
+    steps: list[CapacityStep] = Field(default_factory=list)
+
+
+class CapacityReport(Report):
+    """rfc9693-capacity: the conntrack table capacity."""
+
+    capacity: Capacity | None = None
+    summary: dict[str, Any] | None = None
+
+
+class TeardownRow(Part):
+    repeat: int
+    loaded_entries: int | None = None
+    entries_after_flush: int | None = None
+    flush_s: Num | None = None
+    empty_flush_s: Num | None = None
+    rate_per_s: Num | None = None
+    load_trial: Trial
+
+
+class TeardownReport(Report):
+    """rfc9693-teardown: timed flushes of a loaded and an empty table."""
+
+    connections: int | None = None
+    load_rate: Num | None = None
+    teardown: list[TeardownRow] = Field(default_factory=list)
+    summary: Summary | None = None
+
+
+class ScaleupRow(Part):
+    cores: int
+    core_list: list[int] = Field(default_factory=list)
+    median: Num | None = None
+    min: Num | None = None
+    max: Num | None = None
+    relative_scaleup: Num | None = None
+
+
+class ScaleupRun(Part):
+    cores: int
+    core_list: list[int] = Field(default_factory=list)
+    report: dict[str, Any]  # the scaled test's own report
+
+
+class ScaleupReport(Doc):
+    """scaleup-TEST: one run of TEST per core count, and the relative scale-up."""
+
+    test: str
+    partial: bool = False
+    quick: bool = False
+    unit: str = ""
+    scaled: str | None = None
+    cores: list[int] = Field(default_factory=list)
+    rows: list[ScaleupRow] = Field(default_factory=list)
+    runs: list[ScaleupRun] = Field(default_factory=list)
+    seed: int | None = None
+    dut: dict[str, Any] | None = None
+    profile_path: str | None = None
+    profile_hash: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    metrics: dict[str, Num] = Field(default_factory=dict)
+
+
+#: The model of each test's document, by the test's name as the store files it.
+REPORTS: dict[str, type[Doc]] = {
+    "run": RunResult,
+    "tui": RunResult,  # the console's runs
+    "rfc2544-throughput": ThroughputReport,
+    "rfc2544-loss": LossReport,
+    "rfc2544-latency": LatencyReport,
+    "rfc2544-pdv": LatencyReport,
+    "rfc9693-cps": CpsReport,
+    "rfc9693-capacity": CapacityReport,
+    "rfc9693-teardown": TeardownReport,
+    "scaleup-rfc2544-throughput": ScaleupReport,
+    "scaleup-rfc9693-cps": ScaleupReport,
+}
+
+
+def model_for(test: str) -> type[Doc]:
+    """The document model of a test (a verb's own test name: the run result's)."""
+    return REPORTS.get(test, RunResult)
+
+
+def parse_result(test: str, doc: dict | BaseModel) -> Doc:
+    """A result document through its test's model (old ones migrate on the way)."""
+    if isinstance(doc, Doc):
+        return doc
+    if isinstance(doc, BaseModel):
+        doc = doc.model_dump()
+    return model_for(test).model_validate(doc)
