@@ -256,6 +256,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         dut_netns=args.dut_netns,
         dut_ssh=args.dut_ssh,
         cluster=args.cluster,
+        transport=_cluster_transport(args.cluster),
     )
     if args.flush_dut:
         _flush_dut(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
@@ -285,6 +286,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"tgen: port(s) {', '.join(failed_ports)} failed", file=sys.stderr)
         return int(ExitCode.ENVIRONMENT)
     return 0
+
+
+def _cluster_transport(address: str | None):
+    """``EngineOptions.transport`` for --cluster (the engine never imports the cluster)."""
+    if not address:
+        return None
+    from tgen_tui.cluster.transport import cluster_transport
+
+    return cluster_transport(address)
 
 
 def _flush_dut(netns: str | None, ssh: str | None) -> None:

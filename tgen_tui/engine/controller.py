@@ -28,7 +28,6 @@ Both front ends use this one API (:class:`~tgen_tui.engine.api.EngineAPI`)::
 from __future__ import annotations
 
 import contextlib
-import glob
 import math
 import os
 import time
@@ -37,7 +36,7 @@ from dataclasses import dataclass, field
 
 import trio
 
-from tgen_tui.diagnostics import BadInput, EnvironmentProblem
+from tgen_tui.diagnostics import BadInput
 from tgen_tui.engine import stats
 from tgen_tui.engine.api import (
     TRANSITIONS,
@@ -47,35 +46,31 @@ from tgen_tui.engine.api import (
     EngineEvent,
     EngineNotice,
     EngineWarning,
-    PortInfo,
     PortState,
     PortStateChanged,
     RateChanged,
     RateError,
-    StreamInfo,
     StreamPaused,
     WorkerFailed,
-    WorkerInfo,
 )
-from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
-from tgen_tui.engine.probes import CpuProbe, DutProbe, InterfaceProbe
+from tgen_tui.engine.assignment import WorkerPlan
+from tgen_tui.engine.probes import DutProbe
+from tgen_tui.engine.setup import Setup, resolve_rate
 from tgen_tui.engine.snapshot import StatsSnapshot
-from tgen_tui.engine.workers import (
-    CommandRefused,
-    WorkerDied,
-    WorkerHandle,
-    WorkerState,
-    port_config,
+from tgen_tui.engine.transport import (
+    LocalTransport,
+    SpawnedWorker,
+    TransportFactory,
+    WorkerLink,
+    WorkerTransport,
+    remove_files_of_gone_processes,
+    remove_stale_counter_files,
 )
+from tgen_tui.engine.workers import CommandRefused, WorkerDied, WorkerState
 from tgen_tui.packets.compile import CompiledProfile
-from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
-from tgen_tui.packets.schedule import DueTimes
-from tgen_tui.profiles.units import line_rate_fps
+from tgen_tui.packets.program import StreamProgram
 from tgen_tui.worker import protocol as P
-from tgen_tui.worker.txstamps import StampTable
 
-SHM_DIR = "/dev/shm"
-SHM_PREFIX = "tgen-"
 ACK_TIMEOUT = 5.0  # s: a worker that does not acknowledge a command within this is dead
 LINK_EVERY = 1.0  # s between link-state re-reads
 
@@ -93,6 +88,9 @@ class EngineOptions:
     dut_ssh: str | None = None
     lock_ports: bool = True  # take an exclusive lock per interface (two tgens never share one)
     cluster: str | None = None  # Ray head address or 'auto': ports with a host run on it
+    # how workers are reached (None: LocalTransport); --cluster passes the cluster's
+    # transport (tgen_tui.cluster.transport.cluster_transport): the engine never imports it
+    transport: TransportFactory | None = None
     # RFC 9693 Responder: port name -> {"path", "streams", "max"}: the port learns the
     # tuples of those streams' frames and writes them to path when it stops
     learn: dict[str, dict] | None = None
@@ -120,33 +118,6 @@ class PortRuntime:
     host: str | None = None  # tester host under --cluster (None: this machine)
 
 
-def remove_files_of_gone_processes(pattern: str, pid_field: int) -> list[str]:
-    """Remove the files matching ``pattern`` whose owner is gone: the owner's pid is the
-    ``pid_field``-th ``-``-separated part of the file name (a SIGKILLed run leaves them)."""
-    removed = []
-    for path in glob.glob(pattern):
-        parts = os.path.basename(path).split("-")
-        pid_text = parts[pid_field] if len(parts) > pid_field else ""
-        if not pid_text.isdigit():
-            continue
-        try:
-            os.kill(int(pid_text), 0)
-            continue  # its owner is alive
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            continue
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-            removed.append(path)
-    return removed
-
-
-def remove_stale_counter_files(shm_dir: str = SHM_DIR) -> list[str]:
-    """Remove counter files (and tx stamp tables) of tgen processes that no longer exist."""
-    return remove_files_of_gone_processes(os.path.join(shm_dir, f"{SHM_PREFIX}*-w*"), 1)
-
-
 class Engine:
     """Controller of one profile's workers. Create with :func:`open_engine`."""
 
@@ -162,94 +133,61 @@ class Engine:
         self._subscribers: list[trio.MemorySendChannel] = []
         self.latest: StatsSnapshot | None = None
         self._closed = False
-        self._locks = None
-        self._stamps_path: str | None = None
-        self._ifprobe = InterfaceProbe()
-        self._cpu = CpuProbe()
-        self._configure(compiled)
+        if options.cluster and options.transport is None:
+            raise BadInput(
+                f"--cluster {options.cluster}: the engine needs the cluster transport "
+                "(EngineOptions.transport from tgen_tui.cluster.transport)"
+            )
+        self.transport: WorkerTransport = (options.transport or LocalTransport)(options)
+        self._configure(Setup.build(compiled, options))
 
     # ------------------------------------------------------------------ set-up
-    def _configure(self, compiled: CompiledProfile) -> None:
-        """Plan workers for a compiled profile (no processes yet)."""
-        options = self.options
-        self.compiled = compiled
-        used = options.ports or list(compiled.ports)
-        unknown = [p for p in used if p not in compiled.ports]
-        if unknown:
-            raise BadInput(
-                f"--ports: unknown port(s) {', '.join(unknown)} (profile has: {', '.join(compiled.ports)})"
-            )
-        self.port_names = used
-        self.programs: list[StreamProgram] = [p for p in compiled.streams if p.port in used]
-        self.n_streams = max(len(compiled.all_stream_names), 1)
-        cores = options.cores or default_cores()
-        port_streams = {p: [s.name for s in self.programs if s.port == p] for p in used}
-        self.plans, self.warnings = plan_workers(port_streams, cores)
-        self.workers: dict[int, WorkerHandle] = {}
-        self.states: dict[int, WorkerState] = {}
+    def _configure(self, setup: Setup) -> None:
+        """Take a set-up (no processes yet): the ports' runtime state starts idle."""
+        self.setup = setup
+        self.compiled = setup.compiled
+        self.port_names = list(setup.port_names)
+        self.programs: list[StreamProgram] = list(setup.programs)
+        self.n_streams = setup.n_streams
+        self.plans = list(setup.plans)
+        self.warnings = list(setup.warnings)
+        self._spawned: dict[int, SpawnedWorker] = {}
         old = getattr(self, "ports", {})
         self.ports: dict[str, PortRuntime] = {}
-        for plan in self.plans:
-            for pn in plan.ports:
-                spec = compiled.ports[pn]
-                pr = PortRuntime(
-                    pn,
-                    spec.interface,
-                    spec.netns,
-                    plan.id,
-                    plan.core,
-                    speed_bps=spec.speed_bps,
-                    streams=[i for i, s in enumerate(self.programs) if s.port == pn],
-                    host=getattr(spec, "host", None) if options.cluster else None,
-                )
-                if pn in old:
-                    pr.lock = old[pn].lock
-                    pr.link = old[pn].link
-                self.ports[pn] = pr
-        named = sorted({h for pn in used if (h := getattr(compiled.ports[pn], "host", None))})
-        if named and not options.cluster:
-            self.warnings.append(
-                f"the profile places ports on host(s) {', '.join(named)}, but --cluster was "
-                "not given: every port runs on this machine"
+        for ps in setup.ports.values():
+            pr = PortRuntime(
+                ps.name,
+                ps.interface,
+                ps.netns,
+                ps.worker,
+                ps.core,
+                speed_bps=ps.speed_bps,
+                streams=list(ps.streams),
+                host=ps.host,
             )
-        elif options.cluster and not named:
-            self.warnings.append(
-                f"--cluster {options.cluster}: no port names a host: every port runs on this machine"
-            )
-        self._cluster = getattr(self, "_cluster", None)
+            if ps.name in old:
+                pr.lock = old[ps.name].lock
+                pr.link = old[ps.name].link
+            self.ports[ps.name] = pr
         self.t0: float | None = None
-        dut_netns = options.dut_netns or compiled.dut_netns
-        dut_ssh = options.dut_ssh or compiled.dut_ssh
+        dut_netns, dut_ssh = setup.dut_netns, setup.dut_ssh
         self._dut = DutProbe(dut_netns, dut_ssh) if (dut_netns or dut_ssh) else None
-        self._rates: dict[int, float] = {i: p.schedule.pps for i, p in enumerate(self.programs)}
+        self._rates: dict[int, float] = setup.initial_rates()
         self._paused: set[int] = set()
         self._seq_floor: dict[int, int] = {}
         self._dut_settings: tuple[tuple[str, str], ...] = ()
         self._last_link = 0.0
-        self._acc = stats.Accumulator(self._context())
+        self._acc = stats.Accumulator(setup.sample_context(self.dut_source()))
 
-    def _context(self) -> stats.SampleContext:
-        return stats.SampleContext(
-            ports=tuple(
-                stats.PortCtx(
-                    pr.name,
-                    pr.interface,
-                    pr.netns,
-                    pr.worker,
-                    pr.core,
-                    pr.speed_bps,
-                    tuple(pr.streams),
-                    host=pr.host,
-                )
-                for pr in self.ports.values()
-            ),
-            streams=tuple(
-                stats.StreamCtx(p.name, p.index, p.port, p.rx_port) for p in self.programs
-            ),
-            n_streams=self.n_streams,
-            warnings=tuple(self.warnings),
-            dut_source=self.dut_source(),
-        )
+    @property
+    def workers(self) -> dict[int, WorkerLink]:
+        """Worker id -> the handle commands go through."""
+        return {wid: w.handle for wid, w in self._spawned.items()}
+
+    @property
+    def states(self) -> dict[int, WorkerState]:
+        """Worker id -> its supervisor-side state (pid, liveness, final reports)."""
+        return {wid: w.state for wid, w in self._spawned.items()}
 
     def _now(self) -> float:
         return time.monotonic() - self._t_open
@@ -291,50 +229,13 @@ class Engine:
         elif isinstance(ev, P.Error) and ev.id is None:
             self._emit(EngineWarning(self._now(), f"worker {st.plan.id}: {ev.message}"))
 
-    async def _check_interfaces(self) -> None:
-        """Every port's interface must exist in its namespace: say which one is missing."""
-        ifc = await self._read_interfaces()
-        for pr in self.ports.values():
-            have = ifc.get(stats.ifc_key(pr.host, pr.netns), {})
-            if pr.interface not in have:
-                where = f"network namespace {pr.netns!r}" if pr.netns else "this namespace"
-                if pr.host:
-                    where += f" of host {pr.host}"
-                raise EnvironmentProblem(
-                    f"port {pr.name}: no interface {pr.interface!r} in {where} "
-                    f"(it has: {', '.join(sorted(have)) or 'nothing'})"
-                )
-
-    def _lock_ports(self) -> None:
-        if not self.options.lock_ports or self._locks is not None:
-            return
-        from tgen_tui.engine.portlock import acquire_ports
-
-        prs = [pr for pr in self.ports.values() if pr.host is None]  # remote: one agent per host
-        self._locks = acquire_ports(
-            [(pr.netns, pr.interface) for pr in prs], names=[pr.name for pr in prs]
-        )
-
     async def _spawn(self) -> None:
-        remove_stale_counter_files()
-        await self._connect_cluster()
-        await self._check_interfaces()
-        self._lock_ports()
-        # kernel tx timestamps of sampled frames, shared by the local workers (the sender
-        # writes, the receiver joins): mapped by each worker at configure, then unlinked
-        self._stamps_path = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-wts-{id(self):x}")
-        try:
-            StampTable.create(self._stamps_path, self.n_streams).close()
-        except OSError as e:  # latency between workers then comes from signature stamps
-            self._notice(f"no shared tx timestamp table ({e}): latency from signature stamps")
-            self._stamps_path = None
+        await self.transport.prepare(self.setup, self._notice)
         try:
             for plan in self.plans:
                 await self._spawn_worker(plan)
         finally:
-            if self._stamps_path:
-                with contextlib.suppress(OSError):
-                    os.unlink(self._stamps_path)
+            await self.transport.spawned()
         for pr in self.ports.values():
             pr.link = await self._link_state(pr)
         self._last_link = time.monotonic()
@@ -343,75 +244,13 @@ class Engine:
         self._dut_settings = await trio.to_thread.run_sync(self._read_dut_settings)
 
     async def _spawn_worker(self, plan: WorkerPlan) -> None:
-        shm = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-w{plan.id}-{id(self):x}")
-        st = WorkerState(plan, shm)
-        host = self.ports[plan.ports[0]].host
-        if host is None:
-            st.stamps_path = self._stamps_path
-        if host is None:
-            h = WorkerHandle(st, self._on_worker_event)
-        else:  # the same worker on another host, through its agent (tgen_tui/cluster)
-            from tgen_tui.cluster.remote import RemoteWorkerHandle
-
-            h = RemoteWorkerHandle(st, self._on_worker_event, self._cluster, host)
-        self.states[plan.id] = st
-        specs = []
-        for pn in plan.ports:
-            spec = self.compiled.ports[pn]
-            specs.append(
-                (
-                    pn,
-                    spec.interface,
-                    spec.netns,
-                    [s for s in self.programs if s.port == pn],
-                    getattr(spec, "tx_path", None),
-                )
-            )
-        if host is None:
-            ports = [port_config(*a) for a in specs]
-        else:  # tx_path 'auto' is resolved on the port's own host (its calibration, its NIC)
-            ports = await trio.to_thread.run_sync(self._cluster.port_configs, host, specs)
-            for d in ports:
-                skew = self._cluster.rx_skews(d["name"], self.programs)
-                if skew:
-                    d["clock_skew_ns"] = skew
-        for d in ports:
-            if (self.options.learn or {}).get(d["name"]):
-                d["learn"] = dict(self.options.learn[d["name"]])
-        # which send path each port uses and why (profile, tgen calibrate's cache, default)
-        st.tx_why = {d["name"]: _why(d) for d in ports if d.get("tx_path_why")}
-        try:
-            await self._nursery.start(h.run, ports, self.n_streams)
-        except (WorkerDied, BaseExceptionGroup) as e:
-            reason = e
-            while isinstance(reason, BaseExceptionGroup):
-                reason = reason.exceptions[0]
-            with contextlib.suppress(OSError):
-                os.unlink(shm)
-            raise EnvironmentProblem(
-                f"worker for port(s) {', '.join(plan.ports)} could not start: {reason}"
-            ) from None
-        self.workers[plan.id] = h
-        tx_rows = []
-        row = 0
-        for pn in plan.ports:
-            for i, p in enumerate(self.programs):
-                if p.port == pn:
-                    tx_rows.append((i, row))
-                    row += 1
-        view = None
-        if host is not None:
-            view = await trio.to_thread.run_sync(self._cluster.new_view, host, plan.id, st.shm_path)
-        self._acc.attach(
-            stats.WorkerCtx(plan.id, plan.core, plan.ports, plan.streams, shm, tuple(tx_rows)),
-            view,
+        w = await self.transport.spawn(
+            plan, self.setup, self._on_worker_event, self._nursery, self.options.learn
         )
-        # mapped by the worker and by us: the name can go, so a SIGKILLed run leaves no file
-        with contextlib.suppress(OSError):
-            os.unlink(shm)
-        where = f"core {plan.core}" if host is None else f"host {host}, core {h.core}"
+        self._spawned[plan.id] = w
+        self._acc.attach(self.setup.worker_ctx(plan, w.state.shm_path), w.view)
         self._notice(
-            f"worker {plan.id} (pid {st.pid}) pinned to {where}: "
+            f"worker {plan.id} (pid {w.state.pid}) pinned to {w.where}: "
             f"port {', '.join(plan.ports)}; streams {', '.join(plan.streams) or '(receive only)'}"
         )
 
@@ -429,75 +268,19 @@ class Engine:
             r = await trio.to_thread.run_sync(self._dut.read)
             self._acc.ct_start = r.count
 
-    async def _connect_cluster(self) -> None:
-        """With --cluster: join Ray, place one agent per host, measure their clocks (once:
-        a reload keeps the agents, and cannot add a host)."""
-        if not self.options.cluster:
-            return
-        hosts: dict[str, list[tuple[str | None, str]]] = {}
-        for pr in self.ports.values():
-            if pr.host is not None:
-                hosts.setdefault(pr.host, []).append((pr.netns, pr.interface))
-        if self._cluster is not None:
-            self._cluster.update_hosts(hosts)  # BadInput for a host without an agent
-        elif not hosts:
-            return
-        else:
-            from tgen_tui.cluster.remote import ClusterLink
-
-            self._cluster = await trio.to_thread.run_sync(
-                ClusterLink.connect, self.options.cluster, list(hosts), hosts
-            )
-            self._notice_cluster()
-        self._cluster.set_streams(
-            [(p.name, p.port, p.rx_port) for p in self.programs],
-            {n: pr.host for n, pr in self.ports.items()},
-        )
-
-    def _notice_cluster(self) -> None:
-        for h, hs in self._cluster.hosts.items():
-            c = hs.clock
-            self._notice(
-                f"host {h}: agent pid {hs.info.get('pid')} on {hs.info.get('hostname')}; clock offset "
-                + (
-                    f"{c.offset_ns / 1e3:+.1f} us +/- {c.uncertainty_ns / 1e3:.1f} us"
-                    if c
-                    else f"not measured ({hs.clock_error})"
-                )
-            )
-
     async def _link_state(self, pr: PortRuntime) -> str:
-        if pr.host is not None and self._cluster is not None:
-            return self._cluster.link_state(pr.host, pr.netns, pr.interface)
-        return await trio.to_thread.run_sync(InterfaceProbe.link_state, pr.netns, pr.interface)
+        return await self.transport.link_state(self.setup.ports[pr.name])
 
     def cluster_report(self) -> dict | None:
         """The result's ``cluster`` section (None without --cluster)."""
-        return self._cluster.report() if self._cluster is not None else None
+        return self.transport.report()
 
     async def _read_interfaces(self) -> dict:
-        ifc = {}
-        if self._cluster is not None:  # remote blocks and counters, fetched together
-            await self._cluster.refresh()
-            ifc.update(self._cluster.interfaces())
-        for ns in {pr.netns for pr in self.ports.values() if pr.host is None}:
-            try:
-                ifc[ns] = await trio.to_thread.run_sync(self._ifprobe.read, ns)
-            except OSError:
-                ifc[ns] = {}
-        return ifc
+        return await self.transport.interfaces()
 
     def plan_text(self) -> list[str]:
         """Human-readable worker → core → port → streams mapping, each field labelled."""
-        lines = []
-        for p in self.plans:
-            streams = ", ".join(p.streams) or "(receive only)"
-            host = self.ports[p.ports[0]].host if p.ports else None
-            at = f"host {host}: " if host else ""
-            lines.append(
-                f"worker {p.id}: {at}core {p.core}: port {', '.join(p.ports)}: streams {streams}"
-            )
-        return lines + [f"warning: {w}" for w in self.warnings]
+        return self.setup.plan_text()
 
     async def _quit_workers(self) -> None:
         for h in self.workers.values():
@@ -525,15 +308,11 @@ class Engine:
             await self._publish(final=True)
         self._closed = True
         await self._quit_workers()
-        if self._cluster is not None:  # every agent kills what is left, then goes
-            with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(self._cluster.close)
+        with trio.CancelScope(shield=True):  # a remote host's agent kills what is left
+            await self.transport.close()
         for ch in self._subscribers + self._event_subs:
             ch.close()
         self._acc.close()
-        self._ifprobe.close()
-        if self._locks is not None:
-            self._locks.release()
 
     # ------------------------------------------------------------------ selection helpers
     def _select(self, ports: Iterable[str] | None) -> list[str]:
@@ -674,46 +453,13 @@ class Engine:
 
     # ------------------------------------------------------------------ rates
     def _stream_mean_bytes(self, i: int) -> float:
-        return self.programs[i].sizes.mean + FCS_LEN
+        return self.setup.mean_bytes(i)
 
     def _port_line_fps(self, port: str, rates: dict[int, float]) -> tuple[float, float]:
-        """(line-rate fps at the port's rate-weighted mean frame size, that mean size)."""
-        pr = self.ports[port]
-        mine = pr.streams
-        tot = sum(rates[i] for i in mine)
-        if mine and tot > 0:
-            mean = sum(rates[i] * self._stream_mean_bytes(i) for i in mine) / tot
-        elif mine:
-            mean = sum(self._stream_mean_bytes(i) for i in mine) / len(mine)
-        else:
-            mean = 64.0
-        return line_rate_fps(pr.speed_bps, mean), mean
+        return self.setup.port_line_fps(port, rates)
 
     def _check_line_rate(self, port: str, rates: dict[int, float], target: str) -> None:
-        pr = self.ports[port]
-        bits = sum(rates[i] * (self._stream_mean_bytes(i) + L1_OVERHEAD) * 8 for i in pr.streams)
-        if bits > pr.speed_bps * (1 + 1e-9):
-            top, mean = self._port_line_fps(port, rates)
-            raise RateError(
-                target,
-                f"{bits / 1e6:,.1f} Mbit/s (L1) exceeds the line rate of port {port}: "
-                f"the maximum is {pr.speed_bps / 1e9:g} Gbit/s = {top:,.0f} fps at {mean:g} B",
-            )
-
-    def _resolve_rate(
-        self, rate: str | float, mean_bytes: float, speed: float, target: str
-    ) -> float:
-        from tgen_tui.profiles.models import parse_rate, rate_to_pps
-
-        if isinstance(rate, int | float) and not isinstance(rate, bool):
-            if not (rate > 0 and math.isfinite(rate)):
-                raise RateError(target, "rate must be a positive number of frames/s")
-            return float(rate)
-        try:
-            spec = parse_rate(rate)
-        except ValueError as e:
-            raise RateError(target, str(e)) from None
-        return rate_to_pps(spec, mean_bytes, speed)
+        self.setup.check_line_rate(port, rates, target)
 
     async def set_rate(self, target: str, rate: str | float) -> float:
         """Set the rate of a stream (by name) or of a port (its streams scaled in
@@ -727,7 +473,7 @@ class Engine:
             if not pr.streams:
                 raise RateError(target, "the port sends no stream")
             _, mean = self._port_line_fps(target, self._rates)
-            total = self._resolve_rate(rate, mean, pr.speed_bps, target)
+            total = resolve_rate(rate, mean, pr.speed_bps, target)
             have = sum(self._rates[i] for i in pr.streams) or 1.0
             for i in pr.streams:
                 new[i] = self._rates[i] * total / have
@@ -736,7 +482,7 @@ class Engine:
         else:
             i = self._stream_pos(target)
             port = self.programs[i].port
-            new[i] = self._resolve_rate(
+            new[i] = resolve_rate(
                 rate, self._stream_mean_bytes(i), self.ports[port].speed_bps, target
             )
             result = new[i]
@@ -857,12 +603,7 @@ class Engine:
     async def reload(self, compiled: CompiledProfile) -> None:
         """Apply an edited profile. A change of rates only is applied live; anything else
         stops every port, quits the workers and spawns new ones (ports come back idle)."""
-        same = (
-            list(compiled.ports) == list(self.compiled.ports)
-            and all(compiled.ports[n] == self.compiled.ports[n] for n in compiled.ports)
-            and [_sans_rate(p) for p in compiled.streams if p.port in self.port_names]
-            == [_sans_rate(p) for p in self.programs]
-        )
+        same = self.setup.rates_only_change(compiled)
         if same:
             new = {
                 i: p.schedule.pps
@@ -874,10 +615,8 @@ class Engine:
             self.compiled = compiled
             self._notice(f"profile {compiled.name} reloaded: rates applied live")
             return
-        if self._cluster is not None:  # refuse a new host before anything stops
-            self._cluster.update_hosts(
-                {h: [] for p in compiled.ports.values() if (h := getattr(p, "host", None))}
-            )
+        setup = Setup.build(compiled, self.options)
+        self.transport.check(setup)  # e.g. refuse a new host before anything stops
         names = list(self.ports)
         async with self._holding(names):
             running = [n for n in names if self.ports[n].state == PortState.RUNNING]
@@ -885,78 +624,23 @@ class Engine:
                 await self._stop_locked(running, None)
             await self._quit_workers()
             self._acc.close()
-            if self._locks is not None:
-                self._locks.release()
-                self._locks = None
-            self._configure(compiled)
+            await self.transport.release()
+            self._configure(setup)
             await self._spawn()
         self._notice(f"profile {compiled.name} reloaded: workers re-spawned, ports idle")
 
     # ------------------------------------------------------------------ description
     def describe(self) -> EngineDescription:
         """A frozen description of ports, workers, cores and streams."""
-        ports = []
-        for pr in self.ports.values():
-            top, _ = self._port_line_fps(pr.name, self._rates)
-            ports.append(
-                PortInfo(
-                    pr.name,
-                    pr.interface,
-                    pr.netns,
-                    pr.speed_bps,
-                    pr.worker,
-                    pr.core,
-                    tuple(self.programs[i].name for i in pr.streams),
-                    top,
-                )
-            )
-        streams = []
-        for i, p in enumerate(self.programs):
-            flows = 1
-            for f in p.fields:
-                if f.mode != "fixed" and f.name in ("src_ip", "dst_ip", "src_port", "dst_port"):
-                    flows *= f.span
-            streams.append(
-                StreamInfo(
-                    p.name,
-                    p.index,
-                    p.port,
-                    p.rx_port,
-                    self._rates[i],
-                    self._stream_mean_bytes(i),
-                    flows,
-                    i in self._paused,
-                )
-            )
-        workers = []
-        for plan in self.plans:
-            st = self.states.get(plan.id)
-            paths = st.layout.tx_path if st and st.layout else {}
-            workers.append(
-                WorkerInfo(
-                    plan.id,
-                    plan.core,
-                    plan.ports,
-                    plan.streams,
-                    st.pid if st else None,
-                    ", ".join(sorted(set(paths.values()))) or None,
-                )
-            )
-        return EngineDescription(
-            self.compiled.name,
-            self.compiled.profile_hash,
-            self.compiled.seed,
-            tuple(ports),
-            tuple(streams),
-            tuple(workers),
-            self.dut_source(),
-            tuple(self.warnings),
-        )
+        workers = {}
+        for wid, st in self.states.items():
+            paths = st.layout.tx_path if st.layout else {}
+            workers[wid] = (st.pid, ", ".join(sorted(set(paths.values()))) or None)
+        return self.setup.describe(self._rates, self._paused, workers, self.dut_source())
 
     def finite_total(self) -> int | None:
         """Frames all streams will send in total, or None if any runs until stopped."""
-        totals = [DueTimes(p.schedule).total() for p in self.programs]
-        return None if None in totals else sum(totals)
+        return self.setup.finite_total()
 
     def ports_done_sending(self) -> bool:
         """True when every sending port's worker reported ``tx_done`` (bursts, counts, stop times)."""
@@ -1014,11 +698,7 @@ class Engine:
                 tx_path=", ".join(sorted(set(st.layout.tx_path.values()))) if st.layout else None,
                 tx_path_why="; ".join(f"{p}: {w}" for p, w in st.tx_why.items()) or None,
                 proc_cpu_pct=(
-                    0.0
-                    if not (st.pid and st.alive)
-                    else self._cpu.process(st.pid)
-                    if self._host_of(wid) is None
-                    else self._cluster.proc_cpu(self._host_of(wid), wid)
+                    self.transport.proc_cpu(self._spawned[wid]) if st.pid and st.alive else 0.0
                 ),
             )
         return stats.LiveState(
@@ -1032,13 +712,9 @@ class Engine:
             workers=workers,
         )
 
-    def _host_of(self, wid: int) -> str | None:
-        st = self.states[wid]
-        return self.ports[st.plan.ports[0]].host if st.plan.ports else None
-
     async def _publish(self, final: bool = False) -> StatsSnapshot:
         ifc = await self._read_interfaces()
-        cores = await trio.to_thread.run_sync(self._cpu.cores)
+        cores = await trio.to_thread.run_sync(self.transport.cores)
         dut_reading = await trio.to_thread.run_sync(self._dut.read) if self._dut else None
         if time.monotonic() - self._last_link >= LINK_EVERY:
             self._last_link = time.monotonic()
@@ -1047,8 +723,7 @@ class Engine:
         live = await trio.to_thread.run_sync(self._live)
         rd = stats.Readings(ifc, cores, dut_reading, self._dut_settings)
         snap = self._acc.sample(rd, live, final=final)
-        if self._cluster is not None:  # latency notes of streams across hosts
-            snap = self._cluster.adjust(snap)
+        snap = self.transport.adjust(snap)  # latency notes of streams across hosts
         self.latest = snap
         _fan_out(self._subscribers, snap)
         return snap
@@ -1087,19 +762,6 @@ def _fan_out(channels: list, item) -> None:
             channels.remove(ch)
 
 
-def _why(port_cfg: dict) -> str:
-    """'source: reason' for a port's send path, without repeating the source."""
-    src, why = str(port_cfg.get("tx_path_source", "default")), str(port_cfg["tx_path_why"])
-    return why if why.startswith(src) else f"{src}: {why}"
-
-
-def _sans_rate(p: StreamProgram):
-    """A program with its rate blanked, to tell rate-only edits from the rest."""
-    from dataclasses import replace
-
-    return replace(p, schedule=replace(p.schedule, pps=0.0))
-
-
 @contextlib.asynccontextmanager
 async def open_engine(
     compiled: CompiledProfile, options: EngineOptions | None = None
@@ -1118,4 +780,11 @@ async def open_engine(
             nursery.cancel_scope.cancel()
 
 
-__all__ = ["Engine", "EngineOptions", "WorkerPlan", "open_engine", "remove_stale_counter_files"]
+__all__ = [
+    "Engine",
+    "EngineOptions",
+    "WorkerPlan",
+    "open_engine",
+    "remove_files_of_gone_processes",
+    "remove_stale_counter_files",
+]

@@ -88,6 +88,7 @@ class TrialRunner:
     max_late_s: float = 0.010  # a failing trial whose sender stalled longer is retried
     retries: int = 2
     cluster: str | None = None  # Ray head address (ports that name a host run there)
+    transport: object = None  # EngineOptions.transport (the cluster's, with cluster)
     trials_run: int = 0
     _last_end: float = 0.0
 
@@ -168,6 +169,7 @@ class TrialRunner:
             dut_netns=self.dut.netns if self.dut else None,
             dut_ssh=self.dut.ssh if self.dut else None,
             cluster=self.cluster,
+            transport=self.transport,
             learn=learn,
         )
         try:
