@@ -358,7 +358,6 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
     import trio
 
     from tgen_tui.engine.controller import open_engine
-    from tgen_tui.engine.result import build_result
     from tgen_tui.engine.thresholds import evaluate
 
     interrupted: list[str] = []
@@ -377,19 +376,13 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
             outer.start_soon(watch_signals, sigs)
             async with open_engine(compiled, opts) as eng:
                 final, sent_for = await _drive(eng, duration, args, out, interrupted, main_scope)
-                result = build_result(
-                    compiled,
+                result = eng.report(
                     final,
                     duration_s=sent_for,
                     partial=bool(interrupted),
                     profile_path=args.profile,
-                    events=list(eng.events),
-                    plan=eng.plan_text(),
                     thresholds=[t.text for t in thresholds],
-                    dut_netns=eng.dut_netns,
                 )
-                if eng.cluster_report() is not None:
-                    result["cluster"] = eng.cluster_report()
             outer.cancel_scope.cancel()
     result["breached"] = evaluate(thresholds, result)
     result["passed"] = not result["breached"]
@@ -438,7 +431,7 @@ async def _drive(eng, duration, args, out: _Outputs, interrupted: list[str], mai
                 await trio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
                 if finite and eng.ports_done_sending():
                     break
-                if all(p.state == "failed" for p in eng.ports.values()):
+                if all(s == "failed" for s in eng.port_states().values()):
                     break
         sent_for = time.monotonic() - t_start
         with trio.CancelScope(shield=True):

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from tgen_tui.diagnostics import BadInput
+from tgen_tui.engine.figures import achieved_pct
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
 _EXPR = re.compile(
@@ -110,9 +111,8 @@ def evaluate(thresholds: list[Threshold], result: dict) -> list[dict]:
                 cands.append((f"stream {name}", x))
         elif th.metric in ("achieved", "rx_pps", "tx_pps"):
             for name, p in ports.items():
-                if th.metric == "achieved":
-                    req = p.get("requested_pps") or 0
-                    x = 100.0 * p.get("achieved_pps", 0) / req if req else None
+                if th.metric == "achieved":  # the engine's figure (engine/figures.py)
+                    x = achieved_pct(p.get("achieved_pps", 0), p.get("requested_pps") or 0)
                 else:
                     x = p.get("rx_pps_mean" if th.metric == "rx_pps" else "tx_pps_mean")
                 cands.append((f"port {name}", x))
