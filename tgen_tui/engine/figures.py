@@ -25,6 +25,37 @@ from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.rxstats import hist_percentile_ns
 
+# counters that are monotonic (subtract baselines); everything else is a gauge
+PORT_MONO = [
+    C.P_TX_FRAMES,
+    C.P_TX_BYTES,
+    C.P_TX_ERRORS,
+    C.P_RX_FRAMES,
+    C.P_RX_BYTES,
+    C.P_RX_OTHER,
+    C.P_RING_DROPS,
+    C.P_LATE_EVENTS,
+    C.P_BUSY_NS,
+    C.P_RX_KERNEL_PACKETS,
+    C.P_TX_DUE,
+]
+TX_MONO = [C.T_TX_FRAMES, C.T_TX_BYTES, C.T_DUE]
+RX_MONO = [
+    C.R_FRAMES,
+    C.R_BYTES,
+    C.R_OOO,
+    C.R_DUP,
+    C.R_LAT_COUNT,
+    C.R_LAT_SUM,
+    C.R_JIT_SUM,
+    C.R_JIT_COUNT,
+    C.R_NEG_LAT,
+    C.R_VLAN_FRAMES,
+    C.R_TOO_OLD,
+    C.R_LAT_UNSTAMPED,
+]
+
+
 STOPPED_STATES = ("idle", "stopped", "failed")
 
 
@@ -190,6 +221,42 @@ class RxSum:
     every: int
 
 
+class RxTotals:
+    """Every worker's rx tables, summed per stream (monotonic slots) or combined (gauges)."""
+
+    def __init__(self, n_streams: int) -> None:
+        self.sum = np.zeros((n_streams, C.RX_STRIDE), dtype=np.int64)
+        self.maxseq = np.full(n_streams, -1, dtype=np.int64)
+        self.min = np.full(n_streams, C.INT64_MAX, dtype=np.int64)
+        self.max = np.full(n_streams, -1, dtype=np.int64)
+        self.vlan = np.full(n_streams, -1, dtype=np.int64)
+        self.every = np.zeros(n_streams, dtype=np.int64)
+
+    def add(self, rx: np.ndarray) -> None:
+        """One worker's rx tables (n_rx, n_streams, RX_STRIDE), baselines subtracted."""
+        self.sum[:, RX_MONO] += rx[:, :, RX_MONO].sum(axis=0)
+        self.sum[:, C.R_HIST :] += rx[:, :, C.R_HIST :].sum(axis=0)
+        self.maxseq = np.maximum(self.maxseq, rx[:, :, C.R_MAX_SEQ].max(axis=0))
+        self.min = np.minimum(self.min, rx[:, :, C.R_LAT_MIN].min(axis=0))
+        self.max = np.maximum(self.max, rx[:, :, C.R_LAT_MAX].max(axis=0))
+        self.every = np.maximum(self.every, rx[:, :, C.R_LAT_EVERY].max(axis=0))
+        has = rx[:, :, C.R_VLAN_LAST] >= 0
+        if has.any():
+            self.vlan = np.maximum(
+                self.vlan, np.where(has, rx[:, :, C.R_VLAN_LAST], -1).max(axis=0)
+            )
+
+    def of(self, s: int) -> RxSum:
+        return RxSum(
+            self.sum[s],
+            int(self.maxseq[s]),
+            int(self.min[s]),
+            int(self.max[s]),
+            int(self.vlan[s]),
+            int(self.every[s]),
+        )
+
+
 def stream_stats(
     pos: int,
     sc: Any,  # stats.StreamCtx
@@ -315,6 +382,7 @@ def conntrack_rise(peak: int, start: int | None) -> int | None:
 
 
 __all__ = [
+    "RxTotals",
     "DutTrack",
     "IfDelta",
     "RxSum",

@@ -25,36 +25,6 @@ from tgen_tui.engine import figures as F
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats, WorkerStats
 from tgen_tui.worker import counters as C
 
-# counters that are monotonic (subtract baselines); everything else is a gauge
-_PORT_MONO = [
-    C.P_TX_FRAMES,
-    C.P_TX_BYTES,
-    C.P_TX_ERRORS,
-    C.P_RX_FRAMES,
-    C.P_RX_BYTES,
-    C.P_RX_OTHER,
-    C.P_RING_DROPS,
-    C.P_LATE_EVENTS,
-    C.P_BUSY_NS,
-    C.P_RX_KERNEL_PACKETS,
-    C.P_TX_DUE,
-]
-_TX_MONO = [C.T_TX_FRAMES, C.T_TX_BYTES, C.T_DUE]
-_RX_MONO = [
-    C.R_FRAMES,
-    C.R_BYTES,
-    C.R_OOO,
-    C.R_DUP,
-    C.R_LAT_COUNT,
-    C.R_LAT_SUM,
-    C.R_JIT_SUM,
-    C.R_JIT_COUNT,
-    C.R_NEG_LAT,
-    C.R_VLAN_FRAMES,
-    C.R_TOO_OLD,
-    C.R_LAT_UNSTAMPED,
-]
-
 
 # ---------------------------------------------------------------------- inputs
 @dataclass(frozen=True)
@@ -165,49 +135,13 @@ class _Prev:
     ct: int | None = None
 
 
-class _RxTotals:
-    """Every worker's rx tables, summed per stream (monotonic slots) or combined (gauges)."""
-
-    def __init__(self, n_streams: int) -> None:
-        self.sum = np.zeros((n_streams, C.RX_STRIDE), dtype=np.int64)
-        self.maxseq = np.full(n_streams, -1, dtype=np.int64)
-        self.min = np.full(n_streams, C.INT64_MAX, dtype=np.int64)
-        self.max = np.full(n_streams, -1, dtype=np.int64)
-        self.vlan = np.full(n_streams, -1, dtype=np.int64)
-        self.every = np.zeros(n_streams, dtype=np.int64)
-
-    def add(self, rx: np.ndarray) -> None:
-        """One worker's rx tables (n_rx, n_streams, RX_STRIDE), baselines subtracted."""
-        self.sum[:, _RX_MONO] += rx[:, :, _RX_MONO].sum(axis=0)
-        self.sum[:, C.R_HIST :] += rx[:, :, C.R_HIST :].sum(axis=0)
-        self.maxseq = np.maximum(self.maxseq, rx[:, :, C.R_MAX_SEQ].max(axis=0))
-        self.min = np.minimum(self.min, rx[:, :, C.R_LAT_MIN].min(axis=0))
-        self.max = np.maximum(self.max, rx[:, :, C.R_LAT_MAX].max(axis=0))
-        self.every = np.maximum(self.every, rx[:, :, C.R_LAT_EVERY].max(axis=0))
-        has = rx[:, :, C.R_VLAN_LAST] >= 0
-        if has.any():
-            self.vlan = np.maximum(
-                self.vlan, np.where(has, rx[:, :, C.R_VLAN_LAST], -1).max(axis=0)
-            )
-
-    def of(self, s: int) -> F.RxSum:
-        return F.RxSum(
-            self.sum[s],
-            int(self.maxseq[s]),
-            int(self.min[s]),
-            int(self.max[s]),
-            int(self.vlan[s]),
-            int(self.every[s]),
-        )
-
-
 @dataclass
 class _Read:
     """One sample's counters, baselines subtracted."""
 
     ports: dict[str, np.ndarray]
     tx: dict[int, np.ndarray]
-    rx: _RxTotals
+    rx: F.RxTotals
     heartbeat: dict[int, int]
     busy: dict[int, int]
 
@@ -312,7 +246,7 @@ class Accumulator:
     # ------------------------------------------------------------------ sample
     def _read(self) -> _Read:
         """Copy every block once and subtract the baselines of the monotonic slots."""
-        out = _Read({}, {}, _RxTotals(self.ctx.n_streams), {}, {})
+        out = _Read({}, {}, F.RxTotals(self.ctx.n_streams), {}, {})
         for wid, w in self.w.items():
             raw = np.array(w.view.arr, copy=True)
             out.heartbeat[wid] = int(raw[C.H_HEARTBEAT_NS])
@@ -320,16 +254,16 @@ class Accumulator:
             p_b, t_b, r_b = w.view.tables(w.base)
             out.busy[wid] = int(p_raw[:, C.P_BUSY_NS].sum())
             p = p_raw.copy()
-            p[:, _PORT_MONO] -= p_b[:, _PORT_MONO]
+            p[:, F.PORT_MONO] -= p_b[:, F.PORT_MONO]
             tx = t_raw.copy()
-            tx[:, _TX_MONO] -= t_b[:, _TX_MONO]
+            tx[:, F.TX_MONO] -= t_b[:, F.TX_MONO]
             for pn, r in w.port_rows.items():
                 out.ports[pn] = p[r]
             for i, r in w.tx_rows.items():
                 out.tx[i] = tx[r]
             if r_raw.shape[0]:
                 rx = r_raw.copy()
-                rx[:, :, _RX_MONO] -= r_b[:, :, _RX_MONO]
+                rx[:, :, F.RX_MONO] -= r_b[:, :, F.RX_MONO]
                 rx[:, :, C.R_HIST :] -= r_b[:, :, C.R_HIST :]
                 out.rx.add(rx)
         return out

@@ -122,7 +122,9 @@ def evaluate(thresholds: list[Threshold], result: dict) -> list[dict]:
             x = (100.0 * peak / cmax if peak is not None and cmax else None) if th.percent else peak
             cands.append(("dut", x))
         for where, x in cands:
-            if th.breached(x) and (worst is None or abs(x - th.value) > abs(worst[1] - th.value)):
+            if x is None or not th.breached(x):
+                continue
+            if worst is None or abs(x - th.value) > abs(worst[1] - th.value):
                 worst = (where, x)
         if worst is not None:
             breaches.append({"threshold": th.text, "where": worst[0], "value": worst[1]})

@@ -95,6 +95,7 @@ builder's fixed cost per batch is tens of µs).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -327,7 +328,7 @@ def decode(line: bytes | str) -> dict:
     return msg
 
 
-def _build(types: dict[str, type[Message]], key: str, d: dict) -> Message:
+def _build(types: Mapping[str, type[Message]], key: str, d: dict) -> Message:
     kind = d.get(key)
     cls = types.get(kind)  # type: ignore[arg-type]
     if cls is None:
