@@ -137,7 +137,8 @@ class WorkerTransport(Protocol):
         ...
 
     def report(self) -> dict | None:
-        """The result's section about the transport (None: nothing to say)."""
+        """The result's ``cluster`` section: hosts, clocks, lost hosts (None: this
+        machine only)."""
         ...
 
     async def release(self) -> None:
