@@ -16,7 +16,7 @@ import sys
 import time
 
 from tgen_tui import fmt
-from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
+from tgen_tui.diagnostics import BadInput, ExitCode
 from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
@@ -299,25 +299,15 @@ def _cluster_transport(address: str | None):
 
 def _flush_dut(netns: str | None, ssh: str | None) -> None:
     """Empty the DUT's conntrack table so that the run's conntrack rise counts only its flows."""
-    import shlex
-    import subprocess
+    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.dut.conntrack import flush
 
-    if netns:
-        from tgen_tui.lab.conntrack import flush
-
-        flush(netns)
-    elif ssh:
-        cp = subprocess.run(
-            [*shlex.split(ssh), "conntrack -F"], capture_output=True, text=True, timeout=15
-        )
-        if cp.returncode != 0:
-            raise EnvironmentProblem(
-                f"--flush-dut over ssh failed: {cp.stderr.strip() or cp.returncode}"
-            )
-    else:
+    channel = DutChannel.of(netns, ssh)
+    if channel is None:
         raise BadInput(
             "--flush-dut needs a DUT: dut.netns in the profile, --dut-netns or --dut-ssh"
         )
+    flush(channel, timeout=15)
 
 
 class _Outputs:

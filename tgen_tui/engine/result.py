@@ -18,6 +18,7 @@ import platform
 from dataclasses import asdict
 
 from tgen_tui import __version__
+from tgen_tui.dut.settings import dut_settings as _dut_settings
 from tgen_tui.engine import figures as F
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
@@ -37,18 +38,9 @@ def environment() -> dict:
 
 
 def dut_settings(dut_netns: str | None) -> dict | None:
-    """The lab DUT's conntrack settings, when the DUT is a tgen lab namespace."""
-    if not dut_netns or not dut_netns.endswith("-dut"):
-        return None
-    try:
-        from tgen_tui.lab import topology
-
-        st = topology.status(dut_netns[: -len("-dut")])
-    except Exception as e:  # noqa: BLE001 - a probe failure must not lose the result
-        return {"error": str(e)}
-    d = st.get("dut") or {}
-    keep = ("conntrack_max", "conntrack_buckets", "udp_timeout", "udp_stream_timeout", "nft", "tbf")
-    return {k: d.get(k) for k in keep if k in d} | {"topology": st.get("topology")}
+    """The DUT's conntrack settings (and the lab's description of it), when the DUT is a
+    namespace: see :func:`tgen_tui.dut.settings.dut_settings`."""
+    return _dut_settings(dut_netns)
 
 
 def stream_description(compiled: CompiledProfile) -> dict:
