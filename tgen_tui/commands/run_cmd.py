@@ -27,7 +27,6 @@ from tgen_tui.engine.cli_options import (
     parse_cores_option,
     write_json_output,
 )
-from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.profiles.units import parse_duration
 from tgen_tui.results.record import add_store_options, record_from_args
 
@@ -151,6 +150,8 @@ def _lat_cell(v: float | None) -> str:
 
 def summary_table(result: dict) -> str:
     """Plain-text per-port and per-stream tables with units."""
+    from tgen_tui.engine.figures import l2_bps
+
     lines = [
         f"profile {result['profile']}  duration {result['duration_s']:.2f} s  seed {result['seed']}"
         + ("  (PARTIAL: interrupted)" if result["partial"] else "")
@@ -164,8 +165,8 @@ def summary_table(result: dict) -> str:
         lines.append(
             f"{name:<8}{p['tx_frames']:>12,}{p['rx_frames']:>12,}{p['if_tx_frames']:>12,}{p['if_rx_frames']:>12,}"
             f"{p['requested_pps']:>11,.0f}{p['achieved_pps']:>11,.0f}"
-            f"{(p['tx_bytes'] + FCS_LEN * p['tx_frames']) * 8 / dur / 1e6:>11.2f}"
-            f"{(p['rx_bytes'] + FCS_LEN * p['rx_frames']) * 8 / dur / 1e6:>11.2f}  {p['state']}"
+            f"{l2_bps(p['tx_bytes'] / dur, p['tx_frames'] / dur) / 1e6:>11.2f}"
+            f"{l2_bps(p['rx_bytes'] / dur, p['rx_frames'] / dur) / 1e6:>11.2f}  {p['state']}"
             + (f" ({p['failure']})" if p.get("failure") else "")
         )
     lines.append(

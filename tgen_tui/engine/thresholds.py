@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.engine.figures import achieved_pct
+from tgen_tui.engine.figures import achieved_pct, loss_pct
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
 _EXPR = re.compile(
@@ -95,11 +95,7 @@ def evaluate(thresholds: list[Threshold], result: dict) -> list[dict]:
             for name, s in streams.items():
                 if th.metric == "loss":
                     sent = s.get("tx_frames", 0)
-                    x = (
-                        (100.0 * s.get("lost", 0) / sent if sent else 0.0)
-                        if th.percent
-                        else s.get("lost", 0)
-                    )
+                    x = loss_pct(s.get("lost", 0), sent) if th.percent else s.get("lost", 0)
                 elif th.metric == "lost":
                     x = s.get("lost", 0)
                 elif th.metric == "ooo":
