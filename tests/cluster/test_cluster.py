@@ -244,6 +244,7 @@ def test_console_on_two_hosts(cluster, nat_lab, tmp_path):
     on tester-a, t stops it; the console's result names the hosts; q leaves no worker."""
     import asyncio
 
+    from tgen_tui.cluster.transport import cluster_transport
     from tgen_tui.engine.controller import EngineOptions, open_engine
     from tgen_tui.packets.compile import compile_profile
     from tgen_tui.profiles.loader import load_profile
@@ -253,7 +254,11 @@ def test_console_on_two_hosts(cluster, nat_lab, tmp_path):
     c, _, _ = cluster
     prof = lab_profile(nat_lab, tmp_path)
     compiled = compile_profile(load_profile(prof), rate_scale=0.2)
-    host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions(cluster=c.address)))
+    host = GuestEngineHost(
+        lambda: open_engine(
+            compiled, EngineOptions(cluster=c.address, transport=cluster_transport(c.address))
+        )
+    )
     app = TgenApp(
         host, compiled=compiled, profile_path=str(prof), json_path=str(tmp_path / "s.json")
     )
@@ -299,6 +304,7 @@ def test_reload_respawns_on_the_same_hosts(cluster, nat_lab, tmp_path):
     edit that moves a port to a host without an agent is refused."""
     import trio
 
+    from tgen_tui.cluster.transport import cluster_transport
     from tgen_tui.diagnostics import BadInput
     from tgen_tui.engine.controller import EngineOptions, open_engine
     from tgen_tui.packets.compile import compile_profile
@@ -315,7 +321,10 @@ def test_reload_respawns_on_the_same_hosts(cluster, nat_lab, tmp_path):
     out = {}
 
     async def go():
-        async with open_engine(first, EngineOptions(cluster=c.address, drain_ms=300)) as eng:
+        async with open_engine(
+            first,
+            EngineOptions(cluster=c.address, transport=cluster_transport(c.address), drain_ms=300),
+        ) as eng:
             await eng.reload(bigger)
             await eng.start()
             await trio.sleep(1.5)

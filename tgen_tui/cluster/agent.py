@@ -82,7 +82,7 @@ class TesterAgent:
         self._contact = 0.0
         self._dog_lock = threading.Lock()
         with contextlib.suppress(Exception):  # counter files of agents that were SIGKILLed
-            from tgen_tui.engine.controller import remove_stale_counter_files
+            from tgen_tui.engine.transport import remove_stale_counter_files
 
             remove_stale_counter_files()
         self._dog: subprocess.Popen | None = self._in_spawner(self._start_watchdog)  # type: ignore[assignment]

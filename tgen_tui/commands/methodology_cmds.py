@@ -467,6 +467,9 @@ def params_from_args(args: argparse.Namespace):
 
         check_cluster_option(args.cluster)
         p.cluster = args.cluster
+        from tgen_tui.cluster.transport import cluster_transport
+
+        p.transport = cluster_transport(args.cluster)
     if p.duration_s <= 0 or (p.search_duration_s is not None and p.search_duration_s <= 0):
         raise BadInput("--duration and --search-duration must be > 0")
     if not 0 < p.step_pct <= 10:

@@ -52,6 +52,7 @@ def common_fields(state: RunState, partial: bool, signal_name: str | None) -> di
 
     p = state.params
     params = dataclasses.asdict(p)
+    params.pop("transport", None)  # a factory, not a parameter
     params["loss_tolerance"] = p.loss_tolerance.text()
     end = state.finished or time.time()
     doc: dict = {

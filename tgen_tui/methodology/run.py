@@ -41,7 +41,15 @@ def line_rate_fps(speed_bps: float, frame_size: int) -> int:
     return int(speed_bps / (8 * (frame_size + L1_OVERHEAD)))
 
 
-TRIAL_OPTIONS = ("tolerance", "cores", "early_stop", "max_late_s", "retries", "cluster")
+TRIAL_OPTIONS = (
+    "tolerance",
+    "cores",
+    "early_stop",
+    "max_late_s",
+    "retries",
+    "cluster",
+    "transport",
+)
 
 
 @dataclass
@@ -87,6 +95,7 @@ class Params:
     dut_ssh: str | None = None
     dut_reset: str | None = None
     cluster: str | None = None  # Ray head: ports that name a host run there (as tgen run)
+    transport: object = None  # EngineOptions.transport for --cluster (commands passes it in)
 
     def trial_options(self) -> dict:
         """The options every TrialRunner of a test shares: validity, cores, early stop, re-runs."""

@@ -88,6 +88,7 @@ class TrialRunner:
     max_late_s: float = 0.010  # a failing trial whose sender stalled longer is retried
     retries: int = 2
     cluster: str | None = None  # Ray head address (ports that name a host run there)
+    transport: object = None  # EngineOptions.transport (the cluster's, with cluster)
     trials_run: int = 0
     _last_end: float = 0.0
 
@@ -168,6 +169,7 @@ class TrialRunner:
             dut_netns=self.dut.netns if self.dut else None,
             dut_ssh=self.dut.ssh if self.dut else None,
             cluster=self.cluster,
+            transport=self.transport,
             learn=learn,
         )
         try:
@@ -271,13 +273,14 @@ class TrialRunner:
         t.tx_frames = sum(v["tx_frames"] for v in per.values())
         t.rx_frames = sum(v["rx_frames"] for v in per.values())
         t.lost = sum(v["lost"] for v in per.values())
-        # achieved: the schedule's rate when every frame went out in time; otherwise what
-        # the sender managed within the allowed time (frames per direction per second)
-        n_dir = len(self.groups)
+        # achieved: the schedule's rate when every frame went out in time; otherwise the
+        # engine's achieved rate (requested × sent / due) of what was sent by the deadline
         if complete or t.stopped_early:
             t.achieved_pps = rate
         else:
-            t.achieved_pps = round(w.sent_by_deadline / n_dir / w.allowed, 1)
+            from tgen_tui.engine.figures import achieved_pps
+
+            t.achieved_pps = round(achieved_pps(rate, w.sent_by_deadline, want_total), 1)
         t.extra["sent_by_deadline"] = w.sent_by_deadline
         t.extra["streams"] = per
         t.extra["ports"] = {

@@ -112,6 +112,10 @@ def make_host_builder(args: argparse.Namespace):
         opts = EngineOptions(
             cores=cores, dut_netns=args.dut_netns, dut_ssh=args.dut_ssh, cluster=cluster
         )
+        if cluster:  # the engine reaches other hosts through the cluster's transport
+            from tgen_tui.cluster.transport import cluster_transport
+
+            opts.transport = cluster_transport(cluster)
         return GuestEngineHost(lambda: open_engine(compiled, opts)), compiled
 
     return build

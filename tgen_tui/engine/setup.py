@@ -1,0 +1,351 @@
+"""The engine's set-up: what a compiled profile and the options say, frozen and pure.
+
+A :class:`Setup` is built once per profile (and again by ``reload``): the ports in use,
+their programs, the worker plans (:mod:`tgen_tui.engine.assignment`), the line rates,
+the sample context of the sampler and the frozen description front ends see. Nothing
+here opens a file, spawns a process or awaits: the transport, port control and sampler
+take a Setup and do the work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from tgen_tui.diagnostics import BadInput
+from tgen_tui.engine import stats
+from tgen_tui.engine.api import (
+    EngineCommandError,
+    EngineDescription,
+    PortInfo,
+    RateError,
+    StreamInfo,
+    WorkerInfo,
+)
+from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
+from tgen_tui.packets.compile import CompiledProfile
+from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
+from tgen_tui.packets.schedule import DueTimes
+from tgen_tui.profiles.units import line_rate_fps
+
+if TYPE_CHECKING:
+    from tgen_tui.engine.controller import EngineOptions
+
+FLOW_FIELDS = ("ip.src", "ip.dst", "l4.src_port", "l4.dst_port")  # packets/compile.py names
+
+
+@dataclass(frozen=True)
+class PortSetup:
+    """A port as configured: where it is, which worker and core serve it, what it sends."""
+
+    name: str
+    interface: str
+    netns: str | None
+    worker: int
+    core: int
+    speed_bps: float = 0.0
+    streams: tuple[int, ...] = ()  # program positions sent from this port
+    host: str | None = None  # tester host under --cluster (None: this machine)
+    tx_path: str | None = None  # the profile's send path ('auto' or None: resolved at spawn)
+
+
+@dataclass(frozen=True, eq=False)
+class Setup:
+    """Everything fixed between two reloads (see the module docstring)."""
+
+    compiled: CompiledProfile
+    port_names: tuple[str, ...]
+    programs: tuple[StreamProgram, ...]
+    n_streams: int
+    plans: tuple[WorkerPlan, ...]
+    ports: Mapping[str, PortSetup]
+    warnings: tuple[str, ...]
+    dut_netns: str | None = None
+    dut_ssh: str | None = None
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def build(cls, compiled: CompiledProfile, options: EngineOptions) -> Setup:
+        """Plan the workers of ``compiled`` under ``options`` (BadInput: unknown --ports)."""
+        used = list(options.ports or compiled.ports)
+        unknown = [p for p in used if p not in compiled.ports]
+        if unknown:
+            raise BadInput(
+                f"--ports: unknown port(s) {', '.join(unknown)} (profile has: {', '.join(compiled.ports)})"
+            )
+        programs = tuple(p for p in compiled.streams if p.port in used)
+        port_streams = {p: [s.name for s in programs if s.port == p] for p in used}
+        plans, warnings = plan_workers(port_streams, options.cores or default_cores())
+        ports = {}
+        for plan in plans:
+            for pn in plan.ports:
+                spec = compiled.ports[pn]
+                ports[pn] = PortSetup(
+                    pn,
+                    spec.interface,
+                    spec.netns,
+                    plan.id,
+                    plan.core,
+                    speed_bps=spec.speed_bps,
+                    streams=tuple(i for i, s in enumerate(programs) if s.port == pn),
+                    host=getattr(spec, "host", None) if options.cluster else None,
+                    tx_path=getattr(spec, "tx_path", None),
+                )
+        warnings += _host_warnings(compiled, used, options.cluster)
+        return cls(
+            compiled=compiled,
+            port_names=tuple(used),
+            programs=programs,
+            n_streams=max(len(compiled.all_stream_names), 1),
+            plans=tuple(plans),
+            ports=ports,
+            warnings=tuple(warnings),
+            dut_netns=options.dut_netns or compiled.dut_netns,
+            dut_ssh=options.dut_ssh or compiled.dut_ssh,
+        )
+
+    def rates_only_change(self, compiled: CompiledProfile) -> bool:
+        """True when ``compiled`` differs from this set-up's profile in stream rates only."""
+        return (
+            list(compiled.ports) == list(self.compiled.ports)
+            and all(compiled.ports[n] == self.compiled.ports[n] for n in compiled.ports)
+            and [_sans_rate(p) for p in compiled.streams if p.port in self.port_names]
+            == [_sans_rate(p) for p in self.programs]
+        )
+
+    def rates_of(self, compiled: CompiledProfile) -> dict[int, float]:
+        """Requested fps by program position, as ``compiled`` says (for a live reload)."""
+        mine = (x for x in compiled.streams if x.port in self.port_names)
+        return {i: p.schedule.pps for i, p in enumerate(mine)}
+
+    def initial_rates(self) -> dict[int, float]:
+        return {i: p.schedule.pps for i, p in enumerate(self.programs)}
+
+    # ------------------------------------------------------------------ lookups
+    def hosts(self) -> dict[str, list[tuple[str | None, str]]]:
+        """Tester hosts (besides this machine) and the (netns, interface) of their ports."""
+        out: dict[str, list[tuple[str | None, str]]] = {}
+        for pr in self.ports.values():
+            if pr.host is not None:
+                out.setdefault(pr.host, []).append((pr.netns, pr.interface))
+        return out
+
+    def host_of(self, plan: WorkerPlan) -> str | None:
+        return self.ports[plan.ports[0]].host if plan.ports else None
+
+    def select(self, ports: Any) -> list[str]:
+        """Port names of a command (None: all); EngineCommandError for an unknown one."""
+        if isinstance(ports, str):
+            ports = [ports]
+        names = list(self.ports) if ports is None else list(ports)
+        unknown = [p for p in names if p not in self.ports]
+        if unknown:
+            raise EngineCommandError(
+                ", ".join(unknown), f"no such port (ports: {', '.join(self.ports)})"
+            )
+        return names
+
+    def stream_pos(self, name: str) -> int:
+        """A stream's position in ``programs``; EngineCommandError for an unknown name."""
+        for i, p in enumerate(self.programs):
+            if p.name == name:
+                return i
+        raise EngineCommandError(
+            name, f"no such stream (streams: {', '.join(p.name for p in self.programs)})"
+        )
+
+    def port_specs(self, plan: WorkerPlan) -> list[tuple]:
+        """(name, interface, netns, programs, tx_path) of each port of ``plan``: the
+        arguments of :func:`~tgen_tui.engine.workers.port_config`."""
+        return [
+            (
+                pn,
+                self.ports[pn].interface,
+                self.ports[pn].netns,
+                [s for s in self.programs if s.port == pn],
+                self.ports[pn].tx_path,
+            )
+            for pn in plan.ports
+        ]
+
+    def tx_rows(self, plan: WorkerPlan) -> tuple[tuple[int, int], ...]:
+        """(program position, row in the worker's tx table) of the streams ``plan`` sends."""
+        rows = []
+        for pn in plan.ports:
+            rows += [i for i, p in enumerate(self.programs) if p.port == pn]
+        return tuple((i, row) for row, i in enumerate(rows))
+
+    def worker_ctx(self, plan: WorkerPlan, shm_path: str) -> stats.WorkerCtx:
+        return stats.WorkerCtx(
+            plan.id, plan.core, plan.ports, plan.streams, shm_path, self.tx_rows(plan)
+        )
+
+    def finite_total(self) -> int | None:
+        """Frames all streams will send in total, or None if any runs until stopped."""
+        totals = [DueTimes(p.schedule).total() for p in self.programs]
+        return None if None in totals else sum(t for t in totals if t is not None)
+
+    # ------------------------------------------------------------------ line rates
+    def mean_bytes(self, i: int) -> float:
+        """Mean frame size of program ``i`` on the wire, FCS included."""
+        return self.programs[i].sizes.mean + FCS_LEN
+
+    def port_line_fps(self, port: str, rates: Mapping[int, float]) -> tuple[float, float]:
+        """(line-rate fps at the port's rate-weighted mean frame size, that mean size)."""
+        pr = self.ports[port]
+        mine = pr.streams
+        tot = sum(rates[i] for i in mine)
+        if mine and tot > 0:
+            mean = sum(rates[i] * self.mean_bytes(i) for i in mine) / tot
+        elif mine:
+            mean = sum(self.mean_bytes(i) for i in mine) / len(mine)
+        else:
+            mean = 64.0
+        return line_rate_fps(pr.speed_bps, mean), mean
+
+    def check_line_rate(self, port: str, rates: Mapping[int, float], target: str) -> None:
+        """RateError when ``rates`` put more L1 bits/s on ``port`` than its speed."""
+        pr = self.ports[port]
+        bits = sum(rates[i] * (self.mean_bytes(i) + L1_OVERHEAD) * 8 for i in pr.streams)
+        if bits > pr.speed_bps * (1 + 1e-9):
+            top, mean = self.port_line_fps(port, rates)
+            raise RateError(
+                target,
+                f"{bits / 1e6:,.1f} Mbit/s (L1) exceeds the line rate of port {port}: "
+                f"the maximum is {pr.speed_bps / 1e9:g} Gbit/s = {top:,.0f} fps at {mean:g} B",
+            )
+
+    # ------------------------------------------------------------------ views
+    def sample_context(self, dut_source: str) -> stats.SampleContext:
+        return stats.SampleContext(
+            ports=tuple(
+                stats.PortCtx(
+                    p.name,
+                    p.interface,
+                    p.netns,
+                    p.worker,
+                    p.core,
+                    p.speed_bps,
+                    p.streams,
+                    host=p.host,
+                )
+                for p in self.ports.values()
+            ),
+            streams=tuple(
+                stats.StreamCtx(p.name, p.index, p.port, p.rx_port) for p in self.programs
+            ),
+            n_streams=self.n_streams,
+            warnings=self.warnings,
+            dut_source=dut_source,
+        )
+
+    def describe(
+        self,
+        rates: Mapping[int, float],
+        paused: frozenset[int] | set[int],
+        workers: Mapping[int, tuple[int | None, str | None]],
+        dut_source: str,
+    ) -> EngineDescription:
+        """The frozen description; ``workers``: worker id -> (pid, send paths)."""
+        ports = [
+            PortInfo(
+                p.name,
+                p.interface,
+                p.netns,
+                p.speed_bps,
+                p.worker,
+                p.core,
+                tuple(self.programs[i].name for i in p.streams),
+                self.port_line_fps(p.name, rates)[0],
+            )
+            for p in self.ports.values()
+        ]
+        streams = [
+            StreamInfo(
+                p.name,
+                p.index,
+                p.port,
+                p.rx_port,
+                rates[i],
+                self.mean_bytes(i),
+                flows(p),
+                i in paused,
+            )
+            for i, p in enumerate(self.programs)
+        ]
+        infos = [
+            WorkerInfo(
+                plan.id, plan.core, plan.ports, plan.streams, *workers.get(plan.id, (None, None))
+            )
+            for plan in self.plans
+        ]
+        c = self.compiled
+        return EngineDescription(
+            c.name,
+            c.profile_hash,
+            c.seed,
+            tuple(ports),
+            tuple(streams),
+            tuple(infos),
+            dut_source,
+            self.warnings,
+        )
+
+    def plan_text(self) -> list[str]:
+        """Human-readable worker → core → port → streams mapping, each field labelled."""
+        lines = []
+        for p in self.plans:
+            streams = ", ".join(p.streams) or "(receive only)"
+            host = self.host_of(p)
+            at = f"host {host}: " if host else ""
+            lines.append(
+                f"worker {p.id}: {at}core {p.core}: port {', '.join(p.ports)}: streams {streams}"
+            )
+        return lines + [f"warning: {w}" for w in self.warnings]
+
+
+def flows(p: StreamProgram) -> int:
+    """Distinct flows of a stream: the product of the spans of its varying address fields."""
+    n = 1
+    for f in p.fields:
+        if f.mode != "fixed" and f.name in FLOW_FIELDS:
+            n *= f.span
+    return n
+
+
+def resolve_rate(rate: str | float, mean_bytes: float, speed: float, target: str) -> float:
+    """A rate as written in profiles (``25kpps``, ``100Mbit``, ``10%``) or a number of
+    frames/s, in frames/s at ``mean_bytes`` on a port of ``speed`` bit/s; RateError."""
+    from tgen_tui.profiles.models import parse_rate, rate_to_pps
+
+    if isinstance(rate, int | float) and not isinstance(rate, bool):
+        if not (rate > 0 and math.isfinite(rate)):
+            raise RateError(target, "rate must be a positive number of frames/s")
+        return float(rate)
+    try:
+        spec = parse_rate(rate)
+    except ValueError as e:
+        raise RateError(target, str(e)) from None
+    return rate_to_pps(spec, mean_bytes, speed)
+
+
+def _host_warnings(compiled: CompiledProfile, used: list[str], cluster: str | None) -> list[str]:
+    named = sorted({h for pn in used if (h := getattr(compiled.ports[pn], "host", None))})
+    if named and not cluster:
+        return [
+            f"the profile places ports on host(s) {', '.join(named)}, but --cluster was "
+            "not given: every port runs on this machine"
+        ]
+    if cluster and not named:
+        return [f"--cluster {cluster}: no port names a host: every port runs on this machine"]
+    return []
+
+
+def _sans_rate(p: StreamProgram) -> StreamProgram:
+    """A program with its rate blanked, to tell rate-only edits from the rest."""
+    return replace(p, schedule=replace(p.schedule, pps=0.0))
+
+
+__all__ = ["PortSetup", "Setup", "flows", "resolve_rate"]
