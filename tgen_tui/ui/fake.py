@@ -302,9 +302,21 @@ class SimWorkers:
         return load
 
     def dut(self, flows: dict[int, int]) -> DutReading:
-        """The DUT's conntrack table: one entry per distinct flow sent through it (flows
-        cycle, so a stream has sent min(flows, frames) of them), up to its maximum."""
-        seen = sum(min(n, int(self.tx[i].row[C.T_TX_FRAMES])) for i, n in flows.items())
+        """The DUT's conntrack table: one entry per distinct flow sent through it (a stream
+        cycles through its flows: it has sent min(flows, frames) of them); the streams
+        from b to a are taken for the replies of those from a to b (the same entries)."""
+        ways: dict[tuple[str, str], int] = {}
+        for i, n in flows.items():
+            p = self.setup.programs[i]
+            key = (p.port, p.rx_port or "")
+            ways[key] = ways.get(key, 0) + min(n, int(self.tx[i].row[C.T_TX_FRAMES]))
+        seen = 0
+        for (a, b), n in ways.items():
+            back = ways.get((b, a))
+            if back is None:
+                seen += n
+            elif (a, b) <= (b, a):  # a pair of directions, counted once
+                seen += max(n, back)
         return DutReading(min(self.conntrack_max, seen), self.conntrack_max, MEM_AVAILABLE)
 
     def workers(self) -> dict[int, stats.WorkerLive]:
@@ -389,6 +401,7 @@ class FakeEngine:
         self._snap_at = 0.0
         self._prev_at_snap: Any = None  # the accumulator's previous sample before _snap's
         self._dirty = True
+        self.latest_snapshot()  # as the real engine's sampler: a first sample before any start
 
     # ------------------------------------------------------------- protocol: reading
     def describe(self) -> EngineDescription:
