@@ -186,7 +186,7 @@ class SimWorkers:
 
     def _send(self, p: _SimPort, rel: float) -> None:
         """The worker's send loop, less the sending: every due frame goes out on time."""
-        for i, st in p.streams.items():
+        for st in p.streams.values():
             if st.done or st.paused:
                 continue
             due = st.due_count(rel)
@@ -396,7 +396,8 @@ class FakeEngine:
                 f"port {', '.join(plan.ports)}; streams {', '.join(plan.streams) or '(receive only)'}"
             )
         self._acc.prime(self._sim.interfaces())
-        self._acc.ct_start = self._dut().count if self._dut() else None
+        reading = self._dut()
+        self._acc.ct_start = reading.count if reading is not None else None
         self._snap: StatsSnapshot | None = None
         self._snap_at = 0.0
         self._prev_at_snap: Any = None  # the accumulator's previous sample before _snap's
@@ -537,7 +538,9 @@ class FakeEngine:
             prog = self.setup.programs[i]
             if i not in self._paused:
                 self._sim.set_rate(i, new[i], now)
-            ev = RateChanged(self._now(), prog.name, prog.port, old, new[i], request, wall=self.wall())
+            ev = RateChanged(
+                self._now(), prog.name, prog.port, old, new[i], request, wall=self.wall()
+            )
             self._emit(ev)
 
     async def pause(self, stream: str) -> None:
