@@ -44,7 +44,7 @@ async def test_start_stop_one_port_counts_match(nat_lab):
         await trio.sleep(1.0)
         await eng.stop(["p0"])
         assert eng.ports["p0"].state == "stopped"
-        snap = await eng._publish(final=True)
+        snap = await eng.final_snapshot()
     p0, p1, up = snap.port("p0"), snap.port("p1"), snap.stream("up")
     assert p0.tx_frames > 1000
     assert p0.tx_frames == p0.if_tx_frames  # worker count equals the kernel's
@@ -73,7 +73,7 @@ async def test_start_all_stop_all(nat_lab):
         await trio.sleep(0.8)
         await eng.stop()
         assert {p.state for p in eng.ports.values()} == {"stopped"}
-        snap = await eng._publish(final=True)
+        snap = await eng.final_snapshot()
     assert snap.stream("up").tx_frames > 800
     assert snap.stream("down").tx_frames > 400
     assert snap.port("p0").tx_frames == snap.port("p0").if_tx_frames
@@ -90,7 +90,7 @@ async def test_stop_while_starting_does_not_hang(nat_lab):
                 n.start_soon(eng.stop)
             await eng.stop()  # whatever the interleaving, a second stop settles it
         assert eng.ports["p0"].state in ("stopped", "idle")
-        snap = await eng._publish(final=True)
+        snap = await eng.final_snapshot()
         assert snap.port("p0").tx_frames == snap.port("p0").if_tx_frames
 
 
@@ -108,9 +108,9 @@ async def test_worker_crash_marks_port_failed_and_other_port_keeps_sending(direc
         os.kill(victim.pid, signal.SIGKILL)
         await _wait_for(lambda: eng.ports["p0"].state == "failed")
         assert "SIGKILL" in (eng.ports["p0"].failure or "")
-        s1 = await eng._publish()
+        s1 = await eng.sample_now()
         await trio.sleep(0.5)
-        s2 = await eng._publish()
+        s2 = await eng.sample_now()
         assert eng.ports["p1"].state == "running"
         assert s2.port("p1").tx_frames > s1.port("p1").tx_frames + 500  # still sending
         await eng.stop()
@@ -127,18 +127,18 @@ async def test_set_rate_and_clear(nat_lab):
         await eng.set_rate("up", 4000)
         assert eng.requested_pps(0) == 4000
         await trio.sleep(0.5)
-        s = await eng._publish()
+        s = await eng.sample_now()
         assert s.stream("up").requested_pps == 4000
         assert s.stream("up").tx_frames > 2000  # 500 at 1 kfps, then about 2000 at 4 kfps
         await eng.clear()
-        s2 = await eng._publish()
+        s2 = await eng.sample_now()
         assert s2.stream("up").tx_frames < s.stream("up").tx_frames
         await eng.set_rate("p0", 2000)  # a port total scales its streams
         assert eng.requested_pps(0) == 2000
         with pytest.raises(EngineCommandError, match="nope: no such stream"):
             await eng.set_rate("nope", 10)
         await eng.stop()
-        fin = await eng._publish(final=True)
+        fin = await eng.final_snapshot()
     up = fin.stream("up")
     # frames in flight at clear() were sent before it and received after it
     assert up.tx_frames > 0 and up.rx_frames >= up.tx_frames and up.lost == 0
@@ -183,7 +183,7 @@ async def test_vlan_and_qinq_arrive_tagged_and_counted_per_stream(direct_lab, tm
             await eng.start(["p0"])
             await trio.sleep(1.0)
             await eng.stop()
-            fin = await eng._publish(final=True)
+            fin = await eng.final_snapshot()
         await trio.sleep(0.5)
     finally:
         cap.terminate()

@@ -1,9 +1,12 @@
 """Several tester hosts, one engine: ports placed on hosts through Ray (``--cluster``).
 
-One code path, two transports. The engine (:mod:`tgen_tui.engine.controller`) drives a
-local worker through :class:`~tgen_tui.engine.workers.WorkerHandle` (pipes, shared
-memory) and a worker on another host through :class:`~tgen_tui.cluster.remote.RemoteWorkerHandle`
-(the same interface), which talks to a :class:`~tgen_tui.cluster.agent.TesterAgent`:
+One code path, two transports. The engine (:mod:`tgen_tui.engine.controller`) reaches its
+workers through a :class:`~tgen_tui.engine.transport.WorkerTransport`: the
+``LocalTransport`` (pipes, shared memory), or this package's
+:class:`~tgen_tui.cluster.transport.ClusterTransport`, which front ends pass in as
+``EngineOptions.transport`` with ``--cluster`` (the engine never imports this package).
+It drives a worker on another host through :class:`~tgen_tui.cluster.remote.RemoteWorkerHandle`
+(the same interface as a local handle), which talks to a :class:`~tgen_tui.cluster.agent.TesterAgent`:
 one Ray actor per host, placed by the custom resource ``tgen:<host>``. The agent spawns
 the same worker processes, relays the same typed protocol
 (:mod:`tgen_tui.worker.protocol`) line for line, and returns each worker's counter block
@@ -17,6 +20,7 @@ Set-up, one command per tester host (``HEAD`` is the head node's ``IP:6379``)::
 
 Modules: :mod:`~tgen_tui.cluster.clock` (offset estimation and the cross-host latency
 policy, no Ray), :mod:`~tgen_tui.cluster.agent` (the actor's class, no Ray import),
-:mod:`~tgen_tui.cluster.remote` (the engine's side; the only module that imports Ray).
+:mod:`~tgen_tui.cluster.remote` (the engine's side; the only module that imports Ray),
+:mod:`~tgen_tui.cluster.transport` (the transport the engine is given).
 Nothing imports this package unless ``--cluster`` is given.
 """

@@ -1,6 +1,6 @@
 """The engine's side of a cluster: agents on hosts, remote worker handles, remote counter views.
 
-The only module that imports Ray, and only the engine with ``--cluster`` imports it.
+The only module that imports Ray; only the cluster transport (``--cluster``) imports it.
 
 - :class:`ClusterLink` connects to the Ray cluster, checks that a node offers
   ``tgen:<host>`` for every host the profile names, places one

@@ -16,7 +16,7 @@ import sys
 import time
 
 from tgen_tui import fmt
-from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
+from tgen_tui.diagnostics import BadInput, ExitCode
 from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
@@ -27,7 +27,6 @@ from tgen_tui.engine.cli_options import (
     parse_cores_option,
     write_json_output,
 )
-from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.profiles.units import parse_duration
 from tgen_tui.results.record import add_store_options, record_from_args
 
@@ -151,6 +150,8 @@ def _lat_cell(v: float | None) -> str:
 
 def summary_table(result: dict) -> str:
     """Plain-text per-port and per-stream tables with units."""
+    from tgen_tui.engine.figures import l2_bps
+
     lines = [
         f"profile {result['profile']}  duration {result['duration_s']:.2f} s  seed {result['seed']}"
         + ("  (PARTIAL: interrupted)" if result["partial"] else "")
@@ -164,8 +165,8 @@ def summary_table(result: dict) -> str:
         lines.append(
             f"{name:<8}{p['tx_frames']:>12,}{p['rx_frames']:>12,}{p['if_tx_frames']:>12,}{p['if_rx_frames']:>12,}"
             f"{p['requested_pps']:>11,.0f}{p['achieved_pps']:>11,.0f}"
-            f"{(p['tx_bytes'] + FCS_LEN * p['tx_frames']) * 8 / dur / 1e6:>11.2f}"
-            f"{(p['rx_bytes'] + FCS_LEN * p['rx_frames']) * 8 / dur / 1e6:>11.2f}  {p['state']}"
+            f"{l2_bps(p['tx_bytes'] / dur, p['tx_frames'] / dur) / 1e6:>11.2f}"
+            f"{l2_bps(p['rx_bytes'] / dur, p['rx_frames'] / dur) / 1e6:>11.2f}  {p['state']}"
             + (f" ({p['failure']})" if p.get("failure") else "")
         )
     lines.append(
@@ -299,25 +300,15 @@ def _cluster_transport(address: str | None):
 
 def _flush_dut(netns: str | None, ssh: str | None) -> None:
     """Empty the DUT's conntrack table so that the run's conntrack rise counts only its flows."""
-    import shlex
-    import subprocess
+    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.dut.conntrack import flush
 
-    if netns:
-        from tgen_tui.lab.conntrack import flush
-
-        flush(netns)
-    elif ssh:
-        cp = subprocess.run(
-            [*shlex.split(ssh), "conntrack -F"], capture_output=True, text=True, timeout=15
-        )
-        if cp.returncode != 0:
-            raise EnvironmentProblem(
-                f"--flush-dut over ssh failed: {cp.stderr.strip() or cp.returncode}"
-            )
-    else:
+    channel = DutChannel.of(netns, ssh)
+    if channel is None:
         raise BadInput(
             "--flush-dut needs a DUT: dut.netns in the profile, --dut-netns or --dut-ssh"
         )
+    flush(channel, timeout=15)
 
 
 class _Outputs:
@@ -358,7 +349,6 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
     import trio
 
     from tgen_tui.engine.controller import open_engine
-    from tgen_tui.engine.result import build_result
     from tgen_tui.engine.thresholds import evaluate
 
     interrupted: list[str] = []
@@ -377,19 +367,13 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
             outer.start_soon(watch_signals, sigs)
             async with open_engine(compiled, opts) as eng:
                 final, sent_for = await _drive(eng, duration, args, out, interrupted, main_scope)
-                result = build_result(
-                    compiled,
+                result = eng.report(
                     final,
                     duration_s=sent_for,
                     partial=bool(interrupted),
                     profile_path=args.profile,
-                    events=list(eng.events),
-                    plan=eng.plan_text(),
                     thresholds=[t.text for t in thresholds],
-                    dut_netns=eng.dut_netns,
                 )
-                if eng.cluster_report() is not None:
-                    result["cluster"] = eng.cluster_report()
             outer.cancel_scope.cancel()
     result["breached"] = evaluate(thresholds, result)
     result["passed"] = not result["breached"]
@@ -438,7 +422,7 @@ async def _drive(eng, duration, args, out: _Outputs, interrupted: list[str], mai
                 await trio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
                 if finite and eng.ports_done_sending():
                     break
-                if all(p.state == "failed" for p in eng.ports.values()):
+                if all(s == "failed" for s in eng.port_states().values()):
                     break
         sent_for = time.monotonic() - t_start
         with trio.CancelScope(shield=True):

@@ -1,9 +1,10 @@
 """The engine's public, front-end-facing types: port states, typed events, the frozen
-description, typed command errors, and the ``EngineAPI`` protocol.
+description, typed command errors, and the contract: :class:`EngineAPI` (commands) and
+:class:`EngineFeed` (snapshots, events, the final snapshot, the report).
 
 Front ends (the console, ``tgen run``, the methodology runner) depend on these and on
 :mod:`tgen_tui.engine.snapshot`, never on the controller's mutable state. The console's
-fake engine implements :class:`EngineAPI` too, so most UI tests run without root.
+fake engine implements the contract too, so most UI tests run without root.
 Nothing here imports trio or Textual.
 """
 
@@ -225,12 +226,15 @@ class EngineDescription:
         return next(s for s in self.streams if s.name == name)
 
 
-# ---------------------------------------------------------------------- protocol
+# ---------------------------------------------------------------------- the contract
 @runtime_checkable
 class EngineAPI(Protocol):
-    """What a front end may call. The real :class:`~tgen_tui.engine.controller.Engine`
-    satisfies it; so does the console's fake engine. Commands are coroutines; in the
-    console they run inside the engine's trio guest run (see ``tgen_tui.ui.host``)."""
+    """The commands a front end may give. The real
+    :class:`~tgen_tui.engine.controller.Engine` satisfies it; so does the console's fake
+    engine. Commands are coroutines; in the console they run inside the engine's trio
+    guest run (see ``tgen_tui.ui.host``). ``latest_snapshot`` and ``events_since`` (the
+    console's pull side of :class:`EngineFeed`) are here too, so a front end typed on
+    EngineAPI can draw."""
 
     def describe(self) -> EngineDescription: ...
 
@@ -264,12 +268,76 @@ class EngineAPI(Protocol):
     async def reload(self, compiled: CompiledProfile) -> None: ...
 
 
+@runtime_checkable
+class EngineFeed(Protocol):
+    """What a front end may read: snapshots, events, the final snapshot and the report.
+    ``tgen run``, methodology and the console read nothing else of an engine."""
+
+    def latest_snapshot(self) -> StatsSnapshot | None: ...
+
+    def snapshots(self, buffer: int = 1000) -> Any:
+        """A trio receive channel of every snapshot from now on (close it to unsubscribe)."""
+        ...
+
+    def events_since(self, cursor: int) -> tuple[int, list[EngineEvent]]: ...
+
+    def subscribe_events(self, buffer: int = 1000) -> Any:
+        """A trio receive channel of typed events from now on."""
+        ...
+
+    def event_log(self) -> list[EngineEvent]: ...
+
+    @property
+    def events(self) -> list[str]:
+        """The event log as text lines with times (for result files and logs)."""
+        ...
+
+    async def sample_now(self) -> StatsSnapshot:
+        """Sample the counters now and publish the snapshot."""
+        ...
+
+    async def final_snapshot(self) -> StatsSnapshot:
+        """Sample now and publish it as the final snapshot."""
+        ...
+
+    def port_states(self) -> dict[str, str]: ...
+
+    def ports_done_sending(self) -> bool:
+        """Every sending port's worker reported that its streams reached count or stop."""
+        ...
+
+    def finite_total(self) -> int | None:
+        """Frames all streams will send in total (None: some run until stopped)."""
+        ...
+
+    def plan_text(self) -> list[str]:
+        """The worker → core → port → streams mapping, one line each, then the warnings."""
+        ...
+
+    def learned(self) -> dict[str, dict]:
+        """Port -> the tuples its worker learned (``EngineOptions.learn``)."""
+        ...
+
+    def report(
+        self,
+        final: StatsSnapshot,
+        *,
+        duration_s: float,
+        partial: bool,
+        profile_path: str,
+        thresholds: list[str] | None = None,
+    ) -> dict:
+        """The run's result document (``tgen run --json``) from its final snapshot."""
+        ...
+
+
 __all__ = [
     "TRANSITIONS",
     "CountersCleared",
     "EngineAPI",
     "EngineCommandError",
     "EngineDescription",
+    "EngineFeed",
     "EngineEvent",
     "EngineNotice",
     "EngineWarning",

@@ -9,22 +9,22 @@ network namespace (a short-lived thread does ``setns``) and then re-read with
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import threading
 from dataclasses import dataclass
 
 import psutil
 
-CT_COUNT = "/proc/sys/net/netfilter/nf_conntrack_count"
-CT_MAX = "/proc/sys/net/netfilter/nf_conntrack_max"
+from tgen_tui.dut.probe import DutProbe, DutReading  # the DUT probe lives in tgen_tui.dut
+
+__all__ = ["CpuProbe", "DutProbe", "DutReading", "IfCounters", "InterfaceProbe"]
 
 
 def _open_in_netns(netns: str | None, path: str) -> int:
     """Open ``path`` with the calling thread inside ``netns`` (a /proc/net or /proc/sys file binds to it)."""
     if netns is None:
         return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    from tgen_tui.lab.commands import in_netns
+    from tgen_tui.worker.netns import in_thread_netns as in_netns
 
     return in_netns(netns, lambda: os.open(path, os.O_RDONLY | os.O_CLOEXEC))
 
@@ -119,58 +119,3 @@ class CpuProbe:
             return p.cpu_percent()
         except psutil.Error:
             return 0.0
-
-
-@dataclass(frozen=True)
-class DutReading:
-    count: int | None
-    max: int | None
-    mem_available: int | None
-    error: str | None = None
-
-
-class DutProbe:
-    """Conntrack count/max and free memory of the DUT: a lab namespace or a host over ssh."""
-
-    def __init__(self, netns: str | None = None, ssh: str | None = None) -> None:
-        self.netns = netns
-        self.ssh = ssh
-        self._max: int | None = None
-
-    @property
-    def source(self) -> str:
-        return f"netns:{self.netns}" if self.netns else f"ssh:{self.ssh}" if self.ssh else "none"
-
-    def read(self) -> DutReading:
-        if self.netns:
-            return self._read_netns()
-        if self.ssh:
-            return self._read_ssh()
-        return DutReading(None, None, None, "no DUT probe configured")
-
-    def _read_netns(self) -> DutReading:
-        from tgen_tui.diagnostics import EnvironmentProblem
-        from tgen_tui.lab.conntrack import conntrack_count  # cached fd, re-opened if the ns changes
-
-        try:
-            if self._max is None:
-                fd = _open_in_netns(self.netns, CT_MAX)
-                try:
-                    self._max = int(os.pread(fd, 32, 0))
-                finally:
-                    os.close(fd)
-            count = conntrack_count(self.netns)
-        except (OSError, ValueError, EnvironmentProblem) as e:
-            return DutReading(None, None, None, f"conntrack probe of netns {self.netns}: {e}")
-        return DutReading(count, self._max, psutil.virtual_memory().available)
-
-    def _read_ssh(self) -> DutReading:
-        remote = f"cat {CT_COUNT} {CT_MAX}; grep MemAvailable /proc/meminfo"
-        try:
-            cp = subprocess.run(
-                [*shlex.split(self.ssh), remote], capture_output=True, text=True, timeout=5
-            )
-            lines = cp.stdout.split("\n")
-            return DutReading(int(lines[0]), int(lines[1]), int(lines[2].split()[1]) * 1024)
-        except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
-            return DutReading(None, None, None, f"ssh probe failed: {e}")

@@ -18,6 +18,8 @@ import platform
 from dataclasses import asdict
 
 from tgen_tui import __version__
+from tgen_tui.dut.settings import dut_settings as _dut_settings
+from tgen_tui.engine import figures as F
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN
@@ -36,18 +38,9 @@ def environment() -> dict:
 
 
 def dut_settings(dut_netns: str | None) -> dict | None:
-    """The lab DUT's conntrack settings, when the DUT is a tgen lab namespace."""
-    if not dut_netns or not dut_netns.endswith("-dut"):
-        return None
-    try:
-        from tgen_tui.lab import topology
-
-        st = topology.status(dut_netns[: -len("-dut")])
-    except Exception as e:  # noqa: BLE001 - a probe failure must not lose the result
-        return {"error": str(e)}
-    d = st.get("dut") or {}
-    keep = ("conntrack_max", "conntrack_buckets", "udp_timeout", "udp_stream_timeout", "nft", "tbf")
-    return {k: d.get(k) for k in keep if k in d} | {"topology": st.get("topology")}
+    """The DUT's conntrack settings (and the lab's description of it), when the DUT is a
+    namespace: see :func:`tgen_tui.dut.settings.dut_settings`."""
+    return _dut_settings(dut_netns)
 
 
 def stream_description(compiled: CompiledProfile) -> dict:
@@ -90,19 +83,19 @@ def build_result(
     thresholds: list[str] | None = None,
     dut_netns: str | None = None,
 ) -> dict:
-    """The final JSON document from the final snapshot."""
+    """The final JSON document: the final snapshot's figures, copied (each is defined
+    once, in :mod:`tgen_tui.engine.figures`), and what the run recorded about itself."""
     ports = {}
     for p in snap.ports:
         d = asdict(p)
-        d["tx_pps_mean"] = p.tx_frames / duration_s if duration_s > 0 else 0.0
-        d["rx_pps_mean"] = p.rx_frames / duration_s if duration_s > 0 else 0.0
-        d["achieved_pct"] = 100.0 * p.achieved_pps / p.requested_pps if p.requested_pps else None
+        d["tx_pps_mean"] = F.mean_pps(p.tx_frames, duration_s)
+        d["rx_pps_mean"] = F.mean_pps(p.rx_frames, duration_s)
+        d["achieved_pct"] = F.achieved_pct(p.achieved_pps, p.requested_pps)
         ports[p.name] = d
     streams = {}
     for s in snap.streams:
         d = asdict(s)
         d["latency_source"] = s.latency_source
-        d["achieved_pps"] = s.tx_frames / duration_s if duration_s > 0 else 0.0
         streams[s.name] = d
     dut = None
     if snap.dut is not None:
@@ -110,9 +103,7 @@ def build_result(
             "source": snap.dut.source,
             "conntrack_peak": snap.dut.conntrack_peak,
             "conntrack_start": snap.dut.conntrack_start,
-            "conntrack_rise": (snap.dut.conntrack_peak - snap.dut.conntrack_start)
-            if snap.dut.conntrack_start is not None
-            else None,
+            "conntrack_rise": F.conntrack_rise(snap.dut.conntrack_peak, snap.dut.conntrack_start),
             "conntrack_max": snap.dut.conntrack_max,
             "conntrack_final": snap.dut.conntrack_count,
             "full_at_s": snap.dut.full_at_s,
@@ -162,8 +153,8 @@ def rate_warnings(snap: StatsSnapshot, tolerance_pct: float = 1.0) -> list[str]:
     """DESIGN rule 7: a sender that fell behind is reported, never hidden."""
     out = []
     for p in snap.ports:
-        if p.requested_pps > 0 and p.tx_frames > 0:
-            pct = 100.0 * p.achieved_pps / p.requested_pps
+        pct = F.achieved_pct(p.achieved_pps, p.requested_pps)
+        if pct is not None and p.requested_pps > 0 and p.tx_frames > 0:
             if pct < 100.0 - tolerance_pct:
                 out.append(
                     f"port {p.name} achieved {pct:.1f} % of the requested rate "

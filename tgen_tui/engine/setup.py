@@ -33,7 +33,7 @@ from tgen_tui.profiles.units import line_rate_fps
 if TYPE_CHECKING:
     from tgen_tui.engine.controller import EngineOptions
 
-FLOW_FIELDS = ("src_ip", "dst_ip", "src_port", "dst_port")
+FLOW_FIELDS = ("ip.src", "ip.dst", "l4.src_port", "l4.dst_port")  # packets/compile.py names
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ class PortStats:
     tx_bps: float = 0.0  # L2 bits/s (frame bytes incl. FCS × 8)
     rx_bps: float = 0.0
     requested_pps: float = 0.0
-    achieved_pps: float = 0.0  # tx frames / active sending time
+    achieved_pps: float = 0.0  # requested × sent / due (engine/figures.py achieved_pps)
     if_tx_frames: int = 0
     if_rx_frames: int = 0
     if_tx_bytes: int = 0
@@ -85,7 +85,7 @@ class StreamStats:
     latency_ns: Latency = field(default_factory=Latency)
     vlan_tci: int | None = None  # last outer VLAN TCI seen on receive
     due_frames: int = 0  # frames due by the schedule so far (since the last clear)
-    achieved_pps: float = 0.0  # requested × sent / due: what the sender kept up with
+    achieved_pps: float = 0.0  # requested × sent / due (engine/figures.py achieved_pps)
     paused: bool = False
     # why latency is missing or how it was corrected (tx and rx ports on different hosts)
     latency_note: str | None = None

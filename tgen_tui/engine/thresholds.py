@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 
 from tgen_tui.diagnostics import BadInput
+from tgen_tui.engine.figures import achieved_pct, loss_pct
 
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
 _EXPR = re.compile(
@@ -94,11 +95,7 @@ def evaluate(thresholds: list[Threshold], result: dict) -> list[dict]:
             for name, s in streams.items():
                 if th.metric == "loss":
                     sent = s.get("tx_frames", 0)
-                    x = (
-                        (100.0 * s.get("lost", 0) / sent if sent else 0.0)
-                        if th.percent
-                        else s.get("lost", 0)
-                    )
+                    x = loss_pct(s.get("lost", 0), sent) if th.percent else s.get("lost", 0)
                 elif th.metric == "lost":
                     x = s.get("lost", 0)
                 elif th.metric == "ooo":
@@ -110,9 +107,8 @@ def evaluate(thresholds: list[Threshold], result: dict) -> list[dict]:
                 cands.append((f"stream {name}", x))
         elif th.metric in ("achieved", "rx_pps", "tx_pps"):
             for name, p in ports.items():
-                if th.metric == "achieved":
-                    req = p.get("requested_pps") or 0
-                    x = 100.0 * p.get("achieved_pps", 0) / req if req else None
+                if th.metric == "achieved":  # the engine's figure (engine/figures.py)
+                    x = achieved_pct(p.get("achieved_pps", 0), p.get("requested_pps") or 0)
                 else:
                     x = p.get("rx_pps_mean" if th.metric == "rx_pps" else "tx_pps_mean")
                 cands.append((f"port {name}", x))
@@ -122,7 +118,9 @@ def evaluate(thresholds: list[Threshold], result: dict) -> list[dict]:
             x = (100.0 * peak / cmax if peak is not None and cmax else None) if th.percent else peak
             cands.append(("dut", x))
         for where, x in cands:
-            if th.breached(x) and (worst is None or abs(x - th.value) > abs(worst[1] - th.value)):
+            if x is None or not th.breached(x):
+                continue
+            if worst is None or abs(x - th.value) > abs(worst[1] - th.value):
                 worst = (where, x)
         if worst is not None:
             breaches.append({"threshold": th.text, "where": worst[0], "value": worst[1]})

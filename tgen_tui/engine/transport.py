@@ -55,7 +55,15 @@ Notice = Callable[[str], None]
 
 @runtime_checkable
 class WorkerLink(Protocol):
-    """The engine's handle on one worker (local process or remote): commands and state."""
+    """The engine's handle on one worker (local process or remote): commands and state.
+
+    What the engine relies on: ``request`` answers with the event that echoes the
+    command's id (``CommandRefused`` for an error event, ``WorkerDied`` when the worker
+    is gone or silent); after a ``Stop``, the handle sets ``state.stopped[port]`` once the
+    worker reported that port's final counters (``P.Stopped``, kept in
+    ``state.stopped_info``); every event goes to the transport's ``on_event`` (None when
+    the worker exits); ``state.pid``, ``state.alive``, ``state.layout`` (its ``Ready``)
+    and ``state.exit_reason`` are kept current."""
 
     state: WorkerState
 
@@ -137,7 +145,8 @@ class WorkerTransport(Protocol):
         ...
 
     def report(self) -> dict | None:
-        """The result's section about the transport (None: nothing to say)."""
+        """The result's ``cluster`` section: hosts, clocks, lost hosts (None: this
+        machine only)."""
         ...
 
     async def release(self) -> None:

@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Sequence
 
 from tgen_tui.diagnostics import EnvironmentProblem
+from tgen_tui.dut.channel import DutChannel
 from tgen_tui.worker.netns import NETNS_RUN_DIR, in_thread_netns
 
 NETNS_DIR = NETNS_RUN_DIR
@@ -96,20 +97,10 @@ def in_netns(netns: str, fn, *args):
     return in_thread_netns(netns, fn, *args)
 
 
-def _read_files(paths: Sequence[str]) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for p in paths:
-        try:
-            with open(p) as f:
-                out[p] = f.read().strip()
-        except OSError:
-            out[p] = None
-    return out
-
-
 def read_proc_files(netns: str, paths: Sequence[str]) -> dict[str, str | None]:
-    """Read several ``/proc`` files as seen from ``netns`` (``None`` where unreadable)."""
-    return in_netns(netns, _read_files, list(paths))
+    """Read several ``/proc`` files as seen from ``netns`` (``None`` where unreadable):
+    :meth:`tgen_tui.dut.channel.DutChannel.read_files`, no process."""
+    return DutChannel(netns=netns).read_files(paths)
 
 
 def sysctl_key_path(key: str) -> str:
@@ -184,14 +175,3 @@ def write_global(path: str, value: object) -> bool:
         return True
     except OSError:
         return False
-
-
-def ip_json_tc(netns: str, dev: str) -> list[dict]:
-    """``tc -j qdisc show dev DEV`` in ``netns`` (empty list on error)."""
-    cp = run(["tc", "-j", "-n", netns, "qdisc", "show", "dev", dev], check=False)
-    if cp.returncode != 0 or not cp.stdout.strip():
-        return []
-    try:
-        return json.loads(cp.stdout)
-    except ValueError:
-        return []

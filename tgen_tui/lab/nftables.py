@@ -23,8 +23,8 @@ Layout (table ``ip tgen_lab`` in the DUT namespace)::
 
 from __future__ import annotations
 
-import json
-
+from tgen_tui.dut import nft as dut_nft
+from tgen_tui.dut.channel import DutChannel
 from tgen_tui.lab import commands
 from tgen_tui.lab.naming import D1, D1_IP, NFT_TABLE
 
@@ -109,28 +109,13 @@ def remove(netns: str) -> None:
     commands.run(["nft", "delete", "table", "ip", NFT_TABLE], netns=netns, check=False)
 
 
+#: The chain whose rules are the impairments (each with a counter), as (family, table, chain).
+DROP_CHAIN = ("ip", NFT_TABLE, "fwd_drop")
+
+
 def drop_counters(netns: str) -> dict | None:
     """Packets dropped by each impairment rule so far, or ``None`` if the table is missing.
 
     Keys: ``random``, ``rate_limit``, ``ct_limit`` (only those configured).
     """
-    cp = commands.run(
-        ["nft", "-j", "list", "chain", "ip", NFT_TABLE, "fwd_drop"], netns=netns, check=False
-    )
-    if cp.returncode != 0:
-        return None
-    out: dict[str, int] = {}
-    for item in json.loads(cp.stdout).get("nftables", []):
-        rule = item.get("rule")
-        if not rule:
-            continue
-        exprs = rule.get("expr", [])
-        text = json.dumps(exprs)
-        packets = next((e["counter"]["packets"] for e in exprs if "counter" in e), 0)
-        if '"numgen"' in text:
-            out["random"] = packets
-        elif '"limit"' in text:
-            out["rate_limit"] = packets
-        elif '"ct count"' in text or '"count"' in text:
-            out["ct_limit"] = packets
-    return out
+    return dut_nft.drop_counters(DutChannel(netns=netns), *DROP_CHAIN)

@@ -17,6 +17,8 @@ import os
 import time
 
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem, TgenError
+from tgen_tui.dut import settings as dut_settings
+from tgen_tui.dut.channel import DutChannel
 from tgen_tui.lab import commands, nftables
 from tgen_tui.lab import conntrack as ct
 from tgen_tui.lab.config import DUT_FIELDS, SETTABLE_FIELDS, LabConfig, parse_tbf, validate
@@ -278,6 +280,10 @@ def _apply_and_save(prefix: str, cfg: LabConfig, state: dict) -> None:
     state["config"] = cfg.to_dict()
     state["updated"] = time.time()
     _save_state(prefix, state)
+    if cfg.topology == "nat":
+        dut_settings.write_description(dut_netns(prefix), describe_dut(cfg))
+    else:
+        dut_settings.remove_description(dut_netns(prefix))
 
 
 def up(cfg: LabConfig) -> dict:
@@ -324,6 +330,7 @@ def down(prefix: str = DEFAULT_PREFIX) -> None:
         os.unlink(state_path(prefix))
     except FileNotFoundError:
         pass
+    dut_settings.remove_description(dut_netns(prefix))
     from tgen_tui.engine.portlock import remove_unheld
 
     remove_unheld(tester_netns(prefix))  # port locks left by a tgen that was killed
@@ -452,6 +459,44 @@ def status(prefix: str = DEFAULT_PREFIX) -> dict:
     return result
 
 
+#: The lab's settings that a methodology report records under ``lab``.
+LAB_REPORT_KEYS = (
+    "rate_limit_pps",
+    "drop_percent",
+    "ct_limit",
+    "filter_rules",
+    "tbf",
+    "rps_cpus",
+    "nat_ports",
+)
+
+
+def describe_dut(cfg: LabConfig | None) -> dut_settings.DutDescription:
+    """What the lab tells :mod:`tgen_tui.dut` about its DUT (``up`` writes it to the DUT's
+    description file; ``status`` uses it directly): topology, the impairments, where the
+    drop counters and the TBF sit."""
+    return dut_settings.DutDescription(
+        topology=cfg.topology if cfg else "nat",
+        nft_chain=nftables.DROP_CHAIN,
+        nft={
+            "table": f"ip {nftables.NFT_TABLE}",
+            "nat": f"snat to {D1_IP} out of {D1}"
+            + (" (random ports)" if cfg and cfg.nat_ports == "random" else ""),
+            "nat_ports": cfg.nat_ports if cfg else None,
+            "drop_percent": cfg.drop_percent if cfg else None,
+            "rate_limit_pps": cfg.rate_limit_pps if cfg else None,
+            "ct_limit": cfg.ct_limit if cfg else None,
+            "filter_rules": cfg.filter_rules if cfg else None,
+        },
+        tbf_interface=D1,
+        tbf={
+            "spec": cfg.tbf if cfg else None,
+            "max_queue_delay": parse_tbf(cfg.tbf).latency if cfg and cfg.tbf else None,
+        },
+        lab={k: getattr(cfg, k) for k in LAB_REPORT_KEYS} if cfg else None,
+    )
+
+
 def _dut_view(d_ns: str, cfg_d: dict | None, has_d: bool, d_ifs: dict) -> dict:
     cfg = LabConfig.from_dict(cfg_d) if cfg_d else None
     view: dict = {"netns": d_ns, "inside": D0, "outside": D1, "nat_address": D1_IP}
@@ -462,56 +507,12 @@ def _dut_view(d_ns: str, cfg_d: dict | None, has_d: bool, d_ifs: dict) -> dict:
     view["tbf"] = None
     if not has_d:
         return view
-    got = commands.sysctl_get(
-        d_ns,
-        [
-            UDP_TIMEOUT_KEY,
-            UDP_STREAM_TIMEOUT_KEY,
-            "net.netfilter.nf_conntrack_max",
-            "net.netfilter.nf_conntrack_buckets",
-            "net.ipv4.ip_forward",
-        ],
-    )
-    view["udp_timeout"] = _int_or_none(got[UDP_TIMEOUT_KEY])
-    view["udp_stream_timeout"] = _int_or_none(got[UDP_STREAM_TIMEOUT_KEY])
-    view["conntrack_max"] = (
-        _int_or_none(got["net.netfilter.nf_conntrack_max"]) or view["conntrack_max"]
-    )
-    view["conntrack_buckets"] = (
-        _int_or_none(got["net.netfilter.nf_conntrack_buckets"]) or view["conntrack_buckets"]
-    )
-    view["ip_forward"] = got["net.ipv4.ip_forward"] == "1"
+    live = dut_settings.live_view(DutChannel(netns=d_ns), describe_dut(cfg))
+    view.update(live)  # same keys, same order, plus ip_forward
     try:
         view["count"] = ct.conntrack_count(d_ns)
     except (TgenError, OSError):
         view["count"] = None
-    counters = nftables.drop_counters(d_ns)
-    view["nft"] = {
-        "loaded": counters is not None,
-        "table": f"ip {nftables.NFT_TABLE}",
-        "nat": f"snat to {D1_IP} out of {D1}"
-        + (" (random ports)" if cfg and cfg.nat_ports == "random" else ""),
-        "nat_ports": cfg.nat_ports if cfg else None,
-        "drop_percent": cfg.drop_percent if cfg else None,
-        "rate_limit_pps": cfg.rate_limit_pps if cfg else None,
-        "ct_limit": cfg.ct_limit if cfg else None,
-        "filter_rules": cfg.filter_rules if cfg else None,
-        "dropped": counters or {},
-    }
-    qd = [q for q in commands.ip_json_tc(d_ns, D1) if q.get("root")]
-    view["tbf"] = (
-        {
-            "spec": cfg.tbf if cfg else None,
-            "rate": qd[0].get("options", {}).get("rate"),
-            "burst": qd[0].get("options", {}).get("burst"),
-            # tc's "lat" is (limit - burst) / rate; the longest wait in a full queue is
-            # limit / rate = the LATENCY asked for (parse_tbf sizes limit from it)
-            "latency": qd[0].get("options", {}).get("lat"),
-            "max_queue_delay": parse_tbf(cfg.tbf).latency if cfg and cfg.tbf else None,
-        }
-        if qd and qd[0].get("kind") == "tbf"
-        else None
-    )
     return view
 
 

@@ -262,13 +262,14 @@ class TrialRunner:
         t.tx_frames = sum(v["tx_frames"] for v in per.values())
         t.rx_frames = sum(v["rx_frames"] for v in per.values())
         t.lost = sum(v["lost"] for v in per.values())
-        # achieved: the schedule's rate when every frame went out in time; otherwise what
-        # the sender managed within the allowed time (frames per direction per second)
-        n_dir = len(self.groups)
+        # achieved: the schedule's rate when every frame went out in time; otherwise the
+        # engine's achieved rate (requested × sent / due) of what was sent by the deadline
         if complete or t.stopped_early:
             t.achieved_pps = rate
         else:
-            t.achieved_pps = round(sent_by_deadline / n_dir / allowed, 1)
+            from tgen_tui.engine.figures import achieved_pps
+
+            t.achieved_pps = round(achieved_pps(rate, sent_by_deadline, want_total), 1)
         t.extra["sent_by_deadline"] = sent_by_deadline
         t.extra["streams"] = per
         t.extra["ports"] = {

@@ -212,13 +212,21 @@ class CounterView:
         self.n_tx = int(h[H_N_TX])
         self.n_streams = int(h[H_N_STREAMS])
         self.n_rx = int(h[H_N_RX])
-        pb, tb, rb = int(h[H_PORT_BASE]), int(h[H_TX_BASE]), int(h[H_RX_BASE])
         self.header = h
-        self.ports = a[pb : pb + self.n_ports * PORT_STRIDE].reshape(self.n_ports, PORT_STRIDE)
-        self.tx = a[tb : tb + self.n_tx * TX_STRIDE].reshape(self.n_tx, TX_STRIDE)
-        self.rx = a[rb : rb + self.n_rx * self.n_streams * RX_STRIDE].reshape(
+        self.ports, self.tx, self.rx = self.tables(a)
+
+    def tables(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The port, tx and rx tables of ``a`` (this block or a copy of it): the one place
+        that slices the layout. Shapes: (n_ports, PORT_STRIDE), (n_tx, TX_STRIDE),
+        (n_rx, n_streams, RX_STRIDE)."""
+        h = self.header
+        pb, tb, rb = int(h[H_PORT_BASE]), int(h[H_TX_BASE]), int(h[H_RX_BASE])
+        ports = a[pb : pb + self.n_ports * PORT_STRIDE].reshape(self.n_ports, PORT_STRIDE)
+        tx = a[tb : tb + self.n_tx * TX_STRIDE].reshape(self.n_tx, TX_STRIDE)
+        rx = a[rb : rb + self.n_rx * self.n_streams * RX_STRIDE].reshape(
             self.n_rx, self.n_streams, RX_STRIDE
         )
+        return ports, tx, rx
 
     # ------------------------------------------------------------------ open / create
     @classmethod
@@ -292,12 +300,7 @@ class CounterView:
         HIST_BUCKETS counts (see :func:`tgen_tui.worker.rxstats.hist_edges_ns`).
         """
         a = np.array(self.arr, copy=True)
-        pb, tb, rb = int(a[H_PORT_BASE]), int(a[H_TX_BASE]), int(a[H_RX_BASE])
-        ports = a[pb : pb + self.n_ports * PORT_STRIDE].reshape(self.n_ports, PORT_STRIDE)
-        tx = a[tb : tb + self.n_tx * TX_STRIDE].reshape(self.n_tx, TX_STRIDE)
-        rx = a[rb : rb + self.n_rx * self.n_streams * RX_STRIDE].reshape(
-            self.n_rx, self.n_streams, RX_STRIDE
-        )
+        ports, tx, rx = self.tables(a)
         out = {
             "pid": int(a[H_PID]),
             "heartbeat_ns": int(a[H_HEARTBEAT_NS]),

@@ -129,18 +129,6 @@ class TxStream:
         self.next_due_s = self.t_base + self.dt.due_one(self.sent - self.idx_base)
         self.row[C.T_REQ_MPPS] = 0 if self.paused else round(pps * 1000)
 
-    def achieved_pps(self, stop_ns: int, t0_ns: int) -> float:
-        n = self.sent - self.run_first
-        if n <= 0:
-            return 0.0
-        first = t0_ns + self.first_due_s * 1e9
-        end = int(self.row[C.T_LAST_TX_NS]) if self.done else stop_ns
-        el = (end - first) / 1e9
-        if n == 1 or el <= 0:
-            return 0.0
-        # frames over the time from the first due to the last send, one interval per frame
-        return (n - 1) / el if self.done else n / el
-
 
 # ---------------------------------------------------------------------- ports
 class Port:
@@ -369,7 +357,6 @@ class Port:
                     "tx_frames": st.sent - st.run_first,
                     "due": due,
                     "requested_pps": int(st.row[C.T_REQ_MPPS]) / 1000.0,
-                    "achieved_pps": st.achieved_pps(self.stop_ns, self.t0_ns),
                     "late_events": st.late,
                 }
             )

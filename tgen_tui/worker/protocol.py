@@ -70,8 +70,8 @@ Events (``{"event": ...}``)
 ``started`` ``{ports, t0_ns}``.
 ``tx_done`` ``{port}``: every tx stream of the port reached its count or stop time.
 ``stopped`` ``{port, counters: {port counters...}, streams: [{stream, tx_frames, due,
-            requested_pps, achieved_pps, late_events}]}``: achieved_pps is tx_frames over
-            the time from the stream's first due frame to its last send (or the stop).
+            requested_pps, late_events}]}``: the engine computes the achieved rate from
+            these (requested × tx_frames / due, tgen_tui/engine/figures.py).
             A port configured with ``learn`` adds ``learned: {path, tuples, max, full,
             frames, unparsed, overflow}`` (the table was written to ``path``).
 ``rate``    ``{stream, pps}``.
@@ -86,7 +86,7 @@ due time has passed, in batches of at most ``max_batch`` (one syscall each), sta
 the send time. A batch whose first frame goes out more than ``LATE_NS`` (1 ms) after its
 due time counts one ``late_event`` on the port, and ``late_max_ns`` keeps the worst
 lateness. Frames are never skipped: a late sender catches up, and the achieved rate
-(tx_frames / elapsed, and tx_frames against ``due``) shows what really happened. Between
+the engine reports (requested × tx_frames / ``due``) shows what really happened. Between
 turns the worker sleeps in ``poll()`` on stdin and the rx rings until the next due frame
 (at least ``MIN_WAKE_NS`` = 200 µs later, so high rates go out in batches: the
 builder's fixed cost per batch is tens of µs).
@@ -95,6 +95,7 @@ builder's fixed cost per batch is tens of µs).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -327,7 +328,7 @@ def decode(line: bytes | str) -> dict:
     return msg
 
 
-def _build(types: dict[str, type[Message]], key: str, d: dict) -> Message:
+def _build(types: Mapping[str, type[Message]], key: str, d: dict) -> Message:
     kind = d.get(key)
     cls = types.get(kind)  # type: ignore[arg-type]
     if cls is None:

@@ -1,0 +1,161 @@
+"""The sampler task: reads the counters and probes at a fixed rate and publishes
+immutable :class:`~tgen_tui.engine.snapshot.StatsSnapshot` objects (DESIGN rule 4).
+
+The counters become figures in :mod:`tgen_tui.engine.stats` (the accumulator) and
+:mod:`tgen_tui.engine.figures` (each figure defined once); this module gathers the
+inputs (interface counters, link states, CPU, the DUT's conntrack) through the
+transport and the DUT probe, and hands the snapshots out: the newest one
+(``latest``), and a channel per subscriber.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+
+import trio
+
+from tgen_tui.engine import stats
+from tgen_tui.engine.events import fan_out
+from tgen_tui.engine.portcontrol import PortControl
+from tgen_tui.engine.probes import DutProbe
+from tgen_tui.engine.setup import Setup
+from tgen_tui.engine.snapshot import StatsSnapshot
+from tgen_tui.engine.transport import SpawnedWorker, WorkerTransport
+
+LINK_EVERY = 1.0  # s between link-state re-reads
+
+
+class Sampler:
+    """Snapshots of the workers, ports and DUT of a set-up (a reload configures it anew;
+    ``latest`` and the subscribers stay)."""
+
+    def __init__(self, setup: Setup, transport: WorkerTransport, control: PortControl) -> None:
+        self.transport = transport
+        self.latest: StatsSnapshot | None = None
+        self.subscribers: list[trio.MemorySendChannel] = []
+        self.configure(setup, control)
+
+    def configure(self, setup: Setup, control: PortControl) -> None:
+        """Take a (new) set-up and its port control; no worker is attached yet."""
+        self.setup = setup
+        self.control = control
+        self.dut = (
+            DutProbe(setup.dut_netns, setup.dut_ssh) if (setup.dut_netns or setup.dut_ssh) else None
+        )
+        self.acc = stats.Accumulator(setup.sample_context(self.dut_source))
+        self.dut_settings: tuple[tuple[str, str], ...] = ()
+        self._last_link = 0.0
+
+    @property
+    def dut_source(self) -> str:
+        return self.dut.source if self.dut else "none"
+
+    def attach(self, w: SpawnedWorker) -> None:
+        plan = w.state.plan
+        self.acc.attach(self.setup.worker_ctx(plan, w.state.shm_path), w.view)
+
+    async def prime(self) -> None:
+        """After spawning: link states, interface and DUT baselines, the DUT's settings."""
+        await self._read_links()
+        self.acc.prime(await self.transport.interfaces())
+        await self._baseline_dut()
+        self.dut_settings = await trio.to_thread.run_sync(self._read_dut_settings)
+
+    async def _read_links(self) -> None:
+        self._last_link = time.monotonic()
+        for pr in self.control.ports.values():
+            pr.link = await self.transport.link_state(self.setup.ports[pr.name])
+
+    def _read_dut_settings(self) -> tuple[tuple[str, str], ...]:
+        if self.dut is None or not self.dut.netns:
+            return ()
+        from tgen_tui.engine.result import dut_settings
+
+        d = dut_settings(self.dut.netns) or {}
+        return tuple((k, str(v)) for k, v in d.items() if v is not None and k != "nft")
+
+    async def _baseline_dut(self) -> None:
+        """The DUT's conntrack count before any port starts (the 'rise' is measured from it)."""
+        if self.dut is not None:
+            r = await trio.to_thread.run_sync(self.dut.read)
+            self.acc.ct_start = r.count
+
+    async def rebase(
+        self, ports: set[str] | None, streams: set[int] | None
+    ) -> Callable[[int], int]:
+        """New baselines for a clear (None, None: everything, the DUT's included)."""
+        self.acc.clear(await self.transport.interfaces(), ports, streams)
+        if ports is None and streams is None:
+            await self._baseline_dut()
+        return self.acc.tx_raw_base
+
+    # ------------------------------------------------------------------ sampling
+    def _live(self) -> stats.LiveState:
+        c = self.control
+        workers = {}
+        for wid, w in c.spawned.items():
+            st = w.state
+            workers[wid] = stats.WorkerLive(
+                pid=st.pid,
+                alive=st.alive,
+                exit_reason=st.exit_reason if not st.quitting else None,
+                tx_path=", ".join(sorted(set(st.layout.tx_path.values()))) if st.layout else None,
+                tx_path_why="; ".join(f"{p}: {w}" for p, w in st.tx_why.items()) or None,
+                proc_cpu_pct=self.transport.proc_cpu(w) if st.pid and st.alive else 0.0,
+            )
+        return stats.LiveState(
+            t0=c.t0,
+            port_state={n: str(p.state) for n, p in c.ports.items()},
+            port_failure={n: p.failure for n, p in c.ports.items()},
+            port_link={n: p.link for n, p in c.ports.items()},
+            rates=dict(c.rates),
+            paused=frozenset(c.paused),
+            seq_floor=dict(c.seq_floor),
+            workers=workers,
+        )
+
+    async def publish(self, final: bool = False) -> StatsSnapshot:
+        """Sample now; the snapshot becomes ``latest`` and goes to every subscriber."""
+        ifc = await self.transport.interfaces()
+        cores = await trio.to_thread.run_sync(self.transport.cores)
+        dut_reading = await trio.to_thread.run_sync(self.dut.read) if self.dut else None
+        if time.monotonic() - self._last_link >= LINK_EVERY:
+            await self._read_links()
+        live = await trio.to_thread.run_sync(self._live)
+        rd = stats.Readings(ifc, cores, dut_reading, self.dut_settings)
+        snap = self.acc.sample(rd, live, final=final)
+        snap = self.transport.adjust(snap)  # latency notes of streams across hosts
+        self.latest = snap
+        fan_out(self.subscribers, snap)
+        return snap
+
+    async def run(self, interval: float, closed: Callable[[], bool]) -> None:
+        """The sampler task: one snapshot per ``interval`` until ``closed()``."""
+        next_t = trio.current_time() + interval  # trio's clock, not time.monotonic()
+        while True:
+            await trio.sleep_until(next_t)
+            next_t += interval
+            if trio.current_time() > next_t:  # fell behind: skip, do not burst
+                next_t = trio.current_time() + interval
+            if closed():
+                return
+            with contextlib.suppress(trio.ClosedResourceError):
+                await self.publish()
+
+    def subscribe(self, buffer: int = 1000) -> trio.MemoryReceiveChannel:
+        send, recv = trio.open_memory_channel[StatsSnapshot](buffer)
+        self.subscribers.append(send)
+        return recv
+
+    def close(self) -> None:
+        """The set-up's workers are gone: unmap their counter blocks."""
+        self.acc.close()
+
+    def close_subscribers(self) -> None:
+        for ch in self.subscribers:
+            ch.close()
+
+
+__all__ = ["LINK_EVERY", "Sampler"]
