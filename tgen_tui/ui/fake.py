@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from tgen_tui.dut.probe import DutProbe, DutReading
 from tgen_tui.engine import stats
 from tgen_tui.engine.api import (
     TRANSITIONS,
@@ -42,12 +43,11 @@ from tgen_tui.engine.api import (
     StreamPaused,
 )
 from tgen_tui.engine.controller import EngineOptions
-from tgen_tui.engine.probes import DutProbe, DutReading, IfCounters
+from tgen_tui.engine.probes import IfCounters
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
-from tgen_tui.engine.setup import Setup
+from tgen_tui.engine.setup import Setup, flows
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
-from tgen_tui.packets.program import StreamProgram
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.main import TxStream
 from tgen_tui.worker.rxstats import lat_bucket
@@ -98,19 +98,6 @@ def write_rx_row(row: np.ndarray, frames: int, nbytes: int, mark: int, max_seq: 
     window = _LAT if n >= LAT_N else _LAT[(mark + np.arange(n)) % LAT_N]
     row[C.R_MAX_SEQ] = max_seq
     row[C.R_LAT_MIN], row[C.R_LAT_MAX] = int(window.min()), int(window.max())
-
-
-# ---------------------------------------------------------------------- the simulated DUT
-ADDRESS_FIELDS = ("ip.src", "ip.dst", "l4.src_port", "l4.dst_port")
-
-
-def distinct_flows(p: StreamProgram) -> int:
-    """Address tuples a stream cycles through: what a DUT's conntrack table sees."""
-    n = 1
-    for f in p.fields:
-        if f.mode != "fixed" and f.name in ADDRESS_FIELDS:
-            n *= f.span
-    return n
 
 
 # ---------------------------------------------------------------------- simulated workers
@@ -386,7 +373,7 @@ class FakeEngine:
         self._paused: set[int] = set()
         self._seq_floor: dict[int, int] = {}
         self._t0: float | None = None
-        self._flows = {i: distinct_flows(p) for i, p in enumerate(setup.programs) if p.rx_port}
+        self._flows = {i: flows(p) for i, p in enumerate(setup.programs) if p.rx_port}
         self._sim = SimWorkers(setup, self.loss, self.conntrack_max)
         self._acc = stats.Accumulator(setup.sample_context(self._dut_source))
         for plan in setup.plans:
