@@ -1,117 +1,341 @@
 """A simulated engine that satisfies :class:`~tgen_tui.engine.api.EngineAPI` without root.
 
-Pilot and snapshot tests (and ``tgen tui --fake``, a demo) run the console on it. Counters
-are integrals of the requested rates over simulated time, so numbers move like the real
-engine's; with ``clock`` fixed they stay put (snapshot tests). Its coroutines await
-nothing, so they run on asyncio as well as on trio.
+Pilot and snapshot tests (and ``tgen tui --fake``, a demo) run the console on it. It is a
+*counter source* behind the real engine code: the real :class:`~tgen_tui.engine.setup.Setup`
+describes the profile and plans the workers; rates are resolved by the real rate code
+(:mod:`tgen_tui.engine.rate_plan`: ``25kpps``, ``100Mbit L1``/``L2``, ``10%``, line-rate
+checks); simulated workers pace their streams with the worker's own pacer
+(:class:`~tgen_tui.worker.main.TxStream`) over an injected clock and write counter blocks
+in the real layout (:mod:`tgen_tui.worker.counters`: tx and rx rows, a fixed latency
+distribution in the latency histogram); and the real accumulator
+(:class:`~tgen_tui.engine.stats.Accumulator`) turns those blocks, simulated interface
+counters, CPU loads and a simulated DUT reading into StatsSnapshots.
+
+With ``clock`` fixed, snapshots stay put (snapshot tests). Port states and events follow
+the real engine's for the same commands (tests/engine/test_contract.py). Its coroutines
+await nothing, so they run on asyncio (``AsyncioEngineHost``) as well as on trio.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
 
+import numpy as np
+
+from tgen_tui.dut.probe import DutProbe, DutReading
+from tgen_tui.engine import stats
 from tgen_tui.engine.api import (
+    TRANSITIONS,
     CountersCleared,
-    EngineCommandError,
     EngineDescription,
     EngineEvent,
     EngineNotice,
-    PortInfo,
     PortState,
     PortStateChanged,
     RateChanged,
-    RateError,
-    StreamInfo,
     StreamPaused,
-    WorkerInfo,
 )
-from tgen_tui.engine.snapshot import (
-    DutStats,
-    Latency,
-    PortStats,
-    StatsSnapshot,
-    StreamStats,
-    WorkerStats,
-)
+from tgen_tui.engine.controller import EngineOptions
+from tgen_tui.engine.probes import IfCounters
+from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
+from tgen_tui.engine.setup import Setup, flows
+from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
-from tgen_tui.profiles.units import line_rate_fps, parse_bitrate, parse_count
+from tgen_tui.worker import counters as C
+from tgen_tui.worker.main import TxStream
+from tgen_tui.worker.rxstats import lat_bucket
+
+FAKE_PID = 4000  # simulated worker pids: 4000 + worker id
+FRAME_COST_NS = 600  # simulated CPU time a worker spends per frame sent or received
+IDLE_CORE_PCT = 1.0  # load of a core with nothing to do
+MEM_AVAILABLE = 3_500_000_000  # the simulated DUT's free memory
+
+# ---------------------------------------------------------------------- latency
+# A fixed latency distribution (ns): LAT_N quantiles of a stretched exponential
+# (min ≈ 8 µs, median ≈ 19 µs, mean ≈ 22 µs, p99 ≈ 64 µs), in a fixed arrival order
+# that received frames cycle through (each frame 31 quantiles on from the one before:
+# a jitter of ≈ 3.3 µs). Every latency counter is a function of the number of frames
+# received, so the histogram, sums and jitter are exact and deterministic.
+LAT_N = 1000
 
 
-def describe_compiled(
-    compiled: CompiledProfile, cores: list[int] | None = None
-) -> EngineDescription:
-    """An EngineDescription from a compiled profile: one worker per port, cores 1, 2, ..."""
-    cores = cores or [1]
-    ports, streams, workers = [], [], []
-    for i, (name, spec) in enumerate(compiled.ports.items()):
-        mine = [s for s in compiled.streams if s.port == name]
-        mean = (sum(s.sizes.mean for s in mine) / len(mine) + 4) if mine else 64.0
-        core = cores[i % len(cores)]
-        ports.append(
-            PortInfo(
-                name=name,
-                interface=spec.interface,
-                netns=spec.netns,
-                speed_bps=spec.speed_bps,
-                worker=i,
-                core=core,
-                streams=tuple(s.name for s in mine),
-                line_rate_fps=line_rate_fps(spec.speed_bps, mean),
-            )
-        )
-        workers.append(WorkerInfo(i, core, (name,), tuple(s.name for s in mine), None, "sendmmsg"))
-    for s in compiled.streams:
-        flows = 1
-        for f in s.fields:
-            if f.mode != "fixed":
-                flows *= (f.max - f.min) // max(f.step, 1) + 1
-        streams.append(
-            StreamInfo(s.name, s.index, s.port, s.rx_port, s.schedule.pps, s.sizes.mean + 4, flows)
-        )
-    return EngineDescription(
-        profile=compiled.name,
-        profile_hash=compiled.profile_hash,
-        seed=compiled.seed,
-        ports=tuple(ports),
-        streams=tuple(streams),
-        workers=tuple(workers),
-        dut_source=f"netns:{compiled.dut_netns}" if compiled.dut_netns else "none",
-    )
+def _latency_pattern() -> np.ndarray:
+    q = (np.arange(LAT_N) + 0.5) / LAT_N
+    lat = 8_000.0 + 11_000.0 * (-np.log1p(-q) / np.log(2.0)) ** 0.86
+    order = (np.arange(LAT_N) * 31) % LAT_N  # 31 is prime to LAT_N: a permutation
+    return np.rint(lat[order]).astype(np.int64)
 
 
-def parse_rate(text: str | float, *, mean_bytes: float, line_rate_bps: float) -> float:
-    """``25kpps``, ``100Mbit``, ``10%`` or a bare number (frames/s) → frames/s; RateError-free
-    ValueError on nonsense (the caller names the target)."""
-    if isinstance(text, int | float):
-        v = float(text)
-    else:
-        s = text.strip().replace(" ", "")
-        if s.endswith("%"):
-            v = line_rate_fps(line_rate_bps, mean_bytes) * float(s[:-1]) / 100.0
-        elif s.lower().endswith(("bit", "bit/s", "bps", "b/s")):
-            bits = s
-            for suffix in ("bit/s", "bit", "bps", "b/s"):
-                if bits.lower().endswith(suffix):
-                    bits = bits[: -len(suffix)]
-                    break
-            v = parse_bitrate(bits) / (8.0 * mean_bytes)
-        else:
-            v = parse_count(s)
-    if not v > 0:
-        raise ValueError("a rate must be > 0")
-    return v
+_LAT = _latency_pattern()
+_LAT_CUM = np.concatenate(([0], np.cumsum(_LAT)))
+_LAT_BUCKET = lat_bucket(_LAT)
+_LAT_HIST = np.bincount(_LAT_BUCKET, minlength=C.HIST_BUCKETS).astype(np.int64)
+_JIT = np.abs(_LAT - np.roll(_LAT, 1))  # _JIT[k] = |L[k] - L[k - 1]| (cyclic)
+_JIT_CUM = np.concatenate(([0], np.cumsum(_JIT)))
 
 
+def write_rx_row(row: np.ndarray, frames: int, nbytes: int, mark: int, max_seq: int) -> None:
+    """An rx row (RX_STRIDE slots) after ``frames`` frames of one stream arrived, the
+    first ``mark`` of them before the last clear (the gauges cover the frames since)."""
+    q, r = divmod(frames, LAT_N)
+    row[C.R_FRAMES] = frames
+    row[C.R_BYTES] = nbytes
+    row[C.R_LAT_COUNT] = frames
+    row[C.R_LAT_SUM] = q * _LAT_CUM[-1] + _LAT_CUM[r]
+    row[C.R_JIT_COUNT] = max(0, frames - 1)
+    row[C.R_JIT_SUM] = q * _JIT_CUM[-1] + _JIT_CUM[r] - _JIT[0] if frames else 0
+    row[C.R_HIST :] = q * _LAT_HIST + np.bincount(_LAT_BUCKET[:r], minlength=C.HIST_BUCKETS)
+    n = frames - mark
+    if n <= 0:
+        row[C.R_MAX_SEQ], row[C.R_LAT_MIN], row[C.R_LAT_MAX] = -1, C.INT64_MAX, -1
+        return
+    window = _LAT if n >= LAT_N else _LAT[(mark + np.arange(n)) % LAT_N]
+    row[C.R_MAX_SEQ] = max_seq
+    row[C.R_LAT_MIN], row[C.R_LAT_MAX] = int(window.min()), int(window.max())
+
+
+# ---------------------------------------------------------------------- simulated workers
 @dataclass
-class _Port:
-    info: PortInfo
-    state: PortState = PortState.IDLE
-    since: float | None = None  # clock at the last start
-    sent_before: dict[str, float] = field(default_factory=dict)  # frames before `since`
+class _SimPort:
+    """One port of a simulated worker: its counter row, rx table and paced streams."""
+
+    name: str
+    worker: int
+    ctr: np.ndarray  # the port's row (PORT_STRIDE)
+    rx: np.ndarray  # its rx table (n_streams x RX_STRIDE)
+    streams: dict[int, TxStream] = field(default_factory=dict)  # program position -> pacer
+    state: int = C.STATE_IDLE
+    t0: float = 0.0  # clock at the last start
+
+    def rel(self, now: float) -> float:
+        """Seconds since the port's start (0 when it does not run: as the worker does)."""
+        return now - self.t0 if self.state == C.STATE_RUNNING else 0.0
 
 
+def _counter_block(n_ports: int, n_tx: int, n_streams: int) -> C.CounterView:
+    """A writable counter block in the real layout (its file is unlinked at once)."""
+    shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    fd, path = tempfile.mkstemp(prefix="tgen-fake-", suffix=".ctr", dir=shm)
+    os.close(fd)
+    try:
+        return C.CounterView.create(path, n_ports, n_tx, n_streams, n_ports)
+    finally:
+        os.unlink(path)
+
+
+class SimWorkers:
+    """The simulated workers of a Setup: they pace every stream with the worker's own
+    pacer over simulated time, and write what they sent and received into counter
+    blocks in the real layout. A frame arrives at its rx port the moment it is sent,
+    unless it is one of the ``loss`` share that the simulated DUT drops."""
+
+    def __init__(self, setup: Setup, loss: float, conntrack_max: int) -> None:
+        self.setup = setup
+        self.loss = loss
+        self.conntrack_max = conntrack_max
+        self.views: dict[int, C.CounterView] = {}
+        self.ports: dict[str, _SimPort] = {}
+        for plan in setup.plans:
+            pos = [i for pn in plan.ports for i in setup.ports[pn].streams]
+            view = _counter_block(len(plan.ports), len(pos), setup.n_streams)
+            self.views[plan.id] = view
+            for k, pn in enumerate(plan.ports):
+                p = _SimPort(pn, plan.id, view.ports[k], view.rx[k])
+                p.ctr[C.P_RX_TABLE] = k
+                self.ports[pn] = p
+            for row, i in enumerate(pos):  # the worker's tx rows: port by port (tx_rows)
+                prog = setup.programs[i]
+                k = plan.ports.index(prog.port)
+                self.ports[prog.port].streams[i] = TxStream(prog, view.tx[row], k, 1)
+        self.tx = {i: st for p in self.ports.values() for i, st in p.streams.items()}
+        self.marks: dict[int, int] = {}  # program position -> frames received at its last clear
+
+    # ------------------------------------------------------------------ time
+    def advance(self, now: float) -> None:
+        """Send what is due by ``now`` on every running port; deliver it; heartbeats."""
+        for p in self.ports.values():
+            if p.state == C.STATE_RUNNING:
+                self._send(p, now - p.t0)
+        self._deliver()
+        beat = round(now * 1e9)
+        for view in self.views.values():
+            view.header[C.H_HEARTBEAT_NS] = beat
+        for p in self.ports.values():
+            p.ctr[C.P_HEARTBEAT_NS] = beat
+            work = int(p.ctr[C.P_TX_FRAMES]) + int(p.ctr[C.P_RX_FRAMES])
+            p.ctr[C.P_BUSY_NS] = work * FRAME_COST_NS
+
+    def _send(self, p: _SimPort, rel: float) -> None:
+        """The worker's send loop, less the sending: every due frame goes out on time."""
+        for st in p.streams.values():
+            if st.done or st.paused:
+                continue
+            due = st.due_count(rel)
+            if st.total is not None:
+                due = min(due, st.total)
+            st.row[C.T_DUE] = st.due_prev + (due - st.run_first)
+            if due > st.sent:
+                st.row[C.T_TX_FRAMES] += due - st.sent
+                st.row[C.T_TX_BYTES] = round(int(st.row[C.T_TX_FRAMES]) * st.prog.sizes.mean)
+                st.sent = due
+            if st.total is not None and st.sent >= st.total:
+                st.done = True
+        rows = [st.row for st in p.streams.values()]
+        p.ctr[C.P_TX_FRAMES] = sum(int(r[C.T_TX_FRAMES]) for r in rows)
+        p.ctr[C.P_TX_BYTES] = sum(int(r[C.T_TX_BYTES]) for r in rows)
+        p.ctr[C.P_TX_DUE] = sum(int(r[C.T_DUE]) for r in rows)
+
+    def received(self, i: int) -> int:
+        """Frames of program position ``i`` that arrived so far (all time)."""
+        sent = int(self.tx[i].row[C.T_TX_FRAMES])
+        return sent - int(sent * self.loss)
+
+    def _deliver(self) -> None:
+        frames: dict[str, int] = dict.fromkeys(self.ports, 0)
+        nbytes: dict[str, int] = dict.fromkeys(self.ports, 0)
+        for i, prog in enumerate(self.setup.programs):
+            rxp = self.ports.get(prog.rx_port or "")
+            if rxp is None or i not in self.tx:
+                continue
+            n = self.received(i)
+            b = round(n * prog.sizes.mean)
+            st = self.tx[i]
+            write_rx_row(rxp.rx[prog.index], n, b, self.marks.get(i, 0), st.sent - 1)
+            frames[rxp.name] += n
+            nbytes[rxp.name] += b
+        for name, p in self.ports.items():
+            p.ctr[C.P_RX_FRAMES], p.ctr[C.P_RX_BYTES] = frames[name], nbytes[name]
+            p.ctr[C.P_RX_KERNEL_PACKETS] = frames[name]
+
+    # ------------------------------------------------------------------ commands
+    def start(self, names: list[str], now: float) -> None:
+        for n in names:
+            p = self.ports[n]
+            p.t0, p.state = now, C.STATE_RUNNING
+            for st in p.streams.values():
+                st.begin()
+            p.ctr[C.P_STARTED_NS] = round(now * 1e9)
+            p.ctr[C.P_STATE] = p.state
+
+    def stop(self, names: list[str]) -> None:
+        for n in names:
+            self.ports[n].state = C.STATE_STOPPED
+            self.ports[n].ctr[C.P_STATE] = C.STATE_STOPPED
+
+    def set_rate(self, i: int, pps: float, now: float) -> None:
+        st = self.tx[i]
+        st.set_rate(pps, self.ports[st.prog.port].rel(now))
+
+    def pause(self, i: int, paused: bool, now: float) -> None:
+        st = self.tx[i]
+        st.set_paused(paused, self.ports[st.prog.port].rel(now))
+
+    def clear(self, positions: set[int]) -> dict[int, tuple[int, int]]:
+        """The workers' clear of these streams: receivers start a new sequence window;
+        a stream whose port is not sending starts again from sequence 0. Returns
+        {stream index: (frames sent, raw tx count)}, as the workers acknowledge it."""
+        seq = {}
+        for i in sorted(positions):
+            self.marks[i] = self.received(i)
+            st = self.tx.get(i)
+            if st is None:
+                continue
+            if self.ports[st.prog.port].state != C.STATE_RUNNING:
+                st.clear_sequence()
+            seq[st.index] = (st.sent, int(st.row[C.T_TX_FRAMES]))
+        self._deliver()
+        return seq
+
+    # ------------------------------------------------------------------ probes
+    def interfaces(self) -> dict[Any, dict]:
+        """Kernel interface counters as the transport reads them: every frame counted."""
+        out: dict[Any, dict] = {}
+        for name, ps in self.setup.ports.items():
+            c = self.ports[name].ctr
+            out.setdefault(stats.ifc_key(ps.host, ps.netns), {})[ps.interface] = IfCounters(
+                rx_bytes=int(c[C.P_RX_BYTES]),
+                rx_packets=int(c[C.P_RX_FRAMES]),
+                rx_dropped=0,
+                tx_bytes=int(c[C.P_TX_BYTES]),
+                tx_packets=int(c[C.P_TX_FRAMES]),
+                tx_dropped=0,
+            )
+        return out
+
+    def load_pct(self, worker: int) -> float:
+        """CPU share a worker needs now: FRAME_COST_NS per frame it sends or receives."""
+        fps = 0.0
+        for p in self.ports.values():
+            for st in p.streams.values():
+                if p.state != C.STATE_RUNNING or st.paused or st.done:
+                    continue
+                rxp = self.ports.get(st.prog.rx_port or "")
+                if p.worker == worker:
+                    fps += st.schedule.pps
+                if rxp is not None and rxp.worker == worker:
+                    fps += st.schedule.pps * (1 - self.loss)
+        return min(100.0, fps * FRAME_COST_NS / 1e7)
+
+    def cores(self) -> list[float]:
+        load = [IDLE_CORE_PCT] * (max(p.core for p in self.setup.plans) + 1)
+        for plan in self.setup.plans:
+            load[plan.core] = min(100.0, load[plan.core] + self.load_pct(plan.id))
+        return load
+
+    def dut(self, flows: dict[int, int]) -> DutReading:
+        """The DUT's conntrack table: one entry per distinct flow sent through it (a stream
+        cycles through its flows: it has sent min(flows, frames) of them); the streams
+        from b to a are taken for the replies of those from a to b (the same entries)."""
+        ways: dict[tuple[str, str], int] = {}
+        for i, n in flows.items():
+            p = self.setup.programs[i]
+            key = (p.port, p.rx_port or "")
+            ways[key] = ways.get(key, 0) + min(n, int(self.tx[i].row[C.T_TX_FRAMES]))
+        seen = 0
+        for (a, b), n in ways.items():
+            back = ways.get((b, a))
+            if back is None:
+                seen += n
+            elif (a, b) <= (b, a):  # a pair of directions, counted once
+                seen += max(n, back)
+        return DutReading(min(self.conntrack_max, seen), self.conntrack_max, MEM_AVAILABLE)
+
+    def workers(self) -> dict[int, stats.WorkerLive]:
+        return {
+            plan.id: stats.WorkerLive(
+                pid=FAKE_PID + plan.id,
+                alive=True,
+                tx_path="sendmmsg",
+                tx_path_why="; ".join(f"{pn}: simulated (--fake)" for pn in plan.ports),
+                proc_cpu_pct=0.9 * self.load_pct(plan.id),
+            )
+            for plan in self.setup.plans
+        }
+
+
+@contextlib.contextmanager
+def _sampled_at(clock: Callable[[], float]) -> Iterator[None]:
+    """The accumulator reads ``time.monotonic()``; for one synchronous sample (nothing
+    else runs meanwhile) it reads the fake's clock instead, so that rates are deltas over
+    simulated time. Goes once the accumulator takes a clock of its own."""
+    real = stats.time
+    stats.time = SimpleNamespace(  # type: ignore[assignment]
+        monotonic=clock, monotonic_ns=lambda: round(clock() * 1e9)
+    )
+    try:
+        yield
+    finally:
+        stats.time = real
+
+
+# ---------------------------------------------------------------------- the engine
 class FakeEngine:
     """EngineAPI on simulated time. ``loss`` drops that share of every stream's frames."""
 
@@ -125,163 +349,93 @@ class FakeEngine:
         cores: list[int] | None = None,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self.compiled = compiled
         self.clock = clock
         self.wall = wall
-        self._cores = cores
         self.loss = loss
-        self._desc = describe_compiled(compiled, cores)
-        self._t0 = clock()
-        self._ports = {p.name: _Port(p) for p in self._desc.ports}
-        self._rates = {s.name: s.pps for s in self._desc.streams}
-        self._paused: dict[str, bool] = {s.name: False for s in self._desc.streams}
-        self._base: dict[str, float] = {}  # counters at the last clear, per stream
-        self._events: list[EngineEvent] = []
-        self._seq = 0
         self.conntrack_max = conntrack_max
-        self._full_at: float | None = None
-        self._history: dict[str, tuple[float, float]] = {}  # name -> (t, frames) for rates
+        self._cores = cores
+        self._t_open = clock()
+        self._events: list[EngineEvent] = []
         self.calls: list[tuple] = []  # what the UI asked for, in order (tests read it)
+        self._configure(self._setup_of(compiled))
+
+    def _setup_of(self, compiled: CompiledProfile) -> Setup:
+        """The real Setup; by default one core per port (1, 2, ...), as if the machine had them."""
+        cores = self._cores or list(range(1, len(compiled.ports) + 1))
+        return Setup.build(compiled, EngineOptions(cores=cores))
+
+    def _configure(self, setup: Setup) -> None:
+        """A new set-up: simulated workers spawned, ports idle, counters primed."""
+        self.compiled = setup.compiled
+        self.setup = setup
+        self._dut_source = DutProbe(setup.dut_netns, setup.dut_ssh).source
+        self._states = {n: PortState.IDLE for n in setup.ports}
+        self._rates = setup.initial_rates()
+        self._paused: set[int] = set()
+        self._seq_floor: dict[int, int] = {}
+        self._t0: float | None = None
+        self._flows = {i: flows(p) for i, p in enumerate(setup.programs) if p.rx_port}
+        self._sim = SimWorkers(setup, self.loss, self.conntrack_max)
+        self._acc = stats.Accumulator(setup.sample_context(self._dut_source))
+        for plan in setup.plans:
+            self._acc.attach(setup.worker_ctx(plan, "(simulated)"), self._sim.views[plan.id])
+            self._notice(
+                f"worker {plan.id} (pid {FAKE_PID + plan.id}) pinned to core {plan.core}: "
+                f"port {', '.join(plan.ports)}; streams {', '.join(plan.streams) or '(receive only)'}"
+            )
+        self._acc.prime(self._sim.interfaces())
+        reading = self._dut()
+        self._acc.ct_start = reading.count if reading is not None else None
+        self._snap: StatsSnapshot | None = None
+        self._snap_at = 0.0
+        self._prev_at_snap: Any = None  # the accumulator's previous sample before _snap's
+        self._dirty = True
+        self.latest_snapshot()  # as the real engine's sampler: a first sample before any start
 
     # ------------------------------------------------------------- protocol: reading
     def describe(self) -> EngineDescription:
-        return self._desc
+        workers = {plan.id: (FAKE_PID + plan.id, "sendmmsg") for plan in self.setup.plans}
+        return self.setup.describe(self._rates, self._paused, workers, self._dut_source)
 
     def _now(self) -> float:
-        return self.clock() - self._t0
+        return self.clock() - self._t_open
 
-    def _sent(self, stream: str) -> float:
-        info = self._desc.stream(stream)
-        p = self._ports[info.port]
-        total = p.sent_before.get(stream, 0.0)
-        if p.state == PortState.RUNNING and p.since is not None and not self._paused[stream]:
-            total += self._rates[stream] * max(0.0, self.clock() - p.since)
-        return total
+    def _dut(self) -> DutReading | None:
+        return self._sim.dut(self._flows) if self._dut_source != "none" else None
+
+    def _live(self) -> stats.LiveState:
+        return stats.LiveState(
+            t0=self._t0,
+            port_state={n: str(s) for n, s in self._states.items()},
+            port_failure=dict.fromkeys(self._states),
+            port_link=dict.fromkeys(self._states, "up"),
+            rates=dict(self._rates),
+            paused=frozenset(self._paused),
+            seq_floor=dict(self._seq_floor),
+            workers=self._sim.workers(),
+        )
 
     def latest_snapshot(self) -> StatsSnapshot:
-        self._seq += 1
-        t = self._now()
-        streams, ports = [], []
-        per_port_tx: dict[str, list[float]] = {n: [0, 0, 0.0] for n in self._ports}
-        per_port_rx: dict[str, list[float]] = {n: [0, 0, 0.0] for n in self._ports}
-        for s in self._desc.streams:
-            sent = int(self._sent(s.name) - self._base.get(s.name, 0.0))
-            rx = int(sent * (1 - self.loss))
-            running = self._ports[s.port].state == PortState.RUNNING and not self._paused[s.name]
-            pps = self._rates[s.name] if running else 0.0
-            lat = (
-                Latency(8_000, 21_000, 19_000, 64_000, 90_000, 180_000, 2_500) if rx else Latency()
-            )
-            streams.append(
-                StreamStats(
-                    name=s.name,
-                    index=s.index,
-                    port=s.port,
-                    rx_port=s.rx_port,
-                    requested_pps=self._rates[s.name],
-                    tx_frames=sent,
-                    tx_bytes=int(sent * (s.mean_frame_bytes - 4)),
-                    rx_frames=rx,
-                    rx_bytes=int(rx * (s.mean_frame_bytes - 4)),
-                    tx_pps=pps,
-                    rx_pps=pps * (1 - self.loss) if s.rx_port else 0.0,
-                    lost=sent - rx,
-                    loss_pct=100.0 * (sent - rx) / sent if sent else 0.0,
-                    latency_ns=lat,
-                    due_frames=sent,
-                    achieved_pps=self._rates[s.name] if sent else 0.0,
-                    paused=self._paused[s.name],
-                )
-            )
-            acc = per_port_tx[s.port]
-            acc[0] += sent
-            acc[1] += int(sent * (s.mean_frame_bytes - 4))
-            acc[2] += pps
-            if s.rx_port in per_port_rx:
-                r = per_port_rx[s.rx_port]
-                r[0] += rx
-                r[1] += int(rx * (s.mean_frame_bytes - 4))
-                r[2] += pps * (1 - self.loss)
-        for name, p in self._ports.items():
-            tx, txb, txp = per_port_tx[name]
-            rx, rxb, rxp = per_port_rx[name]
-            req = sum(self._rates[s] for s in p.info.streams)
-            ports.append(
-                PortStats(
-                    name=name,
-                    interface=p.info.interface,
-                    netns=p.info.netns,
-                    state=str(p.state),
-                    link="up",
-                    worker=p.info.worker,
-                    core=p.info.core,
-                    tx_frames=int(tx),
-                    rx_frames=int(rx),
-                    tx_bytes=int(txb),
-                    rx_bytes=int(rxb),
-                    tx_pps=txp,
-                    rx_pps=rxp,
-                    tx_bps=txp * 84 * 8 if txp else 0.0,
-                    rx_bps=rxp * 84 * 8 if rxp else 0.0,
-                    requested_pps=req,
-                    achieved_pps=req if tx else 0.0,
-                    if_tx_frames=int(tx),
-                    if_rx_frames=int(rx),
-                    speed_bps=p.info.speed_bps,
-                )
-            )
-        workers = tuple(
-            WorkerStats(
-                id=w.id,
-                core=w.core,
-                pid=4000 + w.id,
-                ports=w.ports,
-                streams=w.streams,
-                alive=True,
-                tx_pps=sum(p.tx_pps for p in ports if p.name in w.ports),
-                core_cpu_pct=35.0 if any(p.tx_pps for p in ports if p.name in w.ports) else 1.0,
-                proc_cpu_pct=30.0 if any(p.tx_pps for p in ports if p.name in w.ports) else 0.5,
-                heartbeat_age_s=0.01,
-                busy_pct=22.0 if any(p.tx_pps for p in ports if p.name in w.ports) else 0.0,
-                tx_path=w.tx_path,
-            )
-            for w in self._desc.workers
+        """A sample of the simulated counters at ``clock()``. Asked again at the same
+        instant, the last snapshot (or, after a command, that sample taken again)."""
+        now = self.clock()
+        if self._snap is not None and now == self._snap_at:
+            if not self._dirty:
+                return self._snap
+            self._acc.prev = self._prev_at_snap
+        self._prev_at_snap = self._acc.prev
+        self._sim.advance(now)
+        settings = (
+            ("conntrack_max", str(self.conntrack_max)),
+            ("conntrack_buckets", "16384"),
+            ("udp_timeout", "30"),
+            ("udp_stream_timeout", "120"),
         )
-        flows = sum(min(s.flows, int(self._sent(s.name))) for s in self._desc.streams if s.rx_port)
-        count = min(self.conntrack_max, flows)
-        if count >= self.conntrack_max and self._full_at is None:
-            self._full_at = t
-        new_ps = sum(
-            self._rates[s.name]
-            for s in self._desc.streams
-            if s.rx_port
-            and self._ports[s.port].state == PortState.RUNNING
-            and self._sent(s.name) < s.flows
-        )
-        dut = DutStats(
-            source=self._desc.dut_source,
-            conntrack_count=count,
-            conntrack_max=self.conntrack_max,
-            conntrack_peak=count,
-            conntrack_start=0,
-            new_per_s=float(new_ps) if count < self.conntrack_max else 0.0,
-            full_at_s=self._full_at,
-            mem_available_bytes=3_500_000_000,
-            settings=(
-                ("conntrack_max", str(self.conntrack_max)),
-                ("conntrack_buckets", "16384"),
-                ("udp_timeout", "30"),
-                ("udp_stream_timeout", "120"),
-            ),
-        )
-        return StatsSnapshot(
-            t=t,
-            seq=self._seq,
-            ports=tuple(ports),
-            streams=tuple(streams),
-            workers=workers,
-            dut=dut if self._desc.dut_source != "none" else None,
-        )
+        rd = stats.Readings(self._sim.interfaces(), self._sim.cores(), self._dut(), settings)
+        with _sampled_at(self.clock):
+            self._snap = self._acc.sample(rd, self._live())
+        self._snap_at, self._dirty = now, False
+        return self._snap
 
     def events_since(self, cursor: int) -> tuple[int, list[EngineEvent]]:
         return len(self._events), self._events[cursor:]
@@ -289,137 +443,166 @@ class FakeEngine:
     # ------------------------------------------------------------- protocol: commands
     def _emit(self, ev: EngineEvent) -> None:
         self._events.append(ev)
+        self._dirty = True
 
-    def _select(self, ports: list[str] | None) -> list[str]:
-        names = list(self._ports) if ports is None else list(ports)
-        for n in names:
-            if n not in self._ports:
-                raise EngineCommandError(n, f"no such port (have: {', '.join(self._ports)})")
-        return names
+    def _notice(self, message: str) -> None:
+        self._emit(EngineNotice(self._now(), message, wall=self.wall()))
 
-    def _move(self, name: str, new: PortState) -> None:
-        p = self._ports[name]
-        old = p.state
-        if new == PortState.RUNNING:
-            p.since = self.clock()
-        elif old == PortState.RUNNING:
-            for s in p.info.streams:
-                p.sent_before[s] = self._sent(s)
-            p.since = None
-        p.state = new
+    def _set_state(self, name: str, new: PortState) -> None:
+        old = self._states[name]
+        if new not in TRANSITIONS[old]:
+            raise RuntimeError(f"port {name}: illegal transition {old} -> {new}")
+        self._states[name] = new
         self._emit(PortStateChanged(self._now(), name, str(old), str(new), wall=self.wall()))
 
+    def _by_worker(self, names: list[str]) -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for n in names:
+            out.setdefault(self.setup.ports[n].worker, []).append(n)
+        return out
+
     async def start(self, ports: list[str] | None = None) -> None:
+        """As the real engine: idle or stopped ports go starting -> running, worker by
+        worker; a running one is left alone, with a notice."""
         self.calls.append(("start", ports))
-        for n in self._select(ports):
-            if self._ports[n].state in (PortState.IDLE, PortState.STOPPED):
-                self._move(n, PortState.RUNNING)
+        todo = []
+        for n in self.setup.select(ports):
+            if self._states[n] == PortState.RUNNING:
+                self._notice(f"port {n} is already running: start does nothing")
+            else:
+                todo.append(n)
+        if not todo:
+            return
+        now = self.clock()
+        self._sim.advance(now)
+        if self._t0 is None:
+            self._t0 = now
+        for pns in self._by_worker(todo).values():
+            for n in pns:
+                self._set_state(n, PortState.STARTING)
+            self._sim.start(pns, now)
+            for n in pns:
+                self._set_state(n, PortState.RUNNING)
 
-    async def stop(self, ports: list[str] | None = None) -> None:
+    async def stop(self, ports: list[str] | None = None, drain_ms: int | None = None) -> None:
+        """As the real engine: running ports go stopping, then stopped (final counters);
+        naming a port that does not run does nothing, with a notice."""
         self.calls.append(("stop", ports))
-        for n in self._select(ports):
-            if self._ports[n].state == PortState.RUNNING:
-                self._move(n, PortState.STOPPED)
+        todo = []
+        for n in self.setup.select(ports):
+            if self._states[n] == PortState.RUNNING:
+                todo.append(n)
+            elif ports is not None:
+                self._notice(f"port {n} is not running ({self._states[n]}): stop does nothing")
+        if todo:
+            self._stop(todo)
 
-    def _freeze(self, stream: str) -> None:
-        """Fold frames sent so far into sent_before before a rate or pause change."""
-        info = self._desc.stream(stream)
-        p = self._ports[info.port]
-        if p.state == PortState.RUNNING:
-            p.sent_before[stream] = self._sent(stream)
-            # restart every stream of the port from now, keeping their totals
-            for s in p.info.streams:
-                if s != stream:
-                    p.sent_before[s] = self._sent(s)
-            p.since = self.clock()
+    def _stop(self, names: list[str]) -> None:
+        self._sim.advance(self.clock())
+        groups = list(self._by_worker(names).values())
+        for pns in groups:
+            for n in pns:
+                self._set_state(n, PortState.STOPPING)
+            self._sim.stop(pns)
+        for pns in groups:
+            for n in pns:
+                self._set_state(n, PortState.STOPPED)
 
     async def set_rate(self, target: str, rate: str | float) -> float:
         self.calls.append(("set_rate", target, rate))
-        if target in self._ports:
-            info = self._ports[target].info
-            streams = list(info.streams)
-            speed = info.speed_bps
-        else:
-            try:
-                s = self._desc.stream(target)
-            except StopIteration:
-                raise RateError(target, "no such port or stream") from None
-            streams, speed = [target], self._ports[s.port].info.speed_bps
-        if not streams:
-            raise RateError(target, "sends nothing")
-        mean = sum(self._desc.stream(s).mean_frame_bytes for s in streams) / len(streams)
-        try:
-            new = parse_rate(rate, mean_bytes=mean, line_rate_bps=speed)
-        except ValueError as e:
-            raise RateError(target, str(e)) from None
-        top = line_rate_fps(speed, mean)
-        if new > top * (1 + 1e-9):
-            raise RateError(target, f"{new:,.0f} fps is above the line rate ({top:,.0f} fps)")
-        old_total = sum(self._rates[s] for s in streams) or 1.0
-        for s in streams:
-            self._freeze(s)
-            old = self._rates[s]
-            self._rates[s] = old * new / old_total
-            self._emit(
-                RateChanged(
-                    self._now(),
-                    s,
-                    self._desc.stream(s).port,
-                    old,
-                    self._rates[s],
-                    str(rate),
-                    wall=self.wall(),
-                )
-            )
-        return new
+        new, result = plan_rate(self.setup, self._rates, target, rate)
+        self._apply_rates(new, str(rate))
+        return result
 
     async def scale_rates(self, factor: float, ports: list[str] | None = None) -> None:
         self.calls.append(("scale_rates", factor, ports))
-        names = self._select(ports)
-        for n in names:
-            total = sum(self._rates[s] for s in self._ports[n].info.streams)
-            if total:
-                await self.set_rate(n, total * factor)
+        self._apply_rates(plan_scale(self.setup, self._rates, factor, ports), f"x{factor:g}")
+
+    def _apply_rates(self, new: dict[int, float], request: str) -> None:
+        now = self.clock()
+        self._sim.advance(now)
+        for i in changed(self._rates, new):
+            old, self._rates[i] = self._rates[i], new[i]
+            prog = self.setup.programs[i]
+            if i not in self._paused:
+                self._sim.set_rate(i, new[i], now)
+            ev = RateChanged(
+                self._now(), prog.name, prog.port, old, new[i], request, wall=self.wall()
+            )
+            self._emit(ev)
 
     async def pause(self, stream: str) -> None:
         self.calls.append(("pause", stream))
-        if stream not in self._paused:
-            raise EngineCommandError(stream, "no such stream")
-        if not self._paused[stream]:
-            self._freeze(stream)
-            self._paused[stream] = True
-            self._emit(StreamPaused(self._now(), stream, True, wall=self.wall()))
+        self._pause(stream, True)
 
     async def resume(self, stream: str) -> None:
         self.calls.append(("resume", stream))
-        if stream not in self._paused:
-            raise EngineCommandError(stream, "no such stream")
-        if self._paused[stream]:
-            self._freeze(stream)
-            self._paused[stream] = False
-            self._emit(StreamPaused(self._now(), stream, False, wall=self.wall()))
+        self._pause(stream, False)
+
+    def _pause(self, stream: str, paused: bool) -> None:
+        i = self.setup.stream_pos(stream)
+        if (i in self._paused) == paused:
+            self._notice(f"stream {stream} is already {'paused' if paused else 'running'}")
+            return
+        now = self.clock()
+        self._sim.advance(now)
+        self._sim.pause(i, paused, now)
+        if paused:
+            self._paused.add(i)
+        else:
+            self._paused.discard(i)
+        self._emit(StreamPaused(self._now(), stream, paused, wall=self.wall()))
 
     async def clear(self, ports: list[str] | None = None, streams: list[str] | None = None) -> None:
+        """As the real engine: counters of ``ports`` (and the streams they send), of
+        ``streams``, or of everything; senders and receivers reset together."""
         self.calls.append(("clear", ports, streams))
-        names = [s.name for s in self._desc.streams]
-        for s in names:
-            self._base[s] = self._sent(s)
-        self._full_at = None
-        self._emit(CountersCleared(self._now(), tuple(self._ports), tuple(names), wall=self.wall()))
+        everything = ports is None and streams is None
+        pnames = set(self.setup.select(ports)) if ports is not None else set()
+        pos = {self.setup.stream_pos(s) for s in streams or []}
+        for n in pnames:
+            pos.update(self.setup.ports[n].streams)
+        if everything:
+            pnames, pos = set(self.setup.ports), set(range(len(self.setup.programs)))
+        self._sim.advance(self.clock())
+        seq = self._sim.clear(pos)
+        self._acc.clear(
+            self._sim.interfaces(), None if everything else pnames, None if everything else pos
+        )
+        self._prev_at_snap = None
+        if everything:
+            reading = self._dut()
+            self._acc.ct_start = reading.count if reading else None
+        for i in pos:
+            g = self.setup.programs[i].index
+            if g in seq:
+                sent, raw_tx = seq[g]
+                self._seq_floor[i] = sent + max(0, self._acc.tx_raw_base(i) - raw_tx)
+            else:
+                self._seq_floor[i] = 0
+        names = tuple(self.setup.programs[i].name for i in sorted(pos))
+        self._emit(CountersCleared(self._now(), tuple(sorted(pnames)), names, wall=self.wall()))
 
     async def reload(self, compiled: CompiledProfile) -> None:
+        """As the real engine: new rates only are applied live; anything else stops the
+        ports and re-spawns the (simulated) workers, ports idle."""
         self.calls.append(("reload", compiled.name))
-        running = [n for n, p in self._ports.items() if p.state == PortState.RUNNING]
-        for n in running:
-            self._move(n, PortState.STOPPED)
-        calls, events = self.calls, self._events
-        self.__init__(  # type: ignore[misc]
-            compiled,
-            clock=self.clock,
-            loss=self.loss,
-            conntrack_max=self.conntrack_max,
-            cores=self._cores,
-            wall=self.wall,
-        )
-        self.calls, self._events = calls, events
-        self._emit(EngineNotice(self._now(), f"reloaded profile {compiled.name}", wall=self.wall()))
+        setup = self.setup
+        if setup.rates_only_change(compiled):
+            new = setup.rates_of(compiled)
+            for n in setup.ports:
+                setup.check_line_rate(n, new, n)
+            self._apply_rates(new, "reload")
+            self.compiled = compiled
+            self._notice(f"profile {compiled.name} reloaded: rates applied live")
+            return
+        setup = self._setup_of(compiled)  # a bad profile is refused before anything stops
+        running = [n for n, s in self._states.items() if s == PortState.RUNNING]
+        if running:
+            self._stop(running)
+        self._acc.close()
+        self._configure(setup)
+        self._notice(f"profile {compiled.name} reloaded: workers re-spawned, ports idle")
+
+
+__all__ = ["FakeEngine", "SimWorkers", "write_rx_row"]

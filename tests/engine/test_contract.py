@@ -1,0 +1,225 @@
+"""One contract, two engines: the same scenario (start, a rate change in units the profiles
+accept, stop, clear, restart) through the console's fake engine and through the real
+engine in a lab, compared field by field.
+
+The fake half runs everywhere (the fake needs no root, and runs on asyncio as in the
+console); the comparison needs a lab (root). What must agree: the snapshot fields that
+are present, the port states at each step, the requested rates after the change (the
+same rate code resolves ``2Mbit L1`` and ``0.025%``), zero counters after the clear,
+growing counters after the restart, no loss, and the events (kind and every field but
+the times).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import trio
+
+from tgen_tui.engine.api import EngineAPI, EngineDescription, EngineEvent
+from tgen_tui.engine.assignment import default_cores
+from tgen_tui.engine.snapshot import StatsSnapshot
+from tgen_tui.lab.naming import D0_MAC, D1_MAC, P0_MAC, P1_MAC
+from tgen_tui.packets.compile import CompiledProfile, compile_profile
+from tgen_tui.profiles.loader import load_profile_text
+from tgen_tui.ui.fake import FakeEngine
+
+# the rate change: a bit rate with an explicit layer on a stream, a share of line rate on
+# a port (the old fake parsed neither as the engine does)
+STREAM_RATE = ("up", "2Mbit L1")  # 2e6 / (8 × (64 + 20)) = 2,976.19 fps
+PORT_RATE = ("p1", "0.025%")  # 0.025 % of 10 Gbit/s at 84 B per frame on the wire = 3,720.24 fps
+EXPECTED_PPS = (2e6 / (8 * 84), 10e9 * 0.00025 / (8 * 84))
+STEPS = ("started", "rated", "stopped", "cleared", "restarted", "later", "final")
+STATES = {
+    "started": "running",
+    "rated": "running",
+    "stopped": "stopped",
+    "cleared": "stopped",
+    "restarted": "running",
+    "later": "running",
+    "final": "stopped",
+}
+COUNTERS = ("tx_frames", "rx_frames", "tx_bytes", "rx_bytes")
+
+
+def _profile(prefix: str) -> CompiledProfile:
+    """Up through the lab's NAT44 DUT, and the replies (after 300 ms: the mappings exist)."""
+    udp_range = "{min: 10000, max: 10063, mode: inc}"
+    text = f"""
+name: contract
+seed: 7
+ports:
+  p0: {{interface: p0, netns: {prefix}-tester}}
+  p1: {{interface: p1, netns: {prefix}-tester}}
+dut: {{netns: {prefix}-dut}}
+streams:
+  - name: up
+    port: p0
+    rx_port: p1
+    eth: {{src: "{P0_MAC}", dst: "{D0_MAC}"}}
+    ipv4: {{src: 198.18.0.2, dst: 198.19.0.2}}
+    udp: {{src_port: {udp_range}, dst_port: 7}}
+    size: 64
+    rate: {{pps: 2000}}
+  - name: down
+    port: p1
+    rx_port: p0
+    eth: {{src: "{P1_MAC}", dst: "{D1_MAC}"}}
+    ipv4: {{src: 198.19.0.2, dst: 198.19.0.1}}
+    udp: {{src_port: 7, dst_port: {udp_range}}}
+    size: 64
+    rate: {{pps: 2000}}
+    schedule: {{start: 300ms}}
+"""
+    return compile_profile(load_profile_text(text))
+
+
+@dataclass
+class Run:
+    """What one engine did in the scenario."""
+
+    snaps: dict[str, StatsSnapshot]
+    rates: tuple[float, float]  # what the two set_rate calls returned
+    events: list[EngineEvent]  # from the first command on
+    desc: EngineDescription  # after the rate change
+
+
+async def scenario(eng: EngineAPI, wait: Callable[[float], Awaitable[None]]) -> Run:
+    """Start, rate change, stop, clear, restart, stop; a snapshot after each step."""
+    snaps: dict[str, StatsSnapshot] = {}
+
+    async def step(name: str, seconds: float) -> None:
+        await wait(seconds)
+        snap = eng.latest_snapshot()
+        assert snap is not None
+        snaps[name] = snap
+
+    cursor, _ = eng.events_since(0)
+    await eng.start()
+    await step("started", 0.6)
+    r1 = await eng.set_rate(*STREAM_RATE)
+    r2 = await eng.set_rate(*PORT_RATE)
+    desc = eng.describe()
+    await step("rated", 0.6)
+    await eng.stop()
+    await step("stopped", 0.3)
+    await eng.clear()
+    await step("cleared", 0.3)
+    await eng.start()
+    await step("restarted", 0.6)
+    await step("later", 0.5)
+    await eng.stop()
+    await step("final", 0.3)
+    _, events = eng.events_since(cursor)
+    return Run(snaps, (r1, r2), events, desc)
+
+
+def run_fake(compiled: CompiledProfile) -> Run:
+    """The scenario on the fake, on asyncio (as in the console), on simulated time."""
+    clock = [1000.0]
+
+    async def wait(seconds: float) -> None:
+        clock[0] += seconds
+
+    eng = FakeEngine(compiled, clock=lambda: clock[0], cores=default_cores())
+    return asyncio.run(scenario(eng, wait))
+
+
+def run_real(compiled: CompiledProfile) -> Run:
+    from tgen_tui.engine.controller import EngineOptions, open_engine
+
+    async def main() -> Run:
+        opts = EngineOptions(cores=default_cores(), interval=0.05, drain_ms=200)
+        async with open_engine(compiled, opts) as eng:
+            return await scenario(eng, trio.sleep)
+
+    return trio.run(main)
+
+
+# ---------------------------------------------------------------------- checks of one run
+def check_run(run: Run) -> None:
+    """What the scenario must show on any engine."""
+    assert run.rates == pytest.approx(EXPECTED_PPS, rel=1e-12)
+    for name, state in STATES.items():
+        assert {p.state for p in run.snaps[name].ports} == {state}, name
+    rated = run.snaps["rated"]
+    assert rated.stream("up").requested_pps == pytest.approx(EXPECTED_PPS[0], rel=1e-12)
+    assert rated.port("p1").requested_pps == pytest.approx(EXPECTED_PPS[1], rel=1e-12)
+    cleared = run.snaps["cleared"]
+    for x in (*cleared.ports, *cleared.streams):
+        assert all(getattr(x, k) == 0 for k in COUNTERS), x
+        assert getattr(x, "lost", 0) == 0
+    before, after = run.snaps["restarted"], run.snaps["later"]
+    for x in (*before.ports, *before.streams):
+        y = next(z for z in (*after.ports, *after.streams) if z.name == x.name)
+        assert 0 < x.tx_frames < y.tx_frames and 0 < x.rx_frames < y.rx_frames, x.name
+    for s in run.snaps["final"].streams:
+        assert s.tx_frames > 0 and s.lost == 0 and s.rx_frames == s.tx_frames, s
+
+
+def _shape(obj: Any, prefix: str = "") -> dict[str, bool]:
+    """Field path -> is it set (not None), through nested dataclasses."""
+    out: dict[str, bool] = {}
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if dataclasses.is_dataclass(v):
+            out.update(_shape(v, f"{prefix}{f.name}."))
+        else:
+            out[prefix + f.name] = v is not None
+    return out
+
+
+def shape(snap: StatsSnapshot) -> dict[str, Any]:
+    return {
+        "snapshot": _shape(snap),
+        "ports": {p.name: _shape(p) for p in snap.ports},
+        "streams": {s.name: _shape(s) for s in snap.streams},
+        "workers": {w.id: _shape(w) for w in snap.workers},
+        "dut": _shape(snap.dut) if snap.dut is not None else None,
+        "warnings": snap.warnings,
+    }
+
+
+def event_keys(events: list[EngineEvent]) -> list[dict[str, Any]]:
+    """Every field of every event but its times."""
+    return [{k: v for k, v in ev.to_dict().items() if k not in ("t", "wall")} for ev in events]
+
+
+# ---------------------------------------------------------------------- the tests
+def test_the_fake_runs_the_contract_scenario() -> None:
+    run = run_fake(_profile("tgen"))
+    check_run(run)
+    again = run_fake(_profile("tgen"))  # simulated time: the same numbers every time
+    assert again.snaps == run.snaps and again.rates == run.rates
+    kinds = [(e["event"], e.get("port"), e.get("new")) for e in event_keys(run.events)]
+    assert kinds[:4] == [
+        ("port_state", "p0", "starting"),
+        ("port_state", "p0", "running"),
+        ("port_state", "p1", "starting"),
+        ("port_state", "p1", "running"),
+    ]
+
+
+def test_fake_and_real_engine_agree(nat_lab) -> None:
+    compiled = _profile(nat_lab)
+    fake, real = run_fake(compiled), run_real(compiled)
+    check_run(real)
+    assert fake.rates == real.rates
+    assert event_keys(fake.events) == event_keys(real.events)
+    for name in STEPS:
+        assert shape(fake.snaps[name]) == shape(real.snaps[name]), name
+        f, r = fake.snaps[name], real.snaps[name]
+        assert [p.state for p in f.ports] == [p.state for p in r.ports], name
+        assert [s.requested_pps for s in f.streams] == [s.requested_pps for s in r.streams]
+        assert [p.requested_pps for p in f.ports] == [p.requested_pps for p in r.ports]
+    assert fake.desc.ports == real.desc.ports
+    assert fake.desc.streams == real.desc.streams
+    assert [(w.id, w.core, w.ports, w.streams) for w in fake.desc.workers] == [
+        (w.id, w.core, w.ports, w.streams) for w in real.desc.workers
+    ]
+    check_run(fake)
