@@ -180,10 +180,7 @@ class TrialRunner:
                 final = await eng.final_snapshot()
                 if learn:  # what each learning port's worker reported (on its own host)
                     t.extra["learned_report"] = {
-                        port: ev.learned
-                        for st in eng.states.values()
-                        for port, ev in st.stopped_info.items()
-                        if port in learn and ev.learned is not None
+                        port: got for port, got in eng.learned().items() if port in learn
                     }
         finally:
             self._last_end = time.monotonic()
