@@ -194,7 +194,7 @@ def test_log_screen_shows_typed_events() -> None:
             await settle(pilot, app, lambda: app.log_total >= 1)
             await pilot.pause(0.2)
             lines = list(app.screen.query_one("#log").lines)
-            assert any("port_state" in x and "port p0: idle -> running" in x for x in lines)
+            assert any("port_state" in x and "port p0: idle -> starting" in x for x in lines)
 
     run(go())
 

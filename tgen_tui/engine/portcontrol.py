@@ -13,7 +13,6 @@ failed, with the reason, and the other workers keep running.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -29,12 +28,12 @@ from tgen_tui.engine.api import (
     PortState,
     PortStateChanged,
     RateChanged,
-    RateError,
     StreamPaused,
     WorkerFailed,
 )
 from tgen_tui.engine.events import EventLog
-from tgen_tui.engine.setup import Setup, resolve_rate
+from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
+from tgen_tui.engine.setup import Setup
 from tgen_tui.engine.transport import SpawnedWorker, WorkerLink
 from tgen_tui.engine.workers import CommandRefused, WorkerDied, WorkerState
 from tgen_tui.worker import protocol as P
@@ -269,42 +268,17 @@ class PortControl:
         ``25kpps``, ``100Mbit`` (L1; ``100Mbit L2``), ``10%`` of the port's speed, or a
         number of frames/s. Takes effect at once on a running port (the pacer re-bases
         at the current frame and time). Returns the target's new frames/s."""
-        setup, new = self.setup, dict(self.rates)
-        if target in self.ports:
-            pr = self.ports[target]
-            if not pr.streams:
-                raise RateError(target, "the port sends no stream")
-            _, mean = setup.port_line_fps(target, self.rates)
-            total = resolve_rate(rate, mean, pr.speed_bps, target)
-            have = sum(self.rates[i] for i in pr.streams) or 1.0
-            for i in pr.streams:
-                new[i] = self.rates[i] * total / have
-            port, result = target, total
-        else:
-            i = setup.stream_pos(target)
-            port = setup.programs[i].port
-            new[i] = resolve_rate(rate, setup.mean_bytes(i), self.ports[port].speed_bps, target)
-            result = new[i]
-        setup.check_line_rate(port, new, target)
+        new, result = plan_rate(self.setup, self.rates, target, rate)
         await self.apply_rates(new, str(rate))
         return result
 
     async def scale_rates(self, factor: float, ports: list[str] | None = None) -> None:
         """Multiply the rate of every stream (of ``ports``; default all) by ``factor``."""
-        if not (factor > 0 and math.isfinite(factor)):
-            raise RateError("scale", "the factor must be a positive number")
-        new = dict(self.rates)
-        for n in self.setup.select(ports):
-            for i in self.ports[n].streams:
-                new[i] = self.rates[i] * factor
-            self.setup.check_line_rate(n, new, n)
-        await self.apply_rates(new, f"x{factor:g}")
+        await self.apply_rates(plan_scale(self.setup, self.rates, factor, ports), f"x{factor:g}")
 
     async def apply_rates(self, new: dict[int, float], request: str) -> None:
-        for i, r in new.items():
-            old = self.rates[i]
-            if abs(r - old) <= 1e-9 * max(r, old):
-                continue
+        for i in changed(self.rates, new):
+            old, r = self.rates[i], new[i]
             prog = self.setup.programs[i]
             pr = self.ports[prog.port]
             self.rates[i] = r

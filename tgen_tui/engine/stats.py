@@ -16,6 +16,7 @@ defined once, in :mod:`tgen_tui.engine.figures`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,8 +154,9 @@ def _if_tuple(c: Any) -> tuple[int, int, int, int, int]:
 class Accumulator:
     """Reads counter blocks and builds snapshots. Knows only its context and its inputs."""
 
-    def __init__(self, ctx: SampleContext) -> None:
+    def __init__(self, ctx: SampleContext, clock: Callable[[], float] = time.monotonic) -> None:
         self.ctx = ctx
+        self.clock = clock  # monotonic seconds: the fake engine passes its simulated clock
         self.w: dict[int, _Worker] = {}
         self.if_base: dict[str, tuple[int, int, int, int, int]] = {}
         self.prev: _Prev | None = None
@@ -269,7 +271,8 @@ class Accumulator:
         return out
 
     def sample(self, rd: Readings, live: LiveState, final: bool = False) -> StatsSnapshot:
-        now, now_ns = time.monotonic(), time.monotonic_ns()
+        now = self.clock()
+        now_ns = round(now * 1e9)
         t = 0.0 if live.t0 is None else max(0.0, now - live.t0)
         prev = self.prev
         dt = (now - prev.t) if prev else 0.0

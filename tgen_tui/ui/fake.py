@@ -18,13 +18,11 @@ await nothing, so they run on asyncio (``AsyncioEngineHost``) as well as on trio
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -320,21 +318,6 @@ class SimWorkers:
         }
 
 
-@contextlib.contextmanager
-def _sampled_at(clock: Callable[[], float]) -> Iterator[None]:
-    """The accumulator reads ``time.monotonic()``; for one synchronous sample (nothing
-    else runs meanwhile) it reads the fake's clock instead, so that rates are deltas over
-    simulated time. Goes once the accumulator takes a clock of its own."""
-    real = stats.time
-    stats.time = SimpleNamespace(  # type: ignore[assignment]
-        monotonic=clock, monotonic_ns=lambda: round(clock() * 1e9)
-    )
-    try:
-        yield
-    finally:
-        stats.time = real
-
-
 # ---------------------------------------------------------------------- the engine
 class FakeEngine:
     """EngineAPI on simulated time. ``loss`` drops that share of every stream's frames."""
@@ -376,7 +359,7 @@ class FakeEngine:
         self._t0: float | None = None
         self._flows = {i: flows(p) for i, p in enumerate(setup.programs) if p.rx_port}
         self._sim = SimWorkers(setup, self.loss, self.conntrack_max)
-        self._acc = stats.Accumulator(setup.sample_context(self._dut_source))
+        self._acc = stats.Accumulator(setup.sample_context(self._dut_source), clock=self.clock)
         for plan in setup.plans:
             self._acc.attach(setup.worker_ctx(plan, "(simulated)"), self._sim.views[plan.id])
             self._notice(
@@ -432,8 +415,7 @@ class FakeEngine:
             ("udp_stream_timeout", "120"),
         )
         rd = stats.Readings(self._sim.interfaces(), self._sim.cores(), self._dut(), settings)
-        with _sampled_at(self.clock):
-            self._snap = self._acc.sample(rd, self._live())
+        self._snap = self._acc.sample(rd, self._live())
         self._snap_at, self._dirty = now, False
         return self._snap
 
