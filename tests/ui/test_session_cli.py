@@ -39,7 +39,9 @@ def test_json_covers_three_start_stop_cycles_and_a_clear(tmp_path) -> None:
     asyncio.run(go())
     res = json.loads(out.read_text())
     p0, up = res["ports"]["p0"], res["streams"]["up"]
-    assert p0["tx_frames"] == 60_003  # 3 × 1 s × 20 kpps: the real pacer sends frames due at 0 s and at 1 s
+    assert (
+        p0["tx_frames"] == 60_003
+    )  # 3 × 1 s × 20 kpps: the real pacer sends frames due at 0 s and at 1 s
     assert p0["if_tx_frames"] == p0["tx_frames"]
     assert up["tx_frames"] == 60_003 and up["lost"] == 0 and up["duplicates"] == 0
     assert res["ports"]["p1"]["tx_frames"] == 0

@@ -367,7 +367,7 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
             outer.start_soon(watch_signals, sigs)
             async with open_engine(compiled, opts) as eng:
                 final, sent_for = await _drive(eng, duration, args, out, interrupted, main_scope)
-                result = eng.report(
+                report = eng.report(
                     final,
                     duration_s=sent_for,
                     partial=bool(interrupted),
@@ -375,15 +375,15 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
                     thresholds=[t.text for t in thresholds],
                 )
             outer.cancel_scope.cancel()
-    result["breached"] = evaluate(thresholds, result)
-    result["passed"] = not result["breached"]
+    report.breached = evaluate(thresholds, report.to_doc())
+    report.passed = not report.breached
     from tgen_tui.engine.api import ThresholdBreached
 
-    for b in result["breached"]:
+    for b in report.breached:
         out.event(ThresholdBreached(sent_for, b["threshold"], b["where"], float(b["value"])))
     if interrupted:
-        result["signal"] = interrupted[0]
-    return result
+        report.signal = interrupted[0]
+    return report.to_doc()
 
 
 async def _drive(eng, duration, args, out: _Outputs, interrupted: list[str], main_scope):

@@ -20,6 +20,7 @@ from tgen_tui.diagnostics import BadInput
 if TYPE_CHECKING:
     from tgen_tui.engine.snapshot import StatsSnapshot
     from tgen_tui.packets.compile import CompiledProfile
+    from tgen_tui.results.models import RunResult
 
 
 class PortState(StrEnum):
@@ -326,8 +327,8 @@ class EngineFeed(Protocol):
         partial: bool,
         profile_path: str,
         thresholds: list[str] | None = None,
-    ) -> dict:
-        """The run's result document (``tgen run --json``) from its final snapshot."""
+    ) -> RunResult:
+        """The run's result (``tgen run --json`` is its ``to_doc()``) from its final snapshot."""
         ...
 
 

@@ -50,6 +50,7 @@ from tgen_tui.engine.transport import (
 from tgen_tui.engine.workers import WorkerState
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import StreamProgram
+from tgen_tui.results.models import RunResult
 
 
 @dataclass
@@ -324,8 +325,8 @@ class Engine:
         partial: bool,
         profile_path: str,
         thresholds: list[str] | None = None,
-    ) -> dict:
-        """The run's result document (``tgen run --json``) from its final snapshot."""
+    ) -> RunResult:
+        """The run's result (``tgen run --json`` is its ``to_doc()``) from its final snapshot."""
         from tgen_tui.engine.result import build_result
 
         result = build_result(
@@ -339,9 +340,7 @@ class Engine:
             thresholds=thresholds,
             dut_netns=self.dut_netns,
         )
-        cluster = self.cluster_report()
-        if cluster is not None:
-            result["cluster"] = cluster
+        result.cluster = self.cluster_report()
         return result
 
     def cluster_report(self) -> dict | None:

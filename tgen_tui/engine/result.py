@@ -23,6 +23,7 @@ from tgen_tui.engine import figures as F
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN
+from tgen_tui.results.models import RunResult
 
 
 def environment() -> dict:
@@ -82,9 +83,10 @@ def build_result(
     breaches: list[dict] | None = None,
     thresholds: list[str] | None = None,
     dut_netns: str | None = None,
-) -> dict:
-    """The final JSON document: the final snapshot's figures, copied (each is defined
-    once, in :mod:`tgen_tui.engine.figures`), and what the run recorded about itself."""
+) -> RunResult:
+    """The final result (typed; ``to_doc()`` is the JSON document): the final snapshot's
+    figures, copied (each is defined once, in :mod:`tgen_tui.engine.figures`), and what
+    the run recorded about itself."""
     ports = {}
     for p in snap.ports:
         d = asdict(p)
@@ -111,7 +113,7 @@ def build_result(
             "settings": dut_settings(dut_netns),
             "error": snap.dut.error,
         }
-    return {
+    doc = {
         "tool": "tgen-tui",
         "profile": compiled.name,
         "profile_path": profile_path,
@@ -133,6 +135,7 @@ def build_result(
         "events": events,
         **_latency_fields(snap.streams),
     }
+    return RunResult.model_validate(doc)
 
 
 def _latency_fields(streams) -> dict:

@@ -119,6 +119,9 @@ class RunResult(Doc):
     latency_source: str | None = None
     latency_floor_ns: Num | None = None
     metrics: dict[str, Num | None] = Field(default_factory=dict)  # a verb's headline figures
+    signal: str | None = None  # SIGINT or SIGTERM when a signal ended the run
+    cluster: dict[str, Any] | None = None  # tgen run --cluster: hosts and clock offsets
+    session: dict[str, Any] | None = None  # the console's run: clears, time sending
 
 
 # ---------------------------------------------------------------- trials

@@ -105,12 +105,12 @@ class ConsoleRecord:
             plan=plan,
             dut_netns=compiled.dut_netns,
         )
-        res["session"] = {
+        res.session = {
             "front_end": "tgen tui",
             "clears": self.clears,
             "sending_s": round(self.active_s, 3),
         }
-        return res
+        return res.to_doc()
 
 
 __all__ = ["ConsoleRecord"]
