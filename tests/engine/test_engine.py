@@ -104,7 +104,7 @@ async def test_worker_crash_marks_port_failed_and_other_port_keeps_sending(direc
         assert len(eng.workers) == 2
         await eng.start()
         await trio.sleep(0.5)
-        victim = eng.states[eng.ports["p0"].worker]
+        victim = eng.states[eng.ports["p0"].spec.worker]
         os.kill(victim.pid, signal.SIGKILL)
         await _wait_for(lambda: eng.ports["p0"].state == "failed")
         assert "SIGKILL" in (eng.ports["p0"].failure or "")

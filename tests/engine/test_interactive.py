@@ -148,7 +148,7 @@ async def test_start_waits_for_a_stopping_port_and_refuses_a_failed_one(direct_l
         assert eng.ports["p0"].state == "running"
         await eng.start(["p0"])  # already running: a notice, no error
         assert "already running" in eng.event_log()[-1].text()
-        os.kill(eng.states[eng.ports["p0"].worker].pid, signal.SIGKILL)
+        os.kill(eng.states[eng.ports["p0"].spec.worker].pid, signal.SIGKILL)
         with trio.fail_after(5):
             while eng.ports["p0"].state != "failed":
                 await trio.sleep(0.05)

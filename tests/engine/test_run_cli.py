@@ -31,6 +31,22 @@ def _workers_alive(parent: int) -> list[int]:
     return out
 
 
+def _sending(ndjson, stream: str) -> bool:
+    """A snapshot in ``ndjson`` (tgen run --ndjson, being written) shows ``stream`` sent frames."""
+    try:
+        lines = ndjson.read_text().splitlines()
+    except FileNotFoundError:
+        return False
+    for line in reversed(lines):
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue  # the line being written
+        if "streams" in d:
+            return d["streams"][stream]["tx_frames"] > 0
+    return False
+
+
 def test_run_writes_ndjson_and_json_matching_interface_counters(nat_lab, write_profile, tmp_path):
     streams = stream_yaml("up", "p0", rx_port="p1", pps=4000) + stream_yaml(
         "down", "p1", rx_port="p0", pps=1000, src_ports="7", extra="    schedule: {start: 300ms}\n"
@@ -125,18 +141,19 @@ def test_fail_on_loss_exits_1_with_drop_and_0_without(write_profile, tmp_path):
 
 def test_sigint_stops_cleanly_with_partial_json(nat_lab, write_profile, tmp_path):
     prof = write_profile(profile_yaml(nat_lab, stream_yaml("up", "p0", rx_port="p1", pps=2000)))
-    out_json = tmp_path / "partial.json"
+    out_json, nd = tmp_path / "partial.json", tmp_path / "live.ndjson"
     proc = subprocess.Popen(
-        [*TGEN, "run", str(prof), "--duration", "30", "--json", str(out_json), "--quiet"],
+        [*TGEN, "run", str(prof), "--duration", "30", "--json", str(out_json), "--quiet"]
+        + ["--ndjson", str(nd)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        deadline = time.monotonic() + 15
-        while not _workers_alive(proc.pid) and time.monotonic() < deadline:
+        # the signal comes once frames are on the wire (a fixed sleep raced a loaded host)
+        deadline = time.monotonic() + 20
+        while not _sending(nd, "up") and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(1.0)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=15)
     finally:

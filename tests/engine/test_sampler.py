@@ -33,8 +33,8 @@ def block(tmp_path):
 def _ctx(path: str) -> tuple[stats.SampleContext, stats.WorkerCtx]:
     ctx = stats.SampleContext(
         ports=(
-            stats.PortCtx("p0", "p0", "ns", 0, 1, 1e9, (0,)),
-            stats.PortCtx("p1", "p1", "ns", 0, 1, 1e9, ()),
+            stats.PortSetup("p0", "p0", "ns", 0, 1, 1e9, (0,)),
+            stats.PortSetup("p1", "p1", "ns", 0, 1, 1e9, ()),
         ),
         streams=(stats.StreamCtx("up", 0, "p0", "p1"),),
         n_streams=2,

@@ -81,16 +81,11 @@ class ClusterTransport(LocalTransport):
             )
 
     async def spawn(
-        self,
-        plan: WorkerPlan,
-        setup: Setup,
-        on_event: EventSink,
-        nursery: trio.Nursery,
-        learn: dict[str, dict] | None = None,
+        self, plan: WorkerPlan, setup: Setup, on_event: EventSink, nursery: trio.Nursery
     ) -> SpawnedWorker:
         host = setup.host_of(plan)
         if host is None or self.link is None:
-            return await super().spawn(plan, setup, on_event, nursery, learn)
+            return await super().spawn(plan, setup, on_event, nursery)
         from tgen_tui.cluster.remote import RemoteWorkerHandle
 
         link = self.link
@@ -102,7 +97,7 @@ class ClusterTransport(LocalTransport):
             skew = link.rx_skews(d["name"], setup.programs)
             if skew:
                 d["clock_skew_ns"] = skew
-        finish_port_entries(st, entries, learn)
+        finish_port_entries(st, entries, self.learn)
         await start_worker(nursery, h, entries, setup.n_streams)
         view = await trio.to_thread.run_sync(link.new_view, host, plan.id, st.shm_path)
         return SpawnedWorker(h, view, f"host {host}, core {h.core}", host=host)

@@ -49,7 +49,6 @@ from tgen_tui.engine.transport import (
 )
 from tgen_tui.engine.workers import WorkerState
 from tgen_tui.packets.compile import CompiledProfile
-from tgen_tui.packets.program import StreamProgram
 from tgen_tui.results.models import RunResult
 
 
@@ -100,26 +99,6 @@ class Engine:
         return self.setup.compiled
 
     @property
-    def port_names(self) -> list[str]:
-        return list(self.setup.port_names)
-
-    @property
-    def programs(self) -> list[StreamProgram]:
-        return list(self.setup.programs)
-
-    @property
-    def n_streams(self) -> int:
-        return self.setup.n_streams
-
-    @property
-    def plans(self) -> list[WorkerPlan]:
-        return list(self.setup.plans)
-
-    @property
-    def warnings(self) -> list[str]:
-        return list(self.setup.warnings)
-
-    @property
     def ports(self) -> dict[str, PortRuntime]:
         """Port name -> its runtime state (state, failure, link, worker)."""
         return self.control.ports
@@ -149,11 +128,7 @@ class Engine:
         try:
             for plan in self.setup.plans:
                 w = await self.transport.spawn(
-                    plan,
-                    self.setup,
-                    self.control.on_worker_event,
-                    self._nursery,
-                    self.options.learn,
+                    plan, self.setup, self.control.on_worker_event, self._nursery
                 )
                 self.control.spawned[plan.id] = w
                 self.sampler.attach(w)

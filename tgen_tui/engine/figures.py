@@ -161,7 +161,7 @@ def if_delta(counters: Any, base: tuple[int, int, int, int, int] | None) -> IfDe
 
 
 def port_stats(
-    pc: Any,  # stats.PortCtx
+    pc: Any,  # stats.PortSetup
     pv: np.ndarray,  # the port's counter row, baselines subtracted
     ifd: IfDelta,
     rates: tuple[float, float, float, float],  # tx fps, rx fps, tx B/s, rx B/s

@@ -33,7 +33,7 @@ from tgen_tui.engine.api import (
 )
 from tgen_tui.engine.events import EventLog
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
-from tgen_tui.engine.setup import Setup
+from tgen_tui.engine.setup import PortSetup, Setup
 from tgen_tui.engine.transport import SpawnedWorker, WorkerLink
 from tgen_tui.engine.workers import CommandRefused, WorkerDied, WorkerState
 from tgen_tui.worker import protocol as P
@@ -47,24 +47,22 @@ Rebase = Callable[[set[str] | None, set[int] | None], Awaitable[Callable[[int], 
 
 @dataclass
 class PortRuntime:
-    """The engine's mutable view of one port (engine task only; front ends get snapshots)."""
+    """The engine's mutable view of one port (engine task only; front ends get snapshots):
+    its configuration (``spec``) and where it is in its life."""
 
-    name: str
-    interface: str
-    netns: str | None
-    worker: int
-    core: int
-    speed_bps: float = 0.0
+    spec: PortSetup
     state: PortState = PortState.IDLE
     failure: str | None = None
     link: str = "unknown"
     started_at: float | None = None  # monotonic s of the last start
     stopped_at: float | None = None
     active_s: float = 0.0  # accumulated sending time
-    streams: list[int] = field(default_factory=list)  # program positions sent from this port
     tx_done: bool = False  # the worker said every stream of the port reached its count/stop
     lock: trio.Lock = field(default_factory=trio.Lock)
-    host: str | None = None  # tester host under --cluster (None: this machine)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
 
 class PortControl:
@@ -85,16 +83,7 @@ class PortControl:
         self.spawned: dict[int, SpawnedWorker] = {}
         self.ports: dict[str, PortRuntime] = {}
         for ps in setup.ports.values():
-            pr = PortRuntime(
-                ps.name,
-                ps.interface,
-                ps.netns,
-                ps.worker,
-                ps.core,
-                speed_bps=ps.speed_bps,
-                streams=list(ps.streams),
-                host=ps.host,
-            )
+            pr = PortRuntime(ps)
             if old and ps.name in old:  # a reload keeps each port's lock and link state
                 pr.lock = old[ps.name].lock
                 pr.link = old[ps.name].link
@@ -139,7 +128,7 @@ class PortControl:
 
     def ports_done_sending(self) -> bool:
         """True when every sending port's worker reported ``tx_done``."""
-        sending = [pr for pr in self.ports.values() if pr.streams]
+        sending = [pr for pr in self.ports.values() if pr.spec.streams]
         return bool(sending) and all(pr.tx_done for pr in sending)
 
     def requested_pps(self, stream_i: int) -> float:
@@ -156,7 +145,7 @@ class PortControl:
     def _by_worker(self, names: list[str]) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
         for n in names:
-            out.setdefault(self.ports[n].worker, []).append(n)
+            out.setdefault(self.ports[n].spec.worker, []).append(n)
         return out
 
     # ------------------------------------------------------------------ start / stop
@@ -254,10 +243,8 @@ class PortControl:
             if ev.is_set():
                 self.set_state(pr, PortState.STOPPED)
                 continue
-            h = self.workers[pr.worker]
-            h.state.exit_reason = (
-                f"worker {pr.worker} did not report final counters within {limit:.1f} s: killed"
-            )
+            h = self.workers[pr.spec.worker]
+            h.state.exit_reason = f"worker {pr.spec.worker} did not report final counters within {limit:.1f} s: killed"
             h.kill()
             self.set_state(pr, PortState.FAILED, h.state.exit_reason)
 
@@ -284,7 +271,7 @@ class PortControl:
             self.rates[i] = r
             if i not in self.paused and pr.state != PortState.FAILED:
                 try:
-                    await self.workers[pr.worker].request(
+                    await self.workers[pr.spec.worker].request(
                         P.SetRate(stream=prog.index, pps=r), ACK_TIMEOUT
                     )
                 except (WorkerDied, CommandRefused) as e:
@@ -305,7 +292,7 @@ class PortControl:
             raise EngineCommandError(stream, f"port {prog.port} failed: {pr.failure}")
         cmd = P.Pause if paused else P.Resume
         try:
-            await self.workers[pr.worker].request(cmd(stream=prog.index), ACK_TIMEOUT)
+            await self.workers[pr.spec.worker].request(cmd(stream=prog.index), ACK_TIMEOUT)
         except (WorkerDied, CommandRefused) as e:
             raise EngineCommandError(stream, f"{'pause' if paused else 'resume'}: {e}") from None
         if paused:
@@ -328,7 +315,7 @@ class PortControl:
         pnames = set(self.setup.select(ports)) if ports is not None else set()
         pos = {self.setup.stream_pos(s) for s in streams or []}
         for n in pnames:
-            pos.update(self.ports[n].streams)
+            pos.update(self.ports[n].spec.streams)
         if everything:
             pnames, pos = set(self.ports), set(range(len(self.setup.programs)))
         seq = await self._clear_workers(sorted(self.setup.programs[i].index for i in pos))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from tgen_tui.dut.channel import pread_all  # /proc files read through a kept fd
 from tgen_tui.dut.probe import DutProbe, DutReading  # the DUT probe lives in tgen_tui.dut
 
 __all__ = ["CpuProbe", "DutProbe", "DutReading", "IfCounters", "InterfaceProbe"]
@@ -27,18 +28,6 @@ def _open_in_netns(netns: str | None, path: str) -> int:
     from tgen_tui.worker.netns import in_thread_netns as in_netns
 
     return in_netns(netns, lambda: os.open(path, os.O_RDONLY | os.O_CLOEXEC))
-
-
-def _pread_all(fd: int) -> str:
-    chunks = []
-    off = 0
-    while True:
-        b = os.pread(fd, 65536, off)
-        if not b:
-            break
-        chunks.append(b)
-        off += len(b)
-    return b"".join(chunks).decode()
 
 
 @dataclass(frozen=True)
@@ -63,7 +52,7 @@ class InterfaceProbe:
             fd = self._fds.get(netns)
             if fd is None:
                 fd = self._fds[netns] = _open_in_netns(netns, "/proc/thread-self/net/dev")
-        text = _pread_all(fd)
+        text = pread_all(fd)
         out = {}
         for line in text.splitlines()[2:]:
             name, _, rest = line.partition(":")

@@ -25,6 +25,7 @@ from tgen_tui.engine.api import (
     WorkerInfo,
 )
 from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
+from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
 from tgen_tui.packets.schedule import DueTimes
@@ -34,21 +35,6 @@ if TYPE_CHECKING:
     from tgen_tui.engine.controller import EngineOptions
 
 FLOW_FIELDS = ("ip.src", "ip.dst", "l4.src_port", "l4.dst_port")  # packets/compile.py names
-
-
-@dataclass(frozen=True)
-class PortSetup:
-    """A port as configured: where it is, which worker and core serve it, what it sends."""
-
-    name: str
-    interface: str
-    netns: str | None
-    worker: int
-    core: int
-    speed_bps: float = 0.0
-    streams: tuple[int, ...] = ()  # program positions sent from this port
-    host: str | None = None  # tester host under --cluster (None: this machine)
-    tx_path: str | None = None  # the profile's send path ('auto' or None: resolved at spawn)
 
 
 @dataclass(frozen=True, eq=False)
@@ -220,19 +206,7 @@ class Setup:
     # ------------------------------------------------------------------ views
     def sample_context(self, dut_source: str) -> stats.SampleContext:
         return stats.SampleContext(
-            ports=tuple(
-                stats.PortCtx(
-                    p.name,
-                    p.interface,
-                    p.netns,
-                    p.worker,
-                    p.core,
-                    p.speed_bps,
-                    p.streams,
-                    host=p.host,
-                )
-                for p in self.ports.values()
-            ),
+            ports=tuple(self.ports.values()),
             streams=tuple(
                 stats.StreamCtx(p.name, p.index, p.port, p.rx_port) for p in self.programs
             ),

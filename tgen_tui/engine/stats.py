@@ -29,8 +29,8 @@ from tgen_tui.worker import counters as C
 
 # ---------------------------------------------------------------------- inputs
 @dataclass(frozen=True)
-class PortCtx:
-    """A port as configured: where it is and which worker serves it."""
+class PortSetup:
+    """A port as configured: where it is, which worker and core serve it, what it sends."""
 
     name: str
     interface: str
@@ -38,8 +38,9 @@ class PortCtx:
     worker: int
     core: int
     speed_bps: float = 0.0
-    streams: tuple[int, ...] = ()  # positions in SampleContext.streams sent from this port
-    host: str | None = None  # tester host under --cluster (None: the engine's machine)
+    streams: tuple[int, ...] = ()  # program positions sent from this port
+    host: str | None = None  # tester host under --cluster (None: this machine)
+    tx_path: str | None = None  # the profile's send path ('auto' or None: resolved at spawn)
 
 
 def ifc_key(host: str | None, netns: str | None) -> Any:
@@ -74,7 +75,7 @@ class WorkerCtx:
 class SampleContext:
     """Everything fixed between reloads."""
 
-    ports: tuple[PortCtx, ...]
+    ports: tuple[PortSetup, ...]
     streams: tuple[StreamCtx, ...]
     n_streams: int
     warnings: tuple[str, ...] = ()
@@ -186,7 +187,7 @@ class Accumulator:
             wctx, view, np.zeros_like(view.arr), port_rows, dict(wctx.tx_rows)
         )
 
-    def _ifc(self, ifc: dict, pc: PortCtx) -> Any:
+    def _ifc(self, ifc: dict, pc: PortSetup) -> Any:
         return ifc.get(ifc_key(pc.host, pc.netns), {}).get(pc.interface)
 
     def prime(self, ifc: dict) -> None:
@@ -305,7 +306,7 @@ class Accumulator:
 
     def _port(
         self,
-        pc: PortCtx,
+        pc: PortSetup,
         r: _Read,
         rd: Readings,
         live: LiveState,

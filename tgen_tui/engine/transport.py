@@ -14,7 +14,7 @@ Life of a transport, as the engine drives it::
     t = LocalTransport(options)
     await t.prepare(setup, notice)       # stale files, interfaces exist, port locks
     for plan in setup.plans:
-        w = await t.spawn(plan, setup, on_event, nursery, learn)
+        w = await t.spawn(plan, setup, on_event, nursery)
     await t.spawned()                    # start-up resources can go
     ... t.interfaces(), t.link_state(port), t.cores(), t.proc_cpu(...) at each sample
     t.check(new_setup); await t.release(); await t.prepare(new_setup, notice) ...  # reload
@@ -110,12 +110,7 @@ class WorkerTransport(Protocol):
         ...
 
     async def spawn(
-        self,
-        plan: WorkerPlan,
-        setup: Setup,
-        on_event: EventSink,
-        nursery: trio.Nursery,
-        learn: dict[str, dict] | None = None,
+        self, plan: WorkerPlan, setup: Setup, on_event: EventSink, nursery: trio.Nursery
     ) -> SpawnedWorker:
         """Spawn and configure ``plan``'s worker; its supervisor task runs in ``nursery``
         and reports every event (None: the process exited) to ``on_event``.
@@ -243,6 +238,7 @@ class LocalTransport:
 
     def __init__(self, options: EngineOptions) -> None:
         self.lock_ports = options.lock_ports
+        self.learn = options.learn  # RFC 9693 Responder ports: what each one's worker learns
         self._setup: Setup | None = None
         self._ifprobe = InterfaceProbe()
         self._cpu = CpuProbe()
@@ -280,18 +276,13 @@ class LocalTransport:
         return os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-w{plan.id}-{id(self):x}")
 
     async def spawn(
-        self,
-        plan: WorkerPlan,
-        setup: Setup,
-        on_event: EventSink,
-        nursery: trio.Nursery,
-        learn: dict[str, dict] | None = None,
+        self, plan: WorkerPlan, setup: Setup, on_event: EventSink, nursery: trio.Nursery
     ) -> SpawnedWorker:
         shm = self.shm_path(plan)
         st = WorkerState(plan, shm, stamps_path=self._stamps_path)
         h = WorkerHandle(st, on_event)
         entries = [port_config(*a) for a in setup.port_specs(plan)]
-        finish_port_entries(st, entries, learn)
+        finish_port_entries(st, entries, self.learn)
         await start_worker(nursery, h, entries, setup.n_streams)
         view = C.CounterView.open(shm)
         # mapped by the worker and by us: the name can go, so a SIGKILLed run leaves no file
