@@ -25,13 +25,13 @@ from pydantic import (
     model_validator,
 )
 
-from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, SIG_LEN
 from tgen_tui.profiles.units import (
     line_rate_fps,
     parse_bitrate,
     parse_count,
     parse_duration,
 )
+from tgen_tui.profiles.wire import FCS_LEN, L1_OVERHEAD, SIG_LEN
 
 Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 BitRate = Annotated[float, BeforeValidator(parse_bitrate), Field(ge=1.0)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tgen_tui import fmt
+import tgen_tui.fmt as fmt
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""The DUT channel (netns | ssh), its probes, counters and hooks."""
