@@ -1,7 +1,7 @@
 """Trend plots over builds: a plain-text terminal plot, an SVG written by hand, and a PNG.
 
 The terminal plot and the SVG need nothing beyond the standard library. PNG uses
-matplotlib when it is installed (``pip install 'tgen-tui[plot]'``) and says so otherwise.
+matplotlib (a core dependency) and says so if it is missing.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ class PlotUnavailable(Exception):
 
 
 def png_plot(points: list[Point], *, title: str, ylabel: str, unit: str, path: Path) -> None:
-    """A PNG through matplotlib (optional dependency)."""
+    """A PNG through matplotlib."""
     try:
         import matplotlib
 
@@ -213,7 +213,7 @@ def png_plot(points: list[Point], *, title: str, ylabel: str, unit: str, path: P
         from matplotlib.ticker import FixedLocator, FuncFormatter
     except ImportError:
         raise PlotUnavailable(
-            "writing PNG needs matplotlib (pip install 'tgen-tui[plot]'); "
+            "writing PNG needs matplotlib (pip install matplotlib); "
             "an .svg --output needs nothing"
         ) from None
     fig, ax = plt.subplots(figsize=(7.2, 4.0), dpi=100)
