@@ -14,7 +14,6 @@ import time
 import psutil
 import pytest
 import trio
-from engine_helpers import profile_yaml, stream_yaml
 
 from tgen_tui.engine.api import (
     EngineCommandError,
@@ -26,6 +25,8 @@ from tgen_tui.engine.api import (
 from tgen_tui.engine.controller import EngineOptions, open_engine
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
+
+from .engine_helpers import profile_yaml, stream_yaml
 
 TGEN = [sys.executable, "-m", "tgen_tui"]
 

@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 import pytest
-from wk_helpers import make_frames, make_program
 
 from tgen_tui.packets.program import SIG_MAGIC
 from tgen_tui.worker.netns import current_ns_id, netns
@@ -17,6 +16,8 @@ from tgen_tui.worker.rxring import (
     chain_offsets_fast,
 )
 from tgen_tui.worker.txpath import MmsgTx, RingTx, open_tx
+
+from .wk_helpers import make_frames, make_program
 
 pytestmark = pytest.mark.root
 
