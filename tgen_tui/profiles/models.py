@@ -599,22 +599,6 @@ class Stream(Strict):
             cands.append(self.icmp.id)
         return [r for r in cands if r.mode == "unique"]
 
-    def unique_fields(self) -> list[str]:
-        """Names of the fields in ``unique`` mode, in product order (last varies fastest)."""
-        out = []
-        l3 = self.ipv4 or self.ipv6
-        for n in ("src", "dst"):
-            if l3 is not None and getattr(l3, n).mode == "unique":
-                out.append(f"ip.{n}")
-        l4 = self.udp or self.tcp
-        if l4 is not None:
-            for n in ("src_port", "dst_port"):
-                if getattr(l4, n).mode == "unique":
-                    out.append(f"l4.{n}")
-        if self.icmp is not None and self.icmp.id.mode == "unique":
-            out.append("icmp.id")
-        return out
-
     def distinct_flows(self) -> int:
         """Distinct 5-tuples the stream cycles through (product of all varying address/port spans)."""
         n = 1
