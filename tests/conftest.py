@@ -22,6 +22,7 @@ ROOT_REASON = "needs root: creates network namespaces, veths and AF_PACKET socke
 ROOT_FIXTURES = frozenset({"make_lab", "nat_lab", "direct_lab", "veth", "lab_prefix"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the markers
 def pytest_collection_modifyitems(config, items):
     """Mark the users of a root fixture ``root``; skip every ``root`` test when not root."""
     for item in items:

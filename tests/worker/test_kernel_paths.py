@@ -19,8 +19,6 @@ from tgen_tui.worker.txpath import MmsgTx, RingTx, open_tx
 
 from .wk_helpers import make_frames, make_program
 
-pytestmark = pytest.mark.root
-
 
 def _recv_all(sock: socket.socket, want: int, timeout: float = 2.0) -> list[bytes]:
     out: list[bytes] = []
