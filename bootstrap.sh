@@ -2,11 +2,12 @@
 # bootstrap.sh: set up tgen-tui on a fresh Debian machine (as root) and run the demo or the tests.
 #
 #   bash bootstrap.sh demo   # install, bring the lab up, open the console on profiles/lab.yaml
-#   bash bootstrap.sh test   # install, then ruff + the full pytest suite (what CI runs)
+#   bash bootstrap.sh test   # install, then ruff, lint-imports, mypy and the full pytest suite (CI)
 #
 # It installs the apt packages the lab and the tests need (iproute2, nftables, conntrack,
-# tshark, netsniff-ng for the trafgen comparison, tmux, chromium for the `tgen serve` browser
-# test, driven by Playwright at /usr/bin/chromium: no browser download), creates .venv next to this file
+# tshark, tcpdump for the kernel-stamp test, netsniff-ng for the trafgen comparison, tmux, chromium
+# for the `tgen serve` browser test, driven by Playwright at /usr/bin/chromium: no browser
+# download), creates .venv next to this file
 # and installs the package with its test extras. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,13 +15,13 @@ MODE="${1:-test}"
 export DEBIAN_FRONTEND=noninteractive
 
 need_apt=0
-for bin in ip nft conntrack tshark trafgen tmux tc chromium; do
+for bin in ip nft conntrack tshark tcpdump trafgen tmux tc chromium; do
     command -v "$bin" >/dev/null 2>&1 || need_apt=1
 done
 if [ "$need_apt" = 1 ]; then
     apt-get update -q
     apt-get install -y -q --no-install-recommends \
-        iproute2 nftables conntrack tshark netsniff-ng tmux procps python3-venv python3-pip \
+        iproute2 nftables conntrack tshark tcpdump netsniff-ng tmux procps python3-venv python3-pip \
         chromium fonts-dejavu-core
 fi
 
@@ -44,6 +45,8 @@ case "$MODE" in
     test)
         .venv/bin/python -m pip install -q -e '.[test,cluster]'  # the cluster tests use Ray
         .venv/bin/ruff check .
+        .venv/bin/lint-imports  # the DESIGN.md layers ([tool.importlinter] in pyproject.toml)
+        .venv/bin/mypy  # engine/, worker/protocol.py, ui/ ([tool.mypy] in pyproject.toml)
         set +e
         .venv/bin/python -m pytest -q -p no:cacheprovider "${@:2}"
         rc=$?

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "unit"))
+from tgen_tui.profiles.loader import load_profile
 
-from tgen_unit_helpers import (  # noqa: E402
+from .unit.tgen_unit_helpers import (
     PROFILES,
     REPO,
     SIG_MAGIC,
@@ -29,8 +29,6 @@ from tgen_unit_helpers import (  # noqa: E402
     rebuilt_with_fresh_checksums,
     signature,
 )
-
-from tgen_tui.profiles.loader import load_profile  # noqa: E402
 
 TGEN = [sys.executable, "-m", "tgen_tui"]
 LINE_RE = re.compile(

@@ -16,7 +16,6 @@ from tgen_tui.calibrate.resolve import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 TGEN = [sys.executable, "-m", "tgen_tui"]
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 
 
 def _entry(path: str = "tx_ring", batch: int = 4096, **host) -> dict:
@@ -60,7 +59,7 @@ def test_stale_and_corrupt_cache(cache_dir):
     assert cache.lookup("veth", None, None) == (None, None, None)
 
 
-@needs_root
+@pytest.mark.root
 def test_resolve_profile_cache_default(cache_dir):
     from tgen_tui.calibrate.measure import SinkPair
 
@@ -91,7 +90,7 @@ def test_resolve_profile_cache_default(cache_dir):
         resolve("xdp", "lo", None)
 
 
-@needs_root
+@pytest.mark.root
 @pytest.mark.parametrize(
     "asked, ran, batch, source",
     [("auto", "tx_ring", 4096, "cache"), ("af_xdp", "af_xdp", 1024, "profile")],
@@ -145,7 +144,7 @@ def test_worker_uses_the_resolved_path(cache_dir, asked, ran, batch, source):
                 os.unlink(shm)
 
 
-@needs_root
+@pytest.mark.root
 def test_calibrate_cli_writes_cache(cache_dir):
     before = set(
         subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
@@ -181,7 +180,7 @@ def test_calibrate_bad_input(cache_dir):
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
-@needs_root
+@pytest.mark.root
 def test_calibrate_missing_interface(cache_dir):
     r = subprocess.run(TGEN + ["calibrate", "--interface", "nope0"], capture_output=True,
                        text=True, cwd=str(ROOT))  # fmt: skip
@@ -189,7 +188,7 @@ def test_calibrate_missing_interface(cache_dir):
     assert not (cache_dir / cache.FILE_NAME).exists()
 
 
-@needs_root
+@pytest.mark.root
 def test_no_xdp_keeps_auto_on_af_packet(cache_dir):
     from tgen_tui.calibrate.measure import calibrate
 

@@ -14,9 +14,8 @@ def own_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.mark.root
 def test_floor_is_measured_cached_and_recorded(own_cache):
-    if os.geteuid() != 0:
-        pytest.skip("needs root: creates network namespaces and AF_PACKET sockets")
     from tgen_tui.calibrate.floor import (
         cached_floor,
         measure_floor,

@@ -9,12 +9,13 @@ import signal
 import psutil
 import pytest
 import trio
-from engine_helpers import profile_yaml, stream_yaml
 
 from tgen_tui.engine.api import EngineCommandError
 from tgen_tui.engine.controller import EngineOptions, open_engine
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
+
+from .engine_helpers import profile_yaml, stream_yaml
 
 
 def _compiled(prefix: str, streams: str, dut: bool = True):

@@ -3,18 +3,20 @@ state machine, live rates in any unit, typed events, and no leftovers after SIGK
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
 import pytest
 import trio
-from engine_helpers import profile_yaml, stream_yaml
 
 from tgen_tui.engine.api import (
     EngineCommandError,
@@ -26,6 +28,8 @@ from tgen_tui.engine.api import (
 from tgen_tui.engine.controller import EngineOptions, open_engine
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
+
+from .engine_helpers import profile_yaml, stream_yaml
 
 TGEN = [sys.executable, "-m", "tgen_tui"]
 
@@ -156,29 +160,47 @@ async def test_start_waits_for_a_stopping_port_and_refuses_a_failed_one(direct_l
             await eng.start(["p0"])
 
 
-def _tgen_children(pid: int) -> list[int]:
-    try:
-        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
+def _ndjson_lines(p: subprocess.Popen) -> queue.Queue:
+    """The run's NDJSON lines, read by a thread (the pipe never fills; the test can time out)."""
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        for line in p.stdout:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
 
 
 def test_sigkill_of_tgen_run_leaves_no_worker_and_no_counter_file(nat_lab, write_profile):
+    # The run says when its ports run and which pids its workers have (NDJSON). Counting
+    # the processes below tgen instead was wrong both ways: each worker runs `ldconfig -p`
+    # while it imports (ctypes.util.find_library), so "2 processes" could be worker 0 and
+    # its ldconfig (the next look found one: "never started its workers", empty stderr),
+    # and a kill while worker 1 was still configuring left its counter file behind.
     prof = write_profile(profile_yaml(nat_lab, stream_yaml("up", "p0", rx_port="p1", pps=2000)))
     p = subprocess.Popen(
-        [*TGEN, "run", str(prof), "-d", "60", "-q", "--no-store"],
-        stdout=subprocess.DEVNULL,
+        [*TGEN, "run", str(prof), "-d", "60", "-q", "--no-store", "--ndjson", "-"],
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
+        lines = _ndjson_lines(p)
+        workers: list[int] = []
         deadline = time.monotonic() + 40
-        while len(_tgen_children(p.pid)) < 2 and time.monotonic() < deadline and p.poll() is None:
-            time.sleep(0.1)
-        workers = _tgen_children(p.pid)
+        while not workers and time.monotonic() < deadline and p.poll() is None:
+            with contextlib.suppress(queue.Empty):
+                d = json.loads(lines.get(timeout=0.2))
+                if "workers" in d and d["ports"]["p0"]["state"] == "running":
+                    workers = [w["pid"] for w in d["workers"]]
         if len(workers) < 2:
             p.kill()
-            raise AssertionError(f"the run never started its workers: {p.communicate()[1]}")
+            p.wait(5)
+            raise AssertionError(
+                f"the run never started its workers (exit {p.returncode}): {p.stderr.read()}"
+            )
+        assert {c.pid for c in psutil.Process(p.pid).children()} >= set(workers)
         time.sleep(0.5)
         p.kill()
         p.wait(5)

@@ -4,7 +4,6 @@ conntrack fill. Assertions are on counts and documents, never on timing or throu
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,7 +11,8 @@ import time
 
 import psutil
 import pytest
-from engine_helpers import profile_yaml, stream_yaml
+
+from .engine_helpers import profile_yaml, stream_yaml
 
 TGEN = [sys.executable, "-m", "tgen_tui"]
 
@@ -100,13 +100,12 @@ def test_run_writes_ndjson_and_json_matching_interface_counters(nat_lab, write_p
     assert "tx_pps" in lines[len(lines) // 2]["ports"]["p0"]
 
 
+@pytest.mark.root
 def test_fail_on_loss_exits_1_with_drop_and_0_without(write_profile, tmp_path):
+    import secrets
+
     from tgen_tui.lab import topology
     from tgen_tui.lab.config import LabConfig
-
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    import secrets
 
     prefix = "f" + secrets.token_hex(3)[:5]
     try:
@@ -185,13 +184,12 @@ def test_scheduled_stream_sends_only_in_its_window(nat_lab, write_profile, tmp_p
     assert late and all(x == 1000 for x in late)  # exactly rate x window, then nothing more
 
 
+@pytest.mark.root
 def test_unique_flows_fill_conntrack_and_full_time_is_reported(write_profile, tmp_path):
+    import secrets
+
     from tgen_tui.lab import topology
     from tgen_tui.lab.config import LabConfig
-
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
-    import secrets
 
     prefix = "c" + secrets.token_hex(3)[:5]
     try:
@@ -215,9 +213,8 @@ def test_unique_flows_fill_conntrack_and_full_time_is_reported(write_profile, tm
         topology.down(prefix)
 
 
+@pytest.mark.root
 def test_missing_lab_is_an_environment_error(write_profile):
-    if os.geteuid() != 0:
-        pytest.skip("needs root")
     prof = write_profile(profile_yaml("nolab9", stream_yaml("up", "p0", rx_port="p1")))
     cp = _run(["run", str(prof), "--duration", "1"])
     assert cp.returncode == 3

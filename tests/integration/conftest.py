@@ -8,7 +8,6 @@ caller's own namespace never changes.
 
 from __future__ import annotations
 
-import os
 import secrets
 import socket
 import struct
@@ -22,15 +21,9 @@ MAGIC = b"TGENLAB!"
 PACKET_OUTGOING = 4
 
 
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root: creates network namespaces, veths and nftables rules")
-
-
 @pytest.fixture
 def lab_prefix():
     """A unique prefix (``t`` + 5 hex chars); the lab is taken down afterwards, even on failure."""
-    _require_root()
     from tgen_tui.lab import topology
 
     prefix = "t" + secrets.token_hex(3)[:5]

@@ -33,8 +33,6 @@ from tgen_tui.lab.naming import (
 )
 from tgen_tui.lab.topology import LabConfig
 
-pytestmark = [pytest.mark.root]  # tests that need root skip via the lab_prefix fixture
-
 CONNTRACK_MAX = "/proc/sys/net/netfilter/nf_conntrack_max"
 HASHSIZE = "/sys/module/nf_conntrack/parameters/hashsize"
 

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from lab_profiles import cps_until_phase2, forward_profile, unique_profile
+
+from .lab_profiles import cps_until_phase2, forward_profile, unique_profile
 
 pytestmark = pytest.mark.root
 

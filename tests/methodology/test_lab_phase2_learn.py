@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from lab_profiles import cps_until_phase2, unique_profile
+
+from .lab_profiles import cps_until_phase2, unique_profile
 
 pytestmark = pytest.mark.root
 

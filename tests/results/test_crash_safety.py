@@ -12,12 +12,13 @@ from pathlib import Path
 
 from tgen_tui.results import store
 
+REPO = Path(__file__).resolve().parents[2]
+
 # A writer that records large runs (200 streams: ~2,000 metric rows, 50 trials) in a loop
 # and prints 'w' before each write and the run id once its transaction has committed.
 WRITER = r"""
 import sys
-sys.path.insert(0, sys.argv[2])
-from rs_helpers import result
+from tests.results.rs_helpers import result
 from tgen_tui.results.record import record_run
 base = result()
 s = base["streams"].pop("up")
@@ -34,12 +35,12 @@ while True:
 
 def test_sigkill_while_writing_leaves_no_partial_record(db: Path):
     rng = random.Random(10)
-    here = str(Path(__file__).parent)
     committed: list[int] = []
     during_write = 0  # kills that landed between a 'w' and its commit
     for _ in range(20):
         proc = subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(db), here],
+            [sys.executable, "-c", WRITER, str(db)],
+            cwd=REPO,  # python -c puts the current folder first: tests.results.rs_helpers
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -75,11 +76,11 @@ def test_sigkill_while_writing_leaves_no_partial_record(db: Path):
 
 
 def test_ctrl_c_while_writing_rolls_back(db: Path):
-    here = str(Path(__file__).parent)
     rng = random.Random(11)
     for _ in range(5):
         proc = subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(db), here],
+            [sys.executable, "-c", WRITER, str(db)],
+            cwd=REPO,  # python -c puts the current folder first: tests.results.rs_helpers
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

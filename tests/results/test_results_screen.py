@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from rs_helpers import result
 
 from tgen_tui.results.record import record_run
+
+from .rs_helpers import result
 
 
 def save_screenshot(db: str, path: Path, size: tuple[int, int] = (150, 34)) -> str:

@@ -11,11 +11,12 @@ import sqlite3
 import xml.etree.ElementTree as ET
 
 import pytest
-from rs_helpers import result
 
 from tgen_tui.cli import main
 from tgen_tui.results import store
 from tgen_tui.results.record import record_run
+
+from .rs_helpers import result
 
 
 def tgen(capsys, *argv: str) -> tuple[int, str, str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -74,11 +73,6 @@ def lab_copy(tmp_path: Path) -> Path:
     dst = tmp_path / "lab.yaml"
     shutil.copy(PROFILES / "lab.yaml", dst)
     return dst
-
-
-def _require_root() -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root: creates network namespaces, veths and AF_PACKET sockets")
 
 
 @pytest.fixture

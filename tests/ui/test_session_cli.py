@@ -76,7 +76,7 @@ def test_bad_keymap_is_exit_2(tmp_path) -> None:
     assert "unknown binding id 'nope'" in cp.stderr and len(cp.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="as non-root the root check answers first")
+@pytest.mark.root  # as non-root the root check answers first
 def test_missing_lab_namespace_is_exit_3_before_textual(tmp_path) -> None:
     prof = tmp_path / "p.yaml"
     text = open("profiles/lab.yaml").read().replace("tgen-tester", "nolab-xyz-tester")

@@ -11,7 +11,13 @@ import math
 
 import numpy as np
 import pytest
-from tgen_unit_helpers import (
+
+from tgen_tui.packets.batch import BatchBuilder
+from tgen_tui.packets.compile import compile_stream
+from tgen_tui.packets.prng import FeistelPermutation
+from tgen_tui.profiles.loader import load_profile
+
+from .tgen_unit_helpers import (
     PROFILES,
     build,
     check_signatures,
@@ -20,11 +26,6 @@ from tgen_unit_helpers import (
     program_of,
     rebuilt_with_fresh_checksums,
 )
-
-from tgen_tui.packets.batch import BatchBuilder
-from tgen_tui.packets.compile import compile_stream
-from tgen_tui.packets.prng import FeistelPermutation
-from tgen_tui.profiles.loader import load_profile
 
 SPORT, DPORT, IPSRC, IPDST = 34, 36, 26, 30
 

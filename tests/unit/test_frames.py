@@ -14,7 +14,10 @@ import pytest
 from scapy.layers.inet import ICMP, IP, TCP, UDP
 from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Ether
-from tgen_unit_helpers import (
+
+from tgen_tui.diagnostics import BadInput
+
+from .tgen_unit_helpers import (
     assert_tshark_checksums_good,
     build,
     check_signatures,
@@ -27,8 +30,6 @@ from tgen_unit_helpers import (
     tshark_fields,
     write_frames,
 )
-
-from tgen_tui.diagnostics import BadInput
 
 ETH = {"src": "02:74:67:00:00:01", "dst": "02:74:67:00:00:fe"}
 

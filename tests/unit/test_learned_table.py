@@ -18,13 +18,14 @@ import pytest
 from scapy.layers.inet import IP, TCP, UDP, IPOption_NOP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import ARP, Dot1AD, Dot1Q, Ether
-from tgen_unit_helpers import frames, program_of, rebuilt_with_fresh_checksums
 
 from tgen_tui.packets.batch import BatchBuilder, read_learned_table, table_rows
 from tgen_tui.packets.compile import REPLY_COLUMNS, with_learned_table
 from tgen_tui.packets.program import SIG_MAGIC, TABLE
 from tgen_tui.worker.learn import Learner
 from tgen_tui.worker.rxring import RxBatch, parse_l3l4
+
+from .tgen_unit_helpers import frames, program_of, rebuilt_with_fresh_checksums
 
 E = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
 

@@ -15,11 +15,12 @@ import re
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tgen_unit_helpers import PROFILES
 
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.profiles.loader import load_profile_text
 from tgen_tui.profiles.models import Profile
+
+from .tgen_unit_helpers import PROFILES
 
 EXTRA = """\
 name: extra

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tgen_unit_helpers import REPO
-
 from tgen_tui.commands.profile_cmds import schema_json
+
+from .tgen_unit_helpers import REPO
 
 
 def test_schema_json_is_up_to_date():

@@ -116,9 +116,8 @@ def test_unwritable_folder_is_an_environment_problem(tmp_path: Path) -> None:
         acquire_ports([("n", "a")], lock_dir=blocker / "locks")
 
 
+@pytest.mark.root  # writes /run/tgen/locks
 def test_default_folder_under_run(tmp_path: Path) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root: writes /run/tgen/locks")
     iface = f"t{os.getpid()}{int(time.time() * 1000) % 100000}"
     with acquire_ports([("tgen-test-nonexistent", iface)]) as locks:
         assert str(locks.paths[0]).startswith("/run/tgen/locks/")

@@ -7,7 +7,6 @@ import time
 
 import numpy as np
 import pytest
-from wk_helpers import make_frames, make_program
 
 from tgen_tui.packets.program import SIG_MAGIC
 from tgen_tui.worker.netns import current_ns_id, netns
@@ -18,7 +17,7 @@ from tgen_tui.worker.rxring import (
 )
 from tgen_tui.worker.txpath import MmsgTx, RingTx, open_tx
 
-pytestmark = pytest.mark.root
+from .wk_helpers import make_frames, make_program
 
 
 def _recv_all(sock: socket.socket, want: int, timeout: float = 2.0) -> list[bytes]:

@@ -18,13 +18,14 @@ import numpy as np
 import pytest
 from scapy.layers.inet import IP, TCP, UDP, IPOption_NOP
 from scapy.layers.l2 import Dot1AD, Dot1Q, Ether
-from test_worker_process import shm_path, worker  # noqa: F401 - fixtures
-from wk_helpers import make_program
 
 from tgen_tui.packets.batch import BatchBuilder, read_learned_table
 from tgen_tui.packets.program import program_to_dict
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.rxring import RxRing
+
+from .test_worker_process import shm_path, worker  # noqa: F401 - fixtures
+from .wk_helpers import make_program
 
 pytestmark = pytest.mark.root
 

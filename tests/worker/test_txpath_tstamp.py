@@ -11,13 +11,14 @@ import time
 
 import numpy as np
 import pytest
-from wk_helpers import make_program, needs_root
 
 from tgen_tui.packets.batch import BatchBuilder
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.txpath import open_tx
 
-pytestmark = needs_root
+from .wk_helpers import make_program
+
+pytestmark = pytest.mark.root
 
 
 def _send(tx, total: int, batch: int = 256, read_every: int = 4):

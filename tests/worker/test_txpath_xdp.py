@@ -6,13 +6,14 @@ import socket
 
 import numpy as np
 import pytest
-from wk_helpers import make_program, needs_root
 
 from tgen_tui.packets.batch import BatchBuilder
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.txpath import XDP_CHUNK, open_tx
 
-pytestmark = needs_root
+from .wk_helpers import make_program
+
+pytestmark = pytest.mark.root
 
 
 def _sink(ns: str, ifn: str) -> socket.socket:

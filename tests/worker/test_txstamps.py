@@ -8,8 +8,6 @@ import time
 
 import numpy as np
 import pytest
-from test_rxstats import _batch, _table
-from wk_helpers import make_program, needs_root
 
 from tgen_tui.packets.program import program_to_dict
 from tgen_tui.worker.client import WorkerClient
@@ -27,6 +25,9 @@ from tgen_tui.worker.counters import (
 from tgen_tui.worker.rxring import RxBatch
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.txstamps import StampTable, sample_every, tags_for
+
+from .test_rxstats import _batch, _table
+from .wk_helpers import make_program
 
 
 def test_sample_every_is_a_power_of_two_near_the_target():
@@ -140,7 +141,7 @@ def two_workers():
             w.close()
 
 
-@needs_root
+@pytest.mark.root
 @pytest.mark.parametrize("path", ["sendmmsg", "tx_ring"])
 def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_workers, path):
     """As the engine runs them: one worker sends, another receives, one shared table.
@@ -189,7 +190,7 @@ def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_worke
     assert 0 <= row[R_LAT_MIN] <= row[R_LAT_MAX]
 
 
-@needs_root
+@pytest.mark.root
 def test_a_new_rate_gets_its_own_sampling_interval(veth, two_workers):
     """A stream raised from 2 kfps (every frame stamped) to 40 kfps is sampled 1 in 8."""
     w = two_workers[0]

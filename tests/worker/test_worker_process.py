@@ -10,11 +10,12 @@ import textwrap
 import time
 
 import pytest
-from wk_helpers import make_program
 
 from tgen_tui.packets.program import program_to_dict
 from tgen_tui.worker.client import WorkerClient, WorkerError
 from tgen_tui.worker.counters import CounterView
+
+from .wk_helpers import make_program
 
 CORE = max(os.sched_getaffinity(0))
 

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
 import subprocess
 from dataclasses import dataclass
 
-import pytest
-
 from tgen_tui.packets.program import SIG_LEN, SIG_MAGIC
-
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("ip") is None,
-    reason="needs root and iproute2 to create network namespaces and veth pairs",
-)
 
 
 def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -67,12 +67,6 @@ def uniform_int(key: int, index: np.ndarray, lo: int, span: int) -> np.ndarray:
     return v + np.uint64(lo)
 
 
-def uniform_float(key: int, index: np.ndarray) -> np.ndarray:
-    """Uniform floats in (0, 1): 53 random bits, never exactly 0."""
-    h = hash_index(key, index)
-    return ((h >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
-
-
 class FeistelPermutation:
     """A keyed pseudorandom permutation of ``[0, n)``, evaluated in vectorised chunks."""
 

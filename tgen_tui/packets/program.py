@@ -26,13 +26,14 @@ from __future__ import annotations
 import base64
 from dataclasses import asdict, dataclass, field
 
-SIG_LEN = 12
+from tgen_tui.profiles.wire import FCS_LEN as FCS_LEN
+from tgen_tui.profiles.wire import L1_OVERHEAD as L1_OVERHEAD
+from tgen_tui.profiles.wire import SIG_LEN as SIG_LEN
+from tgen_tui.profiles.wire import VLAN_TAG_LEN as VLAN_TAG_LEN
+
 SIG_MAGIC = 0x7467
 # the signature as numpy reads and writes it (little-endian): magic, stream, seq, tx time
 SIG_FIELDS = (("magic", "<u2"), ("stream", "<u2"), ("seq", "<u4"), ("ts", "<u4"))
-FCS_LEN = 4  # frame sizes in profiles include the FCS, as in RFC 2544; the kernel adds it
-L1_OVERHEAD = 20  # preamble (7) + start delimiter (1) + inter-frame gap (12) per frame
-VLAN_TAG_LEN = 4  # one 802.1Q/802.1ad tag
 
 
 def __getattr__(name: str):

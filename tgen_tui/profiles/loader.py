@@ -215,14 +215,3 @@ def load_profile(path: str | Path) -> Profile:
             [Problem(str(p), 1, 1, "", f"cannot read: {getattr(e, 'strerror', None) or e}")],
         ) from None
     return load_profile_text(text, str(p))
-
-
-def load_tree(path: str | Path) -> Any:
-    """The round-trip tree (keeps comments), for the editor to modify and save back."""
-    return _yaml().load(Path(path).read_text(encoding="utf-8"))
-
-
-def dump_tree(tree: Any) -> str:
-    buf = io.StringIO()
-    _yaml().dump(tree, buf)
-    return buf.getvalue()

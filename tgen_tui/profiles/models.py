@@ -25,13 +25,13 @@ from pydantic import (
     model_validator,
 )
 
-from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, SIG_LEN
 from tgen_tui.profiles.units import (
     line_rate_fps,
     parse_bitrate,
     parse_count,
     parse_duration,
 )
+from tgen_tui.profiles.wire import FCS_LEN, L1_OVERHEAD, SIG_LEN
 
 Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 BitRate = Annotated[float, BeforeValidator(parse_bitrate), Field(ge=1.0)]
@@ -598,22 +598,6 @@ class Stream(Strict):
         if self.icmp is not None:
             cands.append(self.icmp.id)
         return [r for r in cands if r.mode == "unique"]
-
-    def unique_fields(self) -> list[str]:
-        """Names of the fields in ``unique`` mode, in product order (last varies fastest)."""
-        out = []
-        l3 = self.ipv4 or self.ipv6
-        for n in ("src", "dst"):
-            if l3 is not None and getattr(l3, n).mode == "unique":
-                out.append(f"ip.{n}")
-        l4 = self.udp or self.tcp
-        if l4 is not None:
-            for n in ("src_port", "dst_port"):
-                if getattr(l4, n).mode == "unique":
-                    out.append(f"l4.{n}")
-        if self.icmp is not None and self.icmp.id.mode == "unique":
-            out.append("icmp.id")
-        return out
 
     def distinct_flows(self) -> int:
         """Distinct 5-tuples the stream cycles through (product of all varying address/port spans)."""

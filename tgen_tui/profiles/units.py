@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from tgen_tui.profiles.wire import L1_OVERHEAD
+
 MAX_SECONDS = 1e6  # durations, start/stop times and gaps above this are typos, not tests
 
 _SI = {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "g": 1e9, "G": 1e9, "t": 1e12, "T": 1e12}
@@ -96,6 +98,4 @@ def fmt_si(value: float, unit: str = "", digits: int = 3) -> str:
 
 def line_rate_fps(line_rate_bps: float, frame_size: float) -> float:
     """Maximum frames/s of a link: ``rate / (8 × (size + 20))`` (preamble + IFG, RFC 2544)."""
-    from tgen_tui.packets.program import L1_OVERHEAD
-
     return line_rate_bps / (8.0 * (frame_size + L1_OVERHEAD))

@@ -149,7 +149,7 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError:
         raise PlotUnavailable(
-            "writing plot files needs matplotlib (pip install matplotlib)"
+            "writing plot files needs matplotlib, a dependency of tgen-tui: reinstall it (pip install tgen-tui)"
         ) from None
     return plt
 

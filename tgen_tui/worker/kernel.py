@@ -9,10 +9,11 @@ Imports: the standard library only.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 
-libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+# by its soname: ctypes.util.find_library("c") runs `ldconfig -p` in every process that
+# imports this (each worker, at start-up), for the same answer on glibc
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
 libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
 libc.setns.restype = ctypes.c_int
 
