@@ -5,7 +5,8 @@
 #   bash bootstrap.sh test   # install, then ruff, lint-imports, mypy and the full pytest suite (CI)
 #
 # It installs the apt packages the lab and the tests need (iproute2, nftables, conntrack,
-# tshark, tcpdump for the kernel-stamp test, netsniff-ng for the trafgen comparison, tmux, chromium
+# tshark, tcpdump for the kernel-stamp test, netsniff-ng for the trafgen comparison, openssh
+# for the DUT channel's ssh test (an sshd it starts inside a lab namespace), tmux, chromium
 # for the `tgen serve` browser test, driven by Playwright at /usr/bin/chromium: no browser
 # download), creates .venv next to this file
 # and installs the package with its test extras. Safe to run again.
@@ -15,13 +16,14 @@ MODE="${1:-test}"
 export DEBIAN_FRONTEND=noninteractive
 
 need_apt=0
-for bin in ip nft conntrack tshark tcpdump trafgen tmux tc chromium; do
+for bin in ip nft conntrack tshark tcpdump trafgen tmux tc chromium ssh sshd; do
     command -v "$bin" >/dev/null 2>&1 || need_apt=1
 done
 if [ "$need_apt" = 1 ]; then
     apt-get update -q
     apt-get install -y -q --no-install-recommends \
         iproute2 nftables conntrack tshark tcpdump netsniff-ng tmux procps python3-venv python3-pip \
+        openssh-client openssh-server \
         chromium fonts-dejavu-core
 fi
 

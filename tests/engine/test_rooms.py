@@ -8,7 +8,6 @@ import ast
 from pathlib import Path
 
 import pytest
-from engine_helpers import profile_yaml, stream_yaml
 
 from tgen_tui.engine import figures as F
 from tgen_tui.engine.api import EngineAPI, EngineFeed, RateError
@@ -17,6 +16,8 @@ from tgen_tui.engine.setup import Setup
 from tgen_tui.engine.transport import LocalTransport, WorkerTransport
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
+
+from .engine_helpers import profile_yaml, stream_yaml
 
 ENGINE = Path(__file__).resolve().parents[2] / "tgen_tui" / "engine"
 

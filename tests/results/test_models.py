@@ -8,11 +8,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from rs_helpers import result
 
 from tgen_tui.methodology.registry import PROCEDURES, procedure, scaled
 from tgen_tui.results import models, store
 from tgen_tui.results.record import record_run
+
+from .rs_helpers import result
 
 FIXTURE = Path(__file__).parent / "data" / "store-468ed7a.sqlite"
 
