@@ -656,13 +656,31 @@ class Worker:
         return EXIT_OK
 
 
+def arm_parent_death(parent: int) -> None:
+    """Die with the parent process (DESIGN rule 5: no orphan survives its tgen).
+
+    PR_SET_PDEATHSIG fires when the parent *thread* exits, not only the process: trio forks
+    workers from its thread cache, whose idle threads end after 10 s, and a SIGKILL death
+    signal then killed healthy workers of a live engine. So the signal is a catchable one,
+    and its handler kills the worker only when the parent process is gone (``getppid``
+    no longer names it: we were re-parented to init or a subreaper)."""
+
+    def on_parent_thread_exit(signum: int, frame: object) -> None:
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    signal.signal(signal.SIGUSR2, on_parent_thread_exit)
+    prctl(PR_SET_PDEATHSIG, signal.SIGUSR2)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tgen_tui.worker", description=__doc__)
     ap.add_argument("--core", type=int, default=None, help="the one CPU to pin this worker to")
     ap.add_argument("--parent-pid", type=int, default=None, help="exit unless this is our parent")
     args = ap.parse_args(argv)
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if args.parent_pid is not None and os.getppid() != args.parent_pid:
+    parent = args.parent_pid if args.parent_pid is not None else os.getppid()
+    arm_parent_death(parent)
+    if os.getppid() != parent:
         return EXIT_FATAL  # the parent died before we could arm the death signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
