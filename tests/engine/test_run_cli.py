@@ -70,6 +70,7 @@ def test_run_writes_ndjson_and_json_matching_interface_counters(nat_lab, write_p
     assert "Traceback" not in cp.stderr
     res = json.loads(out_json.read_text())
     assert res["partial"] is False and res["seed"] == 5 and len(res["profile_hash"]) == 64
+    assert res["schema_version"] == 1 and "cluster" not in res  # no --cluster: no section
     for name in ("p0", "p1"):
         p = res["ports"][name]
         assert p["tx_frames"] == p["if_tx_frames"]

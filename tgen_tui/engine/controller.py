@@ -315,7 +315,9 @@ class Engine:
             thresholds=thresholds,
             dut_netns=self.dut_netns,
         )
-        result.cluster = self.cluster_report()
+        cluster = self.cluster_report()
+        if cluster is not None:  # the section exists only under --cluster
+            result.cluster = cluster
         return result
 
     def cluster_report(self) -> dict | None:
