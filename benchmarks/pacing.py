@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tx_vs_trafgen import RESULTS, Pair, Worker, run_worker, udp64_program  # noqa: E402
+from tx_vs_trafgen import RESULTS, Pair, Worker, paced_rate, run_worker, udp64_program  # noqa: E402
 
 from tgen_tui.packets.program import program_to_dict  # noqa: E402
 
@@ -62,6 +62,7 @@ def one(pair: Pair, cpu: int, rate: float, seconds: float) -> dict:
         th.join()
         w.send(cmd="stop", drain_ms=0)
         st = w.expect("stopped")
+        paced = paced_rate(shm)
     finally:
         w.close()
         if os.path.exists(shm):
@@ -72,8 +73,8 @@ def one(pair: Pair, cpu: int, rate: float, seconds: float) -> dict:
         "requested_pps": rate,
         "count": count,
         "tx_frames": s["tx_frames"],
-        "achieved_pps": s["achieved_pps"],
-        "error_pct": 100.0 * (s["achieved_pps"] - rate) / rate,
+        "achieved_pps": paced,
+        "error_pct": 100.0 * (paced - rate) / rate,
         "interface_window_pps": window.get("pps"),
         "interface_error_pct": 100.0 * (window["pps"] - rate) / rate if "pps" in window else None,
         "late_events": c["late_events"],

@@ -24,17 +24,18 @@ import trio
 from tgen_tui.engine.api import EngineAPI, EngineDescription, EngineEvent
 from tgen_tui.engine.assignment import default_cores
 from tgen_tui.engine.snapshot import StatsSnapshot
-from tgen_tui.lab.naming import D0_MAC, D1_MAC, P0_MAC, P1_MAC
 from tgen_tui.packets.compile import CompiledProfile, compile_profile
 from tgen_tui.profiles.loader import load_profile_text
 from tgen_tui.ui.fake import FakeEngine
+
+from .engine_helpers import profile_yaml, stream_yaml
 
 # the rate change: a bit rate with an explicit layer on a stream, a share of line rate on
 # a port (the old fake parsed neither as the engine does)
 STREAM_RATE = ("up", "2Mbit L1")  # 2e6 / (8 × (64 + 20)) = 2,976.19 fps
 PORT_RATE = ("p1", "0.025%")  # 0.025 % of 10 Gbit/s at 84 B per frame on the wire = 3,720.24 fps
 EXPECTED_PPS = (2e6 / (8 * 84), 10e9 * 0.00025 / (8 * 84))
-STEPS = ("started", "rated", "stopped", "cleared", "restarted", "later", "final")
+STEPS = ("started", "rated", "stopped", "cleared", "restarted", "later", "resumed", "final")
 STATES = {
     "started": "running",
     "rated": "running",
@@ -42,41 +43,20 @@ STATES = {
     "cleared": "stopped",
     "restarted": "running",
     "later": "running",
+    "resumed": "running",
     "final": "stopped",
 }
 COUNTERS = ("tx_frames", "rx_frames", "tx_bytes", "rx_bytes")
+PAUSED_RATE = 1000.0  # fps, set on a paused stream
 
 
 def _profile(prefix: str) -> CompiledProfile:
     """Up through the lab's NAT44 DUT, and the replies (after 300 ms: the mappings exist)."""
-    udp_range = "{min: 10000, max: 10063, mode: inc}"
-    text = f"""
-name: contract
-seed: 7
-ports:
-  p0: {{interface: p0, netns: {prefix}-tester}}
-  p1: {{interface: p1, netns: {prefix}-tester}}
-dut: {{netns: {prefix}-dut}}
-streams:
-  - name: up
-    port: p0
-    rx_port: p1
-    eth: {{src: "{P0_MAC}", dst: "{D0_MAC}"}}
-    ipv4: {{src: 198.18.0.2, dst: 198.19.0.2}}
-    udp: {{src_port: {udp_range}, dst_port: 7}}
-    size: 64
-    rate: {{pps: 2000}}
-  - name: down
-    port: p1
-    rx_port: p0
-    eth: {{src: "{P1_MAC}", dst: "{D1_MAC}"}}
-    ipv4: {{src: 198.19.0.2, dst: 198.19.0.1}}
-    udp: {{src_port: 7, dst_port: {udp_range}}}
-    size: 64
-    rate: {{pps: 2000}}
-    schedule: {{start: 300ms}}
-"""
-    return compile_profile(load_profile_text(text))
+    up = stream_yaml("up", "p0", rx_port="p1")
+    down = stream_yaml(
+        "down", "p1", rx_port="p0", src_ports="7", extra="    schedule: {start: 300ms}\n"
+    ).replace("dst_port: 7", "dst_port: {min: 10000, max: 10063, mode: inc}")
+    return compile_profile(load_profile_text(profile_yaml(prefix, up + down)))
 
 
 @dataclass
@@ -90,7 +70,8 @@ class Run:
 
 
 async def scenario(eng: EngineAPI, wait: Callable[[float], Awaitable[None]]) -> Run:
-    """Start, rate change, stop, clear, restart, stop; a snapshot after each step."""
+    """Start, rate change, stop, clear, restart, a rate set while paused, stop; a snapshot
+    after each step."""
     snaps: dict[str, StatsSnapshot] = {}
 
     async def step(name: str, seconds: float) -> None:
@@ -113,6 +94,10 @@ async def scenario(eng: EngineAPI, wait: Callable[[float], Awaitable[None]]) -> 
     await eng.start()
     await step("restarted", 0.6)
     await step("later", 0.5)
+    await eng.pause("up")
+    await eng.set_rate("up", PAUSED_RATE)  # the pacer must keep it for the resume
+    await eng.resume("up")
+    await step("resumed", 0.6)
     await eng.stop()
     await step("final", 0.3)
     _, events = eng.events_since(cursor)
@@ -158,6 +143,9 @@ def check_run(run: Run) -> None:
     for x in (*before.ports, *before.streams):
         y = next(z for z in (*after.ports, *after.streams) if z.name == x.name)
         assert 0 < x.tx_frames < y.tx_frames and 0 < x.rx_frames < y.rx_frames, x.name
+    up = run.snaps["resumed"].stream("up")
+    assert up.requested_pps == PAUSED_RATE
+    assert up.tx_pps == pytest.approx(PAUSED_RATE, rel=0.2)  # not the rate before the pause
     for s in run.snaps["final"].streams:
         assert s.tx_frames > 0 and s.lost == 0 and s.rx_frames == s.tx_frames, s
 

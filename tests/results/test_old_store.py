@@ -88,6 +88,11 @@ def test_old_runs_list_show_compare_check(old_db: Path):
     assert cp.returncode == 0, cp.stderr
     fps = {x["metric"]: x for x in json.loads(cp.stdout)["metrics"]}["throughput_fps"]
     assert (fps["a_median"], fps["a_n"], fps["a_spread"]) == (5000.0, 3, 0.0)
+    for a, b in (("5", "6"), ("9", "9")):  # runs whose trials carry repeats: no version row
+        cp = tgen(old_db, "compare", a, b, "--json")
+        assert cp.returncode == 0, cp.stderr
+        metrics = {x["metric"] for x in json.loads(cp.stdout)["metrics"]}
+        assert metrics and "schema_version" not in metrics, metrics
     cp = tgen(old_db, "check", "--build", "b2", "--against", "b1")
     assert cp.returncode == 0, cp.stdout + cp.stderr
     assert "no regression" in cp.stdout

@@ -211,10 +211,7 @@ class Engine:
             await self.control.quit_workers()
             self.sampler.close()
             await self.transport.release()
-            old = self.control.ports
-            self.control = PortControl(
-                setup, self._log, self.options.drain_ms, self.options.stop_timeout, old
-            )
+            self.control.configure(setup)
             self.setup = setup
             self.sampler.configure(setup, self.control)
             await self._spawn()

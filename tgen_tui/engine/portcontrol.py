@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,23 +68,24 @@ class PortRuntime:
 class PortControl:
     """Commands on ports and streams, over the workers of one :class:`Setup`."""
 
-    def __init__(
-        self,
-        setup: Setup,
-        log: EventLog,
-        drain_ms: int,
-        stop_timeout: float,
-        old: Mapping[str, PortRuntime] | None = None,
-    ) -> None:
-        self.setup = setup
+    def __init__(self, setup: Setup, log: EventLog, drain_ms: int, stop_timeout: float) -> None:
         self.log = log
         self.drain_ms = drain_ms
         self.stop_timeout = stop_timeout
-        self.spawned: dict[int, SpawnedWorker] = {}
         self.ports: dict[str, PortRuntime] = {}
+        self.configure(setup)
+
+    def configure(self, setup: Setup) -> None:
+        """Take a (new) set-up: no worker yet, every port idle. In place, so that a command
+        queued on a port's lock during a reload runs on the new workers; each port keeps
+        its lock and link state."""
+        old = self.ports
+        self.setup = setup
+        self.spawned: dict[int, SpawnedWorker] = {}
+        self.ports = {}
         for ps in setup.ports.values():
             pr = PortRuntime(ps)
-            if old and ps.name in old:  # a reload keeps each port's lock and link state
+            if ps.name in old:
                 pr.lock = old[ps.name].lock
                 pr.link = old[ps.name].link
             self.ports[ps.name] = pr
@@ -269,7 +270,8 @@ class PortControl:
             prog = self.setup.programs[i]
             pr = self.ports[prog.port]
             self.rates[i] = r
-            if i not in self.paused and pr.state != PortState.FAILED:
+            # a paused stream gets the rate too: its pacer keeps it for the resume
+            if pr.state != PortState.FAILED:
                 try:
                     await self.workers[pr.spec.worker].request(
                         P.SetRate(stream=prog.index, pps=r), ACK_TIMEOUT

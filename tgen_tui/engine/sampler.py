@@ -66,7 +66,7 @@ class Sampler:
     async def _read_links(self) -> None:
         self._last_link = time.monotonic()
         for pr in self.control.ports.values():
-            pr.link = await self.transport.link_state(self.setup.ports[pr.name])
+            pr.link = await self.transport.link_state(pr.spec)
 
     def _read_dut_settings(self) -> tuple[tuple[str, str], ...]:
         if self.dut is None or not self.dut.netns:

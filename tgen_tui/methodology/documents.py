@@ -11,9 +11,12 @@ import dataclasses
 import os
 import time
 
+from pydantic import ValidationError
+
 from tgen_tui.methodology.run import RunState
 from tgen_tui.methodology.search import RepeatedSearch, TrialResult
 from tgen_tui.methodology.stats import summary
+from tgen_tui.results import models
 from tgen_tui.results.models import Doc
 
 # ---------------------------------------------------------------------------- the whole
@@ -30,7 +33,11 @@ def build_report(state: RunState, *, partial: bool, signal_name: str | None = No
     doc["metrics"] = {k: v for k, v in proc.metrics(own).items() if v is not None}
     if proc.common:
         doc["trials_flat_count"] = len(proc.trials(state))
-    return proc.model.model_validate(doc)
+    try:
+        return models.model_for(state.test).model_validate(doc)
+    except ValidationError as e:  # a finished run is never lost to its model: say so, keep it
+        doc.setdefault("warnings", []).append(f"the report does not fit its model: {e}")
+        return models.LooseRecord.model_validate(doc)
 
 
 def build_document(state: RunState, *, partial: bool, signal_name: str | None = None) -> dict:

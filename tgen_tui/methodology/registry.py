@@ -1,6 +1,6 @@
 """The procedures of the methodology verbs, keyed by test name.
 
-Each :class:`Procedure` says how its test runs, what its report holds (document, model,
+Each :class:`Procedure` says how its test runs, what its report holds (document (its model comes from results.models.model_for),
 metrics, the trials the store keeps), and how it is shown (tables, text lines, plots).
 Every other module asks :func:`procedure` instead of testing the test's name.
 """
@@ -15,7 +15,6 @@ from tgen_tui.methodology import documents as D
 from tgen_tui.methodology import output as O
 from tgen_tui.methodology import rfc9693, run
 from tgen_tui.methodology.scaleup import run_scaleup, scaleup_metrics, scaleup_report
-from tgen_tui.results import models
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,6 @@ class Procedure:
     report: Callable[[run.RunState, bool], dict]  # (state, partial) -> its part of the report
     metrics: Callable[[dict], dict]  # its part -> the headline figures (results store)
     trials: Callable[[run.RunState], list[dict]]  # every trial, flat (results store)
-    model: type[models.Doc]  # the report's model
     tables: Callable[[dict], list[tuple]]
     plots: Callable[[dict, O.PathFn], list[str]] = O.no_plots
     lines: Callable[[dict], list[str]] = O.no_lines  # text lines after the tables
@@ -57,7 +55,6 @@ PROCEDURES: dict[str, Procedure] = {
             D.throughput_report,
             D.throughput_metrics,
             D.throughput_trials,
-            models.ThroughputReport,
             O.throughput_tables,
             O.throughput_plots,
             O.search_lines,
@@ -71,7 +68,6 @@ PROCEDURES: dict[str, Procedure] = {
             D.loss_report,
             _no_metrics,
             D.loss_trials,
-            models.LossReport,
             O.loss_tables,
             O.loss_plots,
         ),
@@ -82,7 +78,6 @@ PROCEDURES: dict[str, Procedure] = {
             partial(D.latency_report, figures=("tl_ns", "wcl_ns")),
             D.latency_metrics,
             D.latency_trials,
-            models.LatencyReport,
             O.latency_tables,
             O.histograms((("TL", "tl_ns"), ("WCL", "wcl_ns"))),
             O.latency_source_lines,
@@ -94,7 +89,6 @@ PROCEDURES: dict[str, Procedure] = {
             partial(D.latency_report, figures=("pdv_ns",)),
             D.latency_metrics,
             D.latency_trials,
-            models.LatencyReport,
             O.pdv_tables,
             O.histograms((("PDV", "pdv_ns"),)),
             O.latency_source_lines,
@@ -106,7 +100,6 @@ PROCEDURES: dict[str, Procedure] = {
             D.cps_report,
             D.median_of_summary("cps"),
             D.cps_trials,
-            models.CpsReport,
             O.cps_tables,
             lines=O.cps_lines,
             label="max. connection establishment rate",
@@ -120,7 +113,6 @@ PROCEDURES: dict[str, Procedure] = {
             D.capacity_report,
             D.capacity_metrics,
             D.capacity_trials,
-            models.CapacityReport,
             O.capacity_tables,
             O.capacity_plots,
             O.capacity_lines,
@@ -133,7 +125,6 @@ PROCEDURES: dict[str, Procedure] = {
             D.teardown_report,
             D.median_of_summary("teardown_per_s"),
             D.teardown_trials,
-            models.TeardownReport,
             O.teardown_tables,
             **_STATEFUL,
         ),
@@ -144,7 +135,6 @@ PROCEDURES: dict[str, Procedure] = {
             scaleup_report,
             scaleup_metrics,
             _none,
-            models.ScaleupReport,
             O.scaleup_tables,
             O.scaleup_plots,
             common=False,

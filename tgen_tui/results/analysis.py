@@ -51,6 +51,7 @@ def run_samples(conn: sqlite3.Connection, run_id: int) -> dict[str, list[float]]
         if isinstance(t, dict) and "repeat" in t:
             src = t.get("metrics") if isinstance(t.get("metrics"), dict) else t
             names |= {k for k, v in src.items() if M._num(v) is not None}
+    names.discard("schema_version")  # the document's version, not a measurement
     for name in names:
         rep = M.trial_samples(trials, name)
         if rep:

@@ -506,8 +506,7 @@ class FakeEngine:
         for i in changed(self._rates, new):
             old, self._rates[i] = self._rates[i], new[i]
             prog = self.setup.programs[i]
-            if i not in self._paused:
-                self._sim.set_rate(i, new[i], now)
+            self._sim.set_rate(i, new[i], now)  # a paused stream keeps it for the resume
             ev = RateChanged(
                 self._now(), prog.name, prog.port, old, new[i], request, wall=self.wall()
             )
