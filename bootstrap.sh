@@ -25,6 +25,10 @@ if [ "$need_apt" = 1 ]; then
         iproute2 nftables conntrack tshark tcpdump netsniff-ng tmux procps python3-venv python3-pip \
         openssh-client openssh-server \
         chromium fonts-dejavu-core
+    # the ssh test starts its own sshd inside a lab namespace: no host sshd on port 22
+    if command -v systemctl >/dev/null 2>&1; then
+        systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
+    fi
 fi
 
 PY="${PYTHON:-python3}"

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tgen_tui.ui.keymap import VIEW_KEYS  # noqa: E402
+from tgen_tui.ui.actions import VIEW_KEYS  # noqa: E402
 
 VIEWS = VIEW_KEYS  # main, streams, dut, workers, log, help
 SIZES = [(80, 24), (160, 48)]

@@ -172,6 +172,14 @@ def _ndjson_lines(p: subprocess.Popen) -> queue.Queue:
     return lines
 
 
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie (a dead worker whose reaper has not run yet)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def test_sigkill_of_tgen_run_leaves_no_worker_and_no_counter_file(nat_lab, write_profile):
     # The run says when its ports run and which pids its workers have (NDJSON). Counting
     # the processes below tgen instead was wrong both ways: each worker runs `ldconfig -p`
@@ -205,9 +213,9 @@ def test_sigkill_of_tgen_run_leaves_no_worker_and_no_counter_file(nat_lab, write
         p.kill()
         p.wait(5)
         deadline = time.monotonic() + 5
-        while any(psutil.pid_exists(w) for w in workers) and time.monotonic() < deadline:
+        while any(_running(w) for w in workers) and time.monotonic() < deadline:
             time.sleep(0.05)
-        alive = [w for w in workers if psutil.pid_exists(w)]
+        alive = [w for w in workers if _running(w)]
         assert not alive, f"workers left behind: {alive}"
         assert not glob.glob(f"/dev/shm/tgen-{p.pid}-*")
     finally:

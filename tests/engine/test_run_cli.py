@@ -225,7 +225,8 @@ def test_missing_lab_is_an_environment_error(write_profile):
 
 def test_dut_probe_through_a_command_prefix(nat_lab, write_profile):
     """--dut-ssh takes any command prefix that runs a shell snippet on the DUT; here
-    `ip netns exec NS sh -c` stands in for `ssh root@dut` (no sshd in CI)."""
+    `ip netns exec NS sh -c` stands in for `ssh root@dut` (tests/dut/test_dut_ssh.py runs a
+    real sshd)."""
     streams = stream_yaml("up", "p0", rx_port="p1", pps=2000)
     prof = write_profile(profile_yaml(nat_lab, streams, dut=False))
     cp = _run(

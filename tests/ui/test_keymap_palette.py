@@ -124,7 +124,7 @@ def test_after_a_remap_palette_and_help_show_the_effective_key() -> None:
     asyncio.run(go())
 
 
-def test_one_table_builds_bindings_help_palette_and_keymap_ids() -> None:
+def test_one_table_builds_bindings_help_palette_and_keymap_ids(tmp_path) -> None:
     """Every action id is a binding, a Help row (the digits as one) and a valid keymap id."""
     from textual.binding import Binding
 
@@ -138,7 +138,15 @@ def test_one_table_builds_bindings_help_palette_and_keymap_ids() -> None:
     )
 
     bound = {b.id for scope in (APP, "streams") for b in bindings(scope) if isinstance(b, Binding)}
-    assert bound == ACTION_IDS == {a.id for a in ACTIONS}
+    assert bound == {a.id for a in ACTIONS}  # every action is bound in its screen's scope
+    assert len(ACTIONS) == len(ACTION_IDS)  # ids are unique
+    # every id of the table is a valid keymap id; an id the table lacks is not
+    keymap = tmp_path / "keymap.toml"
+    keymap.write_text("".join(f'"{a.id}" = "f{n % 12 + 1}"\n' for n, a in enumerate(ACTIONS)))
+    assert set(load_keymap(keymap)) == {a.id for a in ACTIONS}
+    keymap.write_text('"port.launch" = "x"\n')
+    with pytest.raises(BadInput, match="unknown binding id 'port.launch'"):
+        load_keymap(keymap)
     helped = {i for _, _, i in help_rows({})}
     assert helped == (ACTION_IDS - {f"port.select{i}" for i in range(10)}) | {"port.select0 … 9"}
     cmds = {c.text: c for c in palette_commands(["p0", "p1"], {"counters.clear": "x"})}

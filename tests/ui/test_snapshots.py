@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input
 
-from tgen_tui.ui.keymap import VIEW_KEYS
+from tgen_tui.ui.actions import VIEW_KEYS
 
 from .conftest import FrozenClock, make_app
 

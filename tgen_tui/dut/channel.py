@@ -114,10 +114,6 @@ class DutChannel:
         return None
 
     @property
-    def kind(self) -> str:
-        return "netns" if self.netns else "ssh"
-
-    @property
     def source(self) -> str:
         return f"netns:{self.netns}" if self.netns else f"ssh:{self.ssh}"
 

@@ -113,14 +113,6 @@ class Engine:
         """Worker id -> its supervisor-side state (pid, liveness, final reports)."""
         return {wid: w.state for wid, w in self.control.spawned.items()}
 
-    @property
-    def latest(self) -> StatsSnapshot | None:
-        return self.sampler.latest
-
-    @property
-    def t0(self) -> float | None:
-        return self.control.t0
-
     # ------------------------------------------------------------------ set-up
     async def _spawn(self) -> None:
         """Spawn the set-up's workers (through the transport) and take the baselines."""

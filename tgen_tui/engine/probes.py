@@ -15,19 +15,10 @@ from dataclasses import dataclass
 
 import psutil
 
-from tgen_tui.dut.channel import pread_all  # /proc files read through a kept fd
+from tgen_tui.dut.channel import open_in_netns, pread_all  # /proc files read through a kept fd
 from tgen_tui.dut.probe import DutProbe, DutReading  # the DUT probe lives in tgen_tui.dut
 
 __all__ = ["CpuProbe", "DutProbe", "DutReading", "IfCounters", "InterfaceProbe"]
-
-
-def _open_in_netns(netns: str | None, path: str) -> int:
-    """Open ``path`` with the calling thread inside ``netns`` (a /proc/net or /proc/sys file binds to it)."""
-    if netns is None:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    from tgen_tui.worker.netns import in_thread_netns as in_netns
-
-    return in_netns(netns, lambda: os.open(path, os.O_RDONLY | os.O_CLOEXEC))
 
 
 @dataclass(frozen=True)
@@ -51,7 +42,7 @@ class InterfaceProbe:
         with self._lock:
             fd = self._fds.get(netns)
             if fd is None:
-                fd = self._fds[netns] = _open_in_netns(netns, "/proc/thread-self/net/dev")
+                fd = self._fds[netns] = open_in_netns(netns, "/proc/thread-self/net/dev")
         text = pread_all(fd)
         out = {}
         for line in text.splitlines()[2:]:

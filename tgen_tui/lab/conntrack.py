@@ -10,8 +10,6 @@ from __future__ import annotations
 from tgen_tui.dut import conntrack as dut_ct
 from tgen_tui.dut.channel import DutChannel, forget_netns
 
-COUNT_PATH = dut_ct.COUNT_PATH
-
 
 def conntrack_count(dut_netns: str) -> int:
     """Current number of conntrack entries in ``dut_netns`` (about 3 us per call)."""

@@ -115,10 +115,6 @@ def bindings(scope: str = APP) -> list[BindingType]:
     return [a.binding() for a in ACTIONS if a.scope == scope]
 
 
-def action(id_: str) -> ConsoleAction:
-    return next(a for a in ACTIONS if a.id == id_)
-
-
 # (key, screen) of the screens one key opens, in the table's order (screenshots, tests)
 VIEW_KEYS: list[tuple[str, str]] = [
     (a.key, a.action[len("view('") : -2]) for a in ACTIONS if a.action.startswith("view(")
@@ -198,7 +194,6 @@ __all__ = [
     "VIEW_KEYS",
     "ConsoleAction",
     "PaletteCommand",
-    "action",
     "bindings",
     "digit_actions",
     "effective_keys",

@@ -18,6 +18,7 @@ await nothing, so they run on asyncio (``AsyncioEngineHost``) as well as on trio
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import time
@@ -349,7 +350,6 @@ class FakeEngine:
 
     def _configure(self, setup: Setup) -> None:
         """A new set-up: simulated workers spawned, ports idle, counters primed."""
-        self.compiled = setup.compiled
         self.setup = setup
         self._dut_source = DutProbe(setup.dut_netns, setup.dut_ssh).source
         self._states = {n: PortState.IDLE for n in setup.ports}
@@ -574,7 +574,7 @@ class FakeEngine:
             for n in setup.ports:
                 setup.check_line_rate(n, new, n)
             self._apply_rates(new, "reload")
-            self.compiled = compiled
+            self.setup = dataclasses.replace(setup, compiled=compiled)
             self._notice(f"profile {compiled.name} reloaded: rates applied live")
             return
         setup = self._setup_of(compiled)  # a bad profile is refused before anything stops

@@ -188,7 +188,7 @@ async def fake_engine_cm(engine: EngineAPI) -> AsyncIterator[EngineAPI]:
     try:
         yield engine
     finally:
-        await engine.stop()
+        await engine.stop()  # its counter blocks stay readable: the app reads a last snapshot
 
 
 __all__ = ["AsyncioEngineHost", "EngineFactory", "GuestEngineHost", "fake_engine_cm"]

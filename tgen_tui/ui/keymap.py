@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.ui.actions import ACTION_IDS, VIEW_KEYS
+from tgen_tui.ui.actions import ACTION_IDS
 
 DEFAULT_KEYMAP = (
     Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "tgen" / "keymap.toml"
@@ -46,4 +46,4 @@ def load_keymap(path: str | Path | None) -> dict[str, str]:
     return out
 
 
-__all__ = ["DEFAULT_KEYMAP", "VIEW_KEYS", "load_keymap"]  # VIEW_KEYS for screenshots/make.py
+__all__ = ["DEFAULT_KEYMAP", "load_keymap"]

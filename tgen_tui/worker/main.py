@@ -80,7 +80,6 @@ class TxStream:
         self.done = t == 0
         self.next_due_s = self.dt.due_one(0)
         self.late = 0
-        self.first_due_s = self.next_due_s
         self.row[C.T_REQ_MPPS] = 0 if self.paused else round(self.schedule.pps * 1000)
         self.row[C.T_FIRST_TX_NS] = 0
         self.row[C.T_LAST_TX_NS] = 0

@@ -4,8 +4,9 @@ Start::
 
     python -m tgen_tui.worker --core N --parent-pid P
 
-The worker sets ``PR_SET_PDEATHSIG`` = SIGKILL (it dies with the thread that spawned
-it), exits with status 3 if its parent is no longer P, pins itself to core N, ignores
+The worker dies with its parent process: ``PR_SET_PDEATHSIG`` = SIGUSR2, whose handler
+kills it once ``getppid()`` no longer names P (the signal also comes when only the thread
+that spawned it ends). It exits with status 3 if its parent is no longer P, pins itself to core N, ignores
 SIGINT (the engine stops it with commands), and prints ``hello``. stdin EOF is a
 ``quit``. Every command may carry an ``"id"``; the events it causes echo it.
 
