@@ -74,7 +74,7 @@ def test_a_missing_namespace_is_unreachable():
     with pytest.raises(DutUnreachable, match="does not exist"):
         ch.read_cached("/proc/sys/net/netfilter/nf_conntrack_count")
     assert "does not exist" in DutProbe(netns="tgen-no-such-ns-9").read().error
-    assert "does not exist" in settings.dut_settings("tgen-no-such-ns-9")["error"]
+    assert "does not exist" in settings.dut_settings(DutChannel(netns="tgen-no-such-ns-9"))["error"]
 
 
 def test_description_file_round_trip(tmp_path, monkeypatch):
@@ -87,8 +87,13 @@ def test_description_file_round_trip(tmp_path, monkeypatch):
         tbf={"spec": "10mbit"},
         lab={"drop_percent": 1},
     )
+    ident = [(7, 100)]  # the namespace's (st_dev, st_ino)
+    monkeypatch.setattr(settings, "netns_identity", lambda netns: ident[0])
     settings.write_description("x-dut", desc)
     assert settings.read_description("x-dut") == desc
+    ident[0] = (7, 101)  # deleted without `lab down`, and a namespace of that name made again
+    assert settings.read_description("x-dut") is None
+    ident[0] = (7, 100)
     settings.remove_description("x-dut")
     settings.remove_description("x-dut")  # twice is fine
     assert settings.read_description("x-dut") is None

@@ -131,7 +131,7 @@ def test_result_settings_match_the_lab_status(dut_ns):
     from tgen_tui.engine.result import dut_settings
     from tgen_tui.lab import topology
 
-    got = dut_settings(dut_ns)
+    got = dut_settings(DutChannel(netns=dut_ns))
     assert list(got) == list(settings.RESULT_KEYS)
     assert got["topology"] == "nat" and got["udp_timeout"] > 0
     assert got["nft"]["loaded"] and got["nft"]["drop_percent"] == 0.01

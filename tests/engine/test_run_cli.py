@@ -250,6 +250,9 @@ def test_dut_probe_through_a_command_prefix(nat_lab, write_profile):
     assert dut["conntrack_start"] == 0  # flushed through the same prefix
     assert dut["conntrack_peak"] == 64  # the 64 source ports of the stream
     assert dut["mem_available_bytes"] > 0
+    # the settings are read over the prefix too (the lab sets the UDP timeout to 120 s)
+    assert dut["settings"]["udp_timeout"] == 120 and dut["settings"]["conntrack_max"] > 0
+    assert dut["settings"]["topology"] is None  # a remote DUT has no builder's description
 
 
 def test_missing_interface_is_one_line_exit_3(nat_lab, write_profile):

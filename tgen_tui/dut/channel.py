@@ -231,7 +231,8 @@ _lock = threading.Lock()
 _fds: dict[tuple[str, str], tuple[int, int, int]] = {}  # (netns, path) -> (fd, st_dev, st_ino)
 
 
-def _ns_identity(netns: str) -> tuple[int, int]:
+def netns_identity(netns: str) -> tuple[int, int]:
+    """(st_dev, st_ino) of the namespace now named ``netns``: a recreated one differs."""
     try:
         st = os.stat(netns_path(netns))
     except FileNotFoundError:
@@ -259,7 +260,7 @@ def _close(key: tuple[str, str]) -> None:
 def _cached_read(netns: str, path: str) -> str:
     key = (netns, path)
     with _lock:
-        ident = _ns_identity(netns)
+        ident = netns_identity(netns)
         entry = _fds.get(key)
         if entry is not None:
             if (entry[1], entry[2]) == ident:

@@ -70,37 +70,29 @@ class DutControl:
         ch = self.channel
         if ch is None:
             return None
-        if ch.netns:
-            return conntrack.count(ch)
-        return int_or_none(ch.check(f"cat {conntrack.COUNT_PATH}", timeout=60).strip())
+        return conntrack.count(ch)
 
     # ------------------------------------------------------------------ settings
     def settings(self) -> dict:
         """Kernel, conntrack max/buckets/timeouts, CPU count (and the lab's impairments)."""
         out: dict = {"source": self.describe()}
         ch = self.channel
-        if ch is not None and ch.netns:
-            out["kernel"] = os.uname().release
-            out["cpus"] = os.cpu_count()
+        if ch is not None:
             try:
+                if ch.netns:  # the lab's DUT is this host's kernel
+                    out["kernel"], out["cpus"] = os.uname().release, os.cpu_count()
+                else:
+                    kernel, cpus = ch.check("uname -r; nproc", timeout=60).split()[:2]
+                    out["kernel"], out["cpus"] = kernel, int_or_none(cpus)
                 got = conntrack.read_sysctls(ch, list(SYSCTLS.values()))
-            except Exception as e:  # noqa: BLE001 - settings are informative, never fatal
+            except (EnvironmentProblem, OSError, ValueError) as e:  # informative, never fatal
                 out["error"] = str(e)
                 got = {}
             for k, key in SYSCTLS.items():
                 out[k] = int_or_none(got.get(key))
-            desc = read_description(ch.netns)
+            desc = read_description(ch.netns) if ch.netns and "error" not in out else None
             if desc is not None and desc.lab is not None:
                 out["lab"] = dict(desc.lab)
-        elif ch is not None:
-            keys = " ".join(SYSCTLS.values())
-            try:
-                vals = ch.check(f"uname -r; nproc; sysctl -n {keys}", timeout=60).split()
-                out["kernel"], out["cpus"] = vals[0], int_or_none(vals[1])
-                for k, v in zip(SYSCTLS, vals[2:], strict=False):
-                    out[k] = int_or_none(v)
-            except (EnvironmentProblem, IndexError) as e:
-                out["error"] = str(e)
         if self.reset_cmd:
             out["reset_command"] = self.reset_cmd
         return out

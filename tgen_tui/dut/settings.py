@@ -16,7 +16,7 @@ import os
 from dataclasses import asdict, dataclass, field
 
 from tgen_tui.dut import conntrack
-from tgen_tui.dut.channel import DutChannel
+from tgen_tui.dut.channel import DutChannel, DutUnreachable, netns_identity
 from tgen_tui.dut.nft import drop_counters
 
 DESCRIPTION_DIR = "/run/tgen-dut"
@@ -77,20 +77,27 @@ def description_path(netns: str) -> str:
 
 
 def write_description(netns: str, desc: DutDescription) -> None:
-    """Record ``desc`` for the DUT in namespace ``netns`` (atomically)."""
+    """Record ``desc`` for the DUT in namespace ``netns`` (atomically), with the identity
+    of that namespace: a namespace of the same name made later does not inherit it."""
     os.makedirs(DESCRIPTION_DIR, exist_ok=True)
     path = description_path(netns)
     with open(path + ".tmp", "w") as f:
-        json.dump(desc.to_dict(), f, indent=2)  # key order is the order shown
+        doc = {**desc.to_dict(), "netns_id": list(netns_identity(netns))}
+        json.dump(doc, f, indent=2)  # key order is the order shown
         f.write("\n")
     os.replace(path + ".tmp", path)
 
 
 def read_description(netns: str) -> DutDescription | None:
+    """The description of the DUT in ``netns``; None without one, or when it was written
+    for another namespace of that name (deleted without ``tgen lab down``)."""
     try:
         with open(description_path(netns)) as f:
-            return DutDescription.from_dict(json.load(f))
-    except (OSError, ValueError, TypeError, AttributeError):
+            doc = json.load(f)
+        if doc.get("netns_id") != list(netns_identity(netns)):
+            return None
+        return DutDescription.from_dict(doc)
+    except (OSError, ValueError, TypeError, AttributeError, DutUnreachable):
         return None
 
 
@@ -168,14 +175,15 @@ def _tbf_view(ch: DutChannel, desc: DutDescription | None) -> dict | None:
     }
 
 
-def dut_settings(netns: str | None) -> dict | None:
-    """A run result's ``dut.settings`` for a DUT in namespace ``netns`` (None without one):
-    the :data:`RESULT_KEYS`, or ``{"error": ...}`` when the DUT cannot be read."""
-    if not netns:
+def dut_settings(ch: DutChannel | None) -> dict | None:
+    """A run result's ``dut.settings`` for the DUT behind ``ch`` (None without one): the
+    :data:`RESULT_KEYS`, or ``{"error": ...}`` when the DUT cannot be read. A namespace may
+    have a builder's description; a DUT over ssh is read live only."""
+    if ch is None:
         return None
     try:
-        desc = read_description(netns)
-        view = live_view(DutChannel(netns=netns), desc)
+        desc = read_description(ch.netns) if ch.netns else None
+        view = live_view(ch, desc)
     except Exception as e:  # noqa: BLE001 - a probe failure must not lose the result
         return {"error": str(e)}
     view["topology"] = desc.topology if desc else None

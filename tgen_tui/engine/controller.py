@@ -302,21 +302,12 @@ class Engine:
             events=self.events,
             plan=self.plan_text(),
             thresholds=thresholds,
-            dut_netns=self.dut_netns,
+            dut_channel=self.sampler.dut.channel if self.sampler.dut else None,
         )
-        cluster = self.cluster_report()
+        cluster = self.transport.report()
         if cluster is not None:  # the section exists only under --cluster
             result.cluster = cluster
         return result
-
-    def cluster_report(self) -> dict | None:
-        """The result's ``cluster`` section (None without --cluster)."""
-        return self.transport.report()
-
-    @property
-    def dut_netns(self) -> str | None:
-        """The DUT's namespace when it is probed through one (None: no DUT, or ssh)."""
-        return self.sampler.dut.netns if self.sampler.dut else None
 
     def dut_source(self) -> str:
         return self.sampler.dut_source

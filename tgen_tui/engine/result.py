@@ -18,7 +18,8 @@ import platform
 from dataclasses import asdict
 
 from tgen_tui import __version__
-from tgen_tui.dut.settings import dut_settings as _dut_settings
+from tgen_tui.dut.channel import DutChannel
+from tgen_tui.dut.settings import dut_settings
 from tgen_tui.engine import figures as F
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
@@ -36,12 +37,6 @@ def environment() -> dict:
         "tester": f"tgen-tui {__version__}",
         "hostname": platform.node(),
     }
-
-
-def dut_settings(dut_netns: str | None) -> dict | None:
-    """The DUT's conntrack settings (and the lab's description of it), when the DUT is a
-    namespace: see :func:`tgen_tui.dut.settings.dut_settings`."""
-    return _dut_settings(dut_netns)
 
 
 def stream_description(compiled: CompiledProfile) -> dict:
@@ -82,7 +77,7 @@ def build_result(
     plan: list[str],
     breaches: list[dict] | None = None,
     thresholds: list[str] | None = None,
-    dut_netns: str | None = None,
+    dut_channel: DutChannel | None = None,
 ) -> RunResult:
     """The final result (typed; ``to_doc()`` is the JSON document): the final snapshot's
     figures, copied (each is defined once, in :mod:`tgen_tui.engine.figures`), and what
@@ -110,7 +105,7 @@ def build_result(
             "conntrack_final": snap.dut.conntrack_count,
             "full_at_s": snap.dut.full_at_s,
             "mem_available_bytes": snap.dut.mem_available_bytes,
-            "settings": dut_settings(dut_netns),
+            "settings": dut_settings(dut_channel),
             "error": snap.dut.error,
         }
     doc = {

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import trio
 
+from tgen_tui.dut.settings import dut_settings
 from tgen_tui.engine import stats
 from tgen_tui.engine.events import fan_out
 from tgen_tui.engine.portcontrol import PortControl
@@ -69,11 +70,9 @@ class Sampler:
             pr.link = await self.transport.link_state(pr.spec)
 
     def _read_dut_settings(self) -> tuple[tuple[str, str], ...]:
-        if self.dut is None or not self.dut.netns:
+        if self.dut is None:
             return ()
-        from tgen_tui.engine.result import dut_settings
-
-        d = dut_settings(self.dut.netns) or {}
+        d = dut_settings(self.dut.channel) or {}
         return tuple((k, str(v)) for k, v in d.items() if v is not None and k != "nft")
 
     async def _baseline_dut(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from tgen_tui.dut.channel import DutChannel
 from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.snapshot import StatsSnapshot
 
@@ -103,7 +104,7 @@ class ConsoleRecord:
             profile_path=profile_path,
             events=list(log_lines),
             plan=plan,
-            dut_netns=compiled.dut_netns,
+            dut_channel=DutChannel.of(compiled.dut_netns, compiled.dut_ssh),
         )
         res.session = {
             "front_end": "tgen tui",
