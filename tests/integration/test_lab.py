@@ -18,6 +18,8 @@ from contextlib import redirect_stdout
 import pytest
 
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem
+from tgen_tui.dut.channel import DutChannel
+from tgen_tui.dut.conntrack import read_sysctls
 from tgen_tui.lab import cli, commands, nftables
 from tgen_tui.lab import topology as lab
 from tgen_tui.lab.naming import (
@@ -77,12 +79,12 @@ def test_up_builds_the_topology(lab_prefix):
     assert d_ifs["d1"]["addresses"] == [f"{D1_IP}/24"]
     assert all(i["state"] == "UP" for i in (*t_ifs.values(), *d_ifs.values()))
     # no IPv6 anywhere on the lab's ports (no ND/RS frames), tester does not forward
-    v6 = commands.sysctl_get(
-        t_ns, ["net.ipv6.conf.p0.disable_ipv6", "net.ipv6.conf.p1.disable_ipv6"]
+    v6 = read_sysctls(
+        DutChannel(netns=t_ns), ["net.ipv6.conf.p0.disable_ipv6", "net.ipv6.conf.p1.disable_ipv6"]
     )
     assert set(v6.values()) == {"1"}
-    v6 = commands.sysctl_get(
-        d_ns, ["net.ipv6.conf.d0.disable_ipv6", "net.ipv6.conf.d1.disable_ipv6"]
+    v6 = read_sysctls(
+        DutChannel(netns=d_ns), ["net.ipv6.conf.d0.disable_ipv6", "net.ipv6.conf.d1.disable_ipv6"]
     )
     assert set(v6.values()) == {"1"}
     # static neighbours stand in for ARP

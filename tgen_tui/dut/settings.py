@@ -21,10 +21,10 @@ from tgen_tui.dut.nft import drop_counters
 
 DESCRIPTION_DIR = "/run/tgen-dut"
 
-UDP_TIMEOUT_KEY = "net.netfilter.nf_conntrack_udp_timeout"
-UDP_STREAM_TIMEOUT_KEY = "net.netfilter.nf_conntrack_udp_timeout_stream"
-MAX_KEY = "net.netfilter.nf_conntrack_max"
-BUCKETS_KEY = "net.netfilter.nf_conntrack_buckets"
+UDP_TIMEOUT_KEY = conntrack.SYSCTLS["udp_timeout_s"]
+UDP_STREAM_TIMEOUT_KEY = conntrack.SYSCTLS["udp_stream_timeout_s"]
+MAX_KEY = conntrack.SYSCTLS["conntrack_max"]
+BUCKETS_KEY = conntrack.SYSCTLS["conntrack_buckets"]
 FORWARD_KEY = "net.ipv4.ip_forward"
 
 #: The keys of a run result's ``dut.settings`` (``tgen run --json``), in order.

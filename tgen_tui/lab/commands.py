@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Sequence
 
 from tgen_tui.diagnostics import EnvironmentProblem
-from tgen_tui.dut.channel import DutChannel
+from tgen_tui.dut.conntrack import sysctl_path
 from tgen_tui.worker.netns import NETNS_RUN_DIR, in_thread_netns
 
 NETNS_DIR = NETNS_RUN_DIR
@@ -97,16 +97,6 @@ def in_netns(netns: str, fn, *args):
     return in_thread_netns(netns, fn, *args)
 
 
-def read_proc_files(netns: str, paths: Sequence[str]) -> dict[str, str | None]:
-    """Read several ``/proc`` files as seen from ``netns`` (``None`` where unreadable):
-    :meth:`tgen_tui.dut.channel.DutChannel.read_files`, no process."""
-    return DutChannel(netns=netns).read_files(paths)
-
-
-def sysctl_key_path(key: str) -> str:
-    return "/proc/sys/" + key.replace(".", "/")
-
-
 def _write_files(values: dict[str, str]) -> None:
     for path, value in values.items():
         with open(path, "w") as f:
@@ -117,7 +107,7 @@ def sysctl_set(netns: str | None, values: dict[str, object]) -> None:
     """Write sysctls in ``netns`` (or the current namespace) without starting a process."""
     if not values:
         return
-    files = {sysctl_key_path(k): f"{v}\n" for k, v in values.items()}
+    files = {sysctl_path(k): f"{v}\n" for k, v in values.items()}
     try:
         if netns is None:
             _write_files(files)
@@ -128,13 +118,6 @@ def sysctl_set(netns: str | None, values: dict[str, object]) -> None:
         raise EnvironmentProblem(
             f"cannot set {e.filename or 'a sysctl'}{where}: {e.strerror}"
         ) from e
-
-
-def sysctl_get(netns: str, keys: Sequence[str]) -> dict[str, str | None]:
-    """Read sysctls of ``netns`` without starting a process."""
-    paths = {k: sysctl_key_path(k) for k in keys}
-    got = read_proc_files(netns, list(paths.values()))
-    return {k: got[p] for k, p in paths.items()}
 
 
 def write_sys_files(netns: str, values: dict[str, str]) -> None:

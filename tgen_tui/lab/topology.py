@@ -17,6 +17,7 @@ import os
 import time
 
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem, TgenError
+from tgen_tui.dut import conntrack as dut_ct
 from tgen_tui.dut import settings as dut_settings
 from tgen_tui.dut.channel import DutChannel
 from tgen_tui.lab import commands, nftables
@@ -61,12 +62,12 @@ conntrack_count = ct.conntrack_count
 
 #: Global (initial-namespace-only) knobs: name -> file. Recorded and restored by down.
 GLOBALS = {
-    "conntrack_max": "/proc/sys/net/netfilter/nf_conntrack_max",
-    "conntrack_buckets": "/sys/module/nf_conntrack/parameters/hashsize",
+    "conntrack_max": dut_ct.GLOBAL_MAX_PATH,
+    "conntrack_buckets": dut_ct.GLOBAL_BUCKETS_PATH,
 }
 
-UDP_TIMEOUT_KEY = "net.netfilter.nf_conntrack_udp_timeout"
-UDP_STREAM_TIMEOUT_KEY = "net.netfilter.nf_conntrack_udp_timeout_stream"
+UDP_TIMEOUT_KEY = dut_ct.SYSCTLS["udp_timeout_s"]
+UDP_STREAM_TIMEOUT_KEY = dut_ct.SYSCTLS["udp_stream_timeout_s"]
 
 
 # ---------------------------------------------------------------- state file
@@ -500,12 +501,11 @@ def describe_dut(cfg: LabConfig | None) -> dut_settings.DutDescription:
 def _dut_view(d_ns: str, cfg_d: dict | None, has_d: bool, d_ifs: dict) -> dict:
     cfg = LabConfig.from_dict(cfg_d) if cfg_d else None
     view: dict = {"netns": d_ns, "inside": D0, "outside": D1, "nat_address": D1_IP}
-    view["conntrack_max"] = _int_or_none(commands.read_global(GLOBALS["conntrack_max"]))
-    view["conntrack_buckets"] = _int_or_none(commands.read_global(GLOBALS["conntrack_buckets"]))
-    view["udp_timeout"] = view["udp_stream_timeout"] = view["count"] = None
-    view["nft"] = None
-    view["tbf"] = None
-    if not has_d:
+    if not has_d:  # no DUT namespace: the host's globals, nothing live
+        for k in ("conntrack_max", "conntrack_buckets"):
+            view[k] = dut_ct.int_or_none(commands.read_global(GLOBALS[k]))
+        view["udp_timeout"] = view["udp_stream_timeout"] = view["count"] = None
+        view["nft"] = view["tbf"] = None
         return view
     live = dut_settings.live_view(DutChannel(netns=d_ns), describe_dut(cfg))
     view.update(live)  # same keys, same order, plus ip_forward
@@ -514,10 +514,3 @@ def _dut_view(d_ns: str, cfg_d: dict | None, has_d: bool, d_ifs: dict) -> dict:
     except (TgenError, OSError):
         view["count"] = None
     return view
-
-
-def _int_or_none(v: str | None) -> int | None:
-    try:
-        return int(v) if v is not None else None
-    except ValueError:
-        return None
