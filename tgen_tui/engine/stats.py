@@ -164,6 +164,7 @@ class Accumulator:
         self.seq = 0
         self.dut = F.DutTrack()
         self.cpu_acc: dict[int, list[float]] = {}  # worker -> [n, core sum, proc sum]
+        self._undo: tuple[_Prev | None, dict[int, list[float]]] | None = None  # before the last
 
     @property
     def ct_start(self) -> int | None:
@@ -192,7 +193,7 @@ class Accumulator:
 
     def prime(self, ifc: dict) -> None:
         """Baseline the interface counters now, before any port starts."""
-        self.prev = None
+        self.prev = self._undo = None
         for pc in self.ctx.ports:
             c = self._ifc(ifc, pc)
             if c is not None:
@@ -230,7 +231,7 @@ class Accumulator:
         if everything:
             self.dut = F.DutTrack()
             self.cpu_acc.clear()
-        self.prev = None
+        self.prev = self._undo = None
 
     def tx_raw_base(self, pos: int) -> int:
         """The raw tx frame counter of stream position ``pos`` at its last baseline."""
@@ -274,6 +275,11 @@ class Accumulator:
     def sample(self, rd: Readings, live: LiveState, final: bool = False) -> StatsSnapshot:
         now = self.clock()
         now_ns = round(now * 1e9)
+        if self.prev is not None and now == self.prev.t and self._undo is not None:
+            # asked again at the same instant (the fake's simulated clock, after a command):
+            # this sample replaces the last one instead of adding an empty interval
+            self.prev, self.cpu_acc = self._undo
+        self._undo = (self.prev, {k: list(v) for k, v in self.cpu_acc.items()})
         t = 0.0 if live.t0 is None else max(0.0, now - live.t0)
         prev = self.prev
         dt = (now - prev.t) if prev else 0.0

@@ -371,7 +371,6 @@ class FakeEngine:
         self._acc.ct_start = reading.count if reading is not None else None
         self._snap: StatsSnapshot | None = None
         self._snap_at = 0.0
-        self._prev_at_snap: Any = None  # the accumulator's previous sample before _snap's
         self._dirty = True
         self.latest_snapshot()  # as the real engine's sampler: a first sample before any start
 
@@ -402,11 +401,8 @@ class FakeEngine:
         """A sample of the simulated counters at ``clock()``. Asked again at the same
         instant, the last snapshot (or, after a command, that sample taken again)."""
         now = self.clock()
-        if self._snap is not None and now == self._snap_at:
-            if not self._dirty:
-                return self._snap
-            self._acc.prev = self._prev_at_snap
-        self._prev_at_snap = self._acc.prev
+        if self._snap is not None and now == self._snap_at and not self._dirty:
+            return self._snap
         self._sim.advance(now)
         settings = (
             ("conntrack_max", str(self.conntrack_max)),
@@ -550,7 +546,6 @@ class FakeEngine:
         self._acc.clear(
             self._sim.interfaces(), None if everything else pnames, None if everything else pos
         )
-        self._prev_at_snap = None
         if everything:
             reading = self._dut()
             self._acc.ct_start = reading.count if reading else None
