@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,41 @@ START_LEAD_NS = 20_000_000  # every worker of a start begins 20 ms ahead, togeth
 
 # clear's hook into the sampler: (ports, stream positions; None: everything) -> baselines
 Rebase = Callable[[set[str] | None, set[int] | None], Awaitable[Callable[[int], int]]]
+
+
+def clear_targets(
+    setup: Setup, ports: list[str] | None, streams: list[str] | None
+) -> tuple[bool, set[str], set[int]]:
+    """What ``clear(ports, streams)`` zeroes: (everything?, port names, stream positions);
+    a port's streams go with it. Pure: the engine and the fake share it."""
+    everything = ports is None and streams is None
+    pnames = set(setup.select(ports)) if ports is not None else set()
+    pos = {setup.stream_pos(s) for s in streams or []}
+    for n in pnames:
+        pos.update(setup.ports[n].streams)
+    if everything:
+        pnames, pos = set(setup.ports), set(range(len(setup.programs)))
+    return everything, pnames, pos
+
+
+def seq_floors(
+    setup: Setup,
+    pos: set[int],
+    seq: Mapping[int, tuple[int, int]],
+    tx_raw_base: Callable[[int], int],
+) -> dict[int, int]:
+    """Each cleared stream's sequence floor: a sending stream's (frames sent at the clear,
+    plus what it sent between that and the sampler's new baseline), else 0. ``seq``: the
+    workers' {stream index: (frames sent, raw tx count)}. The receiver counts loss above it."""
+    out = {}
+    for i in pos:
+        g = setup.programs[i].index
+        if g in seq:
+            sent, raw_tx = seq[g]
+            out[i] = sent + max(0, tx_raw_base(i) - raw_tx)
+        else:
+            out[i] = 0
+    return out
 
 
 @dataclass
@@ -313,22 +348,10 @@ class PortControl:
         sending stream's receiver re-bases on its next frames, so no phantom loss appears.
         ``rebase`` takes the sampler's baselines and returns the raw tx count of a stream
         position at its new baseline."""
-        everything = ports is None and streams is None
-        pnames = set(self.setup.select(ports)) if ports is not None else set()
-        pos = {self.setup.stream_pos(s) for s in streams or []}
-        for n in pnames:
-            pos.update(self.ports[n].spec.streams)
-        if everything:
-            pnames, pos = set(self.ports), set(range(len(self.setup.programs)))
+        everything, pnames, pos = clear_targets(self.setup, ports, streams)
         seq = await self._clear_workers(sorted(self.setup.programs[i].index for i in pos))
         tx_raw_base = await rebase(None if everything else pnames, None if everything else pos)
-        for i in pos:
-            g = self.setup.programs[i].index
-            if g in seq:
-                sent, raw_tx = seq[g]
-                self.seq_floor[i] = sent + max(0, tx_raw_base(i) - raw_tx)
-            else:
-                self.seq_floor[i] = 0
+        self.seq_floor.update(seq_floors(self.setup, pos, seq, tx_raw_base))
         names = tuple(self.setup.programs[i].name for i in sorted(pos))
         self.log.emit(CountersCleared(self.log.now(), tuple(sorted(pnames)), names))
 

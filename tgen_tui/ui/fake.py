@@ -42,6 +42,7 @@ from tgen_tui.engine.api import (
     StreamPaused,
 )
 from tgen_tui.engine.controller import EngineOptions
+from tgen_tui.engine.portcontrol import clear_targets, seq_floors
 from tgen_tui.engine.probes import IfCounters
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
 from tgen_tui.engine.setup import Setup, flows
@@ -534,13 +535,7 @@ class FakeEngine:
         """As the real engine: counters of ``ports`` (and the streams they send), of
         ``streams``, or of everything; senders and receivers reset together."""
         self.calls.append(("clear", ports, streams))
-        everything = ports is None and streams is None
-        pnames = set(self.setup.select(ports)) if ports is not None else set()
-        pos = {self.setup.stream_pos(s) for s in streams or []}
-        for n in pnames:
-            pos.update(self.setup.ports[n].streams)
-        if everything:
-            pnames, pos = set(self.setup.ports), set(range(len(self.setup.programs)))
+        everything, pnames, pos = clear_targets(self.setup, ports, streams)
         self._sim.advance(self.clock())
         seq = self._sim.clear(pos)
         self._acc.clear(
@@ -549,13 +544,7 @@ class FakeEngine:
         if everything:
             reading = self._dut()
             self._acc.ct_start = reading.count if reading else None
-        for i in pos:
-            g = self.setup.programs[i].index
-            if g in seq:
-                sent, raw_tx = seq[g]
-                self._seq_floor[i] = sent + max(0, self._acc.tx_raw_base(i) - raw_tx)
-            else:
-                self._seq_floor[i] = 0
+        self._seq_floor.update(seq_floors(self.setup, pos, seq, self._acc.tx_raw_base))
         names = tuple(self.setup.programs[i].name for i in sorted(pos))
         self._emit(CountersCleared(self._now(), tuple(sorted(pnames)), names, wall=self.wall()))
 
