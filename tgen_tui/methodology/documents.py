@@ -13,6 +13,7 @@ import time
 
 from pydantic import ValidationError
 
+from tgen_tui import __version__
 from tgen_tui.methodology.run import RunState
 from tgen_tui.methodology.search import RepeatedSearch, TrialResult
 from tgen_tui.methodology.stats import summary
@@ -64,7 +65,7 @@ def common_fields(state: RunState, partial: bool, signal_name: str | None) -> di
     end = state.finished or time.time()
     doc: dict = {
         "test": state.test,
-        "tester": f"tgen-tui {_version()}",
+        "tester": f"tgen-tui {__version__}",
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(state.started)),
         "duration_s": round(end - state.started, 3),
         "partial": partial,
@@ -86,15 +87,6 @@ def common_fields(state: RunState, partial: bool, signal_name: str | None) -> di
     if signal_name:
         doc["signal"] = signal_name
     return doc
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("tgen-tui")
-    except Exception:  # noqa: BLE001
-        return "0.1.0"
 
 
 # ---------------------------------------------------------------------------- trials
