@@ -99,7 +99,11 @@ class ClusterTransport(LocalTransport):
                 d["clock_skew_ns"] = skew
         finish_port_entries(st, entries, self.learn)
         await start_worker(nursery, h, entries, setup.n_streams)
-        view = await trio.to_thread.run_sync(link.new_view, host, plan.id, st.shm_path)
+        try:
+            view = await trio.to_thread.run_sync(link.new_view, host, plan.id, st.shm_path)
+        except Exception:  # a running worker nobody would quit: end it here
+            h.kill()
+            raise
         return SpawnedWorker(h, view, f"host {host}, core {h.core}", host=host)
 
     async def interfaces(self) -> dict[Any, dict]:

@@ -164,8 +164,10 @@ class DutChannel:
         return os.path.exists(netns_path(self.netns)) if self.netns else True
 
     def read_files(self, paths: Sequence[str], *, timeout: float = 10.0) -> dict[str, str | None]:
-        """Read several files as the DUT sees them (None where unreadable). No process in a
-        namespace; one round trip over a prefix."""
+        """Read several ``/proc`` files as the DUT sees them (None where unreadable). No
+        process in a namespace; one round trip over a prefix. Not for ``/sys`` in a
+        namespace: a thread that joined it still sees the host's sysfs mount (``ip netns
+        exec`` remounts it), so read those with :meth:`run`."""
         paths = list(paths)
         if not paths:
             return {}

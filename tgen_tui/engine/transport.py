@@ -284,7 +284,11 @@ class LocalTransport:
         entries = [port_config(*a) for a in setup.port_specs(plan)]
         finish_port_entries(st, entries, self.learn)
         await start_worker(nursery, h, entries, setup.n_streams)
-        view = C.CounterView.open(shm)
+        try:
+            view = C.CounterView.open(shm)
+        except OSError as e:  # a running worker nobody would quit: end it here
+            h.kill()
+            raise EnvironmentProblem(f"worker {plan.id}: cannot map its counters: {e}") from None
         # mapped by the worker and by us: the name can go, so a SIGKILLed run leaves no file
         with contextlib.suppress(OSError):
             os.unlink(shm)
