@@ -68,6 +68,9 @@ class EngineOptions:
     # RFC 9693 Responder: port name -> {"path", "streams", "max"}: the port learns the
     # tuples of those streams' frames and writes them to path when it stops
     learn: dict[str, dict] | None = None
+    # ports with a gateway: port name -> {"mac", "gw4", "gw6"}, resolved by open_engine
+    # (engine/neighbours.py) before the set-up is built
+    neighbours: dict[str, dict] | None = None
     # how workers are reached (None: LocalTransport); --cluster passes the cluster's
     # transport (tgen_tui.cluster.transport.cluster_transport): the engine never imports it
     transport: TransportFactory | None = None
@@ -319,6 +322,11 @@ async def open_engine(
 ) -> AsyncIterator[Engine]:
     """Spawn and configure the workers; yield the engine; always stop and reap them."""
     options = options or EngineOptions()
+    if options.neighbours is None:
+        from tgen_tui.engine.neighbours import resolve_gateways
+
+        found = await resolve_gateways(compiled, options.ports)
+        options = dataclasses.replace(options, neighbours=found)
     async with trio.open_nursery() as nursery:
         eng = Engine(compiled, options, nursery)
         try:

@@ -205,6 +205,8 @@ def port_stats(
         backlog=max(0, due - txf),
         late_max_ns=int(pv[C.P_LATE_MAX_NS]),
         host=pc.host,
+        gateway_mac=getattr(pc, "gateway_mac", None),
+        gateway6_mac=getattr(pc, "gateway6_mac", None),
     )
 
 

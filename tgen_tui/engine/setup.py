@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from tgen_tui.diagnostics import BadInput
@@ -50,6 +50,7 @@ class Setup:
     warnings: tuple[str, ...]
     dut_netns: str | None = None
     dut_ssh: str | None = None
+    l3: Mapping[str, dict] = field(default_factory=dict)  # port -> worker "l3" entry
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -65,6 +66,7 @@ class Setup:
         port_streams = {p: [s.name for s in programs if s.port == p] for p in used}
         plans, warnings = plan_workers(port_streams, options.cores or default_cores())
         ports = {}
+        neigh = getattr(options, "neighbours", None) or {}
         for plan in plans:
             for pn in plan.ports:
                 spec = compiled.ports[pn]
@@ -78,6 +80,8 @@ class Setup:
                     streams=tuple(i for i, s in enumerate(programs) if s.port == pn),
                     host=getattr(spec, "host", None) if options.cluster else None,
                     tx_path=getattr(spec, "tx_path", None),
+                    gateway_mac=(neigh.get(pn) or {}).get("gw4"),
+                    gateway6_mac=(neigh.get(pn) or {}).get("gw6"),
                 )
         warnings += _host_warnings(compiled, used, options.cluster)
         return cls(
@@ -90,6 +94,7 @@ class Setup:
             warnings=tuple(warnings),
             dut_netns=options.dut_netns or compiled.dut_netns,
             dut_ssh=options.dut_ssh or compiled.dut_ssh,
+            l3=_l3_entries(compiled, used, neigh),
         )
 
     def rates_only_change(self, compiled: CompiledProfile) -> bool:
@@ -152,6 +157,7 @@ class Setup:
                 self.ports[pn].netns,
                 [s for s in self.programs if s.port == pn],
                 self.ports[pn].tx_path,
+                self.l3.get(pn),
             )
             for pn in plan.ports
         ]
@@ -315,6 +321,17 @@ def _host_warnings(compiled: CompiledProfile, used: list[str], cluster: str | No
     if cluster and not named:
         return [f"--cluster {cluster}: no port names a host: every port runs on this machine"]
     return []
+
+
+def _l3_entries(compiled: CompiledProfile, used: list[str], neigh: Mapping) -> dict[str, dict]:
+    from tgen_tui.engine.neighbours import l3_entry
+
+    out = {}
+    for pn in used:
+        e = l3_entry(compiled.ports[pn], neigh.get(pn))
+        if e is not None:
+            out[pn] = e
+    return out
 
 
 def _sans_rate(p: StreamProgram) -> StreamProgram:

@@ -61,6 +61,8 @@ class PortStats:
     backlog: int = 0  # frames due but not yet sent (the sender is behind by this many)
     late_max_ns: int = 0  # worst lateness of a batch's first frame against its due time
     host: str | None = None  # tester host under --cluster (None: the engine's machine)
+    gateway_mac: str | None = None  # resolved by ARP at start (port ``gateway``), else None
+    gateway6_mac: str | None = None  # resolved by ND at start (port ``gateway6``)
 
 
 @dataclass(frozen=True)

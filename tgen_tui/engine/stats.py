@@ -41,6 +41,8 @@ class PortSetup:
     streams: tuple[int, ...] = ()  # program positions sent from this port
     host: str | None = None  # tester host under --cluster (None: this machine)
     tx_path: str | None = None  # the profile's send path ('auto' or None: resolved at spawn)
+    gateway_mac: str | None = None  # the resolved MAC of the port's gateway (issue 19)
+    gateway6_mac: str | None = None
 
 
 def ifc_key(host: str | None, netns: str | None) -> Any:

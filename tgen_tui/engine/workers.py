@@ -250,6 +250,7 @@ def port_config(
     netns: str | None,
     programs: list[StreamProgram],
     tx_path: str | None = None,
+    l3: dict | None = None,
 ) -> dict:
     """The ``ports`` entry of a configure command.
 
@@ -266,6 +267,8 @@ def port_config(
         "rx": True,
         "tx_streams": [program_to_dict(p) for p in programs],
     }
+    if l3 is not None:  # L3 identity: resolved MACs, ARP/ND responder (issue 19)
+        d["l3"] = l3
     if programs:
         biggest = max(len(p.template) for p in programs)
         pps = sum(p.schedule.pps for p in programs)

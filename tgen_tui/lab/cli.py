@@ -42,6 +42,10 @@ topology "nat" (default):
   {D1_IP}. The DUT also routes 198.18.0.0/16 back to p0 and everything else to p1.
 
 topology "direct": one veth pair p0 <-> p1 in PREFIX-tester, no DUT.
+
+topology "router": as "nat", but the DUT learns the tester by ARP and ND (no static
+  neighbours; profiles give ports ipv4/gateway, ipv6/gateway6: the ports answer), and
+  routes IPv6 (d0 2001:2::1/64, d1 2001:2:0:1::1/64). See profiles/router-dual-stack.yaml.
 """
 
 UP_EPILOG = f"""\
@@ -316,7 +320,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         "--topology",
         choices=labconfig.TOPOLOGIES,
         default="nat",
-        help="nat: tester <-> NAT44 DUT <-> tester (default); direct: p0 <-> p1",
+        help="nat: tester <-> NAT44 DUT <-> tester (default); direct: p0 <-> p1; "
+        "router: a plain router DUT (dynamic ARP/ND, NAT44, IPv6 in 2001:2::/48)",
     )
     _add_dut_options(p, for_set=False)
     p.add_argument("--json", action="store_true", help="print the resulting status as JSON")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.lab.naming import DEFAULT_PREFIX, valid_prefix
 
-TOPOLOGIES = ("nat", "direct")
+TOPOLOGIES = ("nat", "direct", "router")
 #: How the DUT's NAT picks the public source port: keep the private one when it is free
 #: (Linux's default), or draw one at random for every new connection (nft "fully-random").
 NAT_PORT_MODES = ("preserve", "random")

@@ -20,7 +20,7 @@ from tgen_tui.diagnostics import BadInput, EnvironmentProblem, TgenError
 from tgen_tui.dut import conntrack as dut_ct
 from tgen_tui.dut import settings as dut_settings
 from tgen_tui.dut.channel import DutChannel
-from tgen_tui.lab import commands, nftables
+from tgen_tui.lab import commands, nftables, router
 from tgen_tui.lab import conntrack as ct
 from tgen_tui.lab.config import DUT_FIELDS, SETTABLE_FIELDS, LabConfig, parse_tbf, validate
 from tgen_tui.lab.naming import (
@@ -45,6 +45,7 @@ from tgen_tui.lab.naming import (
     state_path,
     tester_netns,
 )
+from tgen_tui.lab.router import DUT_TOPOLOGIES
 
 __all__ = [
     "LabConfig",
@@ -216,6 +217,9 @@ def _build(cfg: LabConfig) -> None:
     for ifname, mac in ((D0, D0_MAC), (D1, D1_MAC)):
         _configure_if(d_ns, ifname, mac)
         commands.sysctl_set(d_ns, {f"net.ipv4.conf.{ifname}.rp_filter": 0})
+    if cfg.topology == "router":
+        router.build_dut(d_ns)  # dynamic ARP/ND, IPv6 (issue 19)
+        return
     ip = ["ip", "-n", d_ns]
     commands.run([*ip, "addr", "replace", f"{D0_IP}/{PREFIX_LEN}", "dev", D0])
     commands.run([*ip, "addr", "replace", f"{D1_IP}/{PREFIX_LEN}", "dev", D1])
@@ -265,7 +269,7 @@ def _apply_rps(cfg: LabConfig) -> None:
         return
     mask = cfg.rps_cpus
     commands.write_sys_files(tester_netns(cfg.prefix), {_rps_path(P0): mask, _rps_path(P1): mask})
-    if cfg.topology == "nat":
+    if cfg.topology in DUT_TOPOLOGIES:
         commands.write_sys_files(dut_netns(cfg.prefix), {_rps_path(D0): mask, _rps_path(D1): mask})
 
 
@@ -274,14 +278,14 @@ def _apply_rps(cfg: LabConfig) -> None:
 
 def _apply_and_save(prefix: str, cfg: LabConfig, state: dict) -> None:
     """Apply ``cfg``'s DUT (nat topology), RPS and global settings, then record it in the state file."""
-    if cfg.topology == "nat":
+    if cfg.topology in DUT_TOPOLOGIES:
         _apply_dut(cfg, state)
     _apply_rps(cfg)
     _apply_globals(cfg, state)
     state["config"] = cfg.to_dict()
     state["updated"] = time.time()
     _save_state(prefix, state)
-    if cfg.topology == "nat":
+    if cfg.topology in DUT_TOPOLOGIES:
         dut_settings.write_description(dut_netns(prefix), describe_dut(cfg))
     else:
         dut_settings.remove_description(dut_netns(prefix))
@@ -429,7 +433,8 @@ def status(prefix: str = DEFAULT_PREFIX) -> dict:
     }
     t_ifs = _namespace_view(t_ns, [P0, P1]) if has_t else {}
     d_ifs = _namespace_view(d_ns, [D0, D1]) if has_d else {}
-    result["interfaces"] = {"tester": t_ifs, **({"dut": d_ifs} if topology == "nat" else {})}
+    dut_ifs = {"dut": d_ifs} if topology in DUT_TOPOLOGIES else {}
+    result["interfaces"] = {"tester": t_ifs, **dut_ifs}
 
     if topology == "direct":
         logical = {P0: (P0_IP, P1_IP, P1_MAC), P1: (P1_IP, P0_IP, P0_MAC)}
@@ -453,7 +458,7 @@ def status(prefix: str = DEFAULT_PREFIX) -> dict:
     result["ports"] = ports
 
     expected_ok = all(p["exists"] and p["state"] == "UP" for p in ports.values())
-    if topology == "nat":
+    if topology in DUT_TOPOLOGIES:
         expected_ok = expected_ok and all(d_ifs.get(n, {}).get("state") == "UP" for n in (D0, D1))
         result["dut"] = _dut_view(d_ns, cfg_d, has_d, d_ifs)
     result["up"] = bool(has_t and expected_ok and topology)

@@ -20,6 +20,7 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
 from tgen_tui.packets.batch import word_sum
+from tgen_tui.packets.l3 import eth_auto, responder_ranges
 from tgen_tui.packets.prng import mix_key
 from tgen_tui.packets.program import (
     CSUM_BOTH,
@@ -37,6 +38,8 @@ from tgen_tui.packets.program import (
 )
 from tgen_tui.profiles import models as m
 
+ZERO_MAC = "00:00:00:00:00:00"
+
 
 @dataclass(frozen=True)
 class PortSpec:
@@ -48,6 +51,15 @@ class PortSpec:
     speed_bps: float
     tx_path: str = "auto"  # auto | sendmmsg | tx_ring | af_xdp (the engine resolves auto)
     host: str | None = None  # tester host (a Ray node with resource tgen:<host>) under --cluster
+    # L3 identity (issue 19): address/prefix strings, whether the port answers ARP/ND/echo,
+    # and the (lo, hi) address ranges it answers for (packets/l3.py)
+    ipv4: str | None = None
+    gateway: str | None = None
+    ipv6: str | None = None
+    gateway6: str | None = None
+    respond: bool = True
+    respond_v4: tuple[tuple[int, int], ...] = ()
+    respond_v6: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,9 +142,12 @@ def _schedule(s: m.Stream, pps: float, key: int) -> Schedule:
     )
 
 
-def _template(s: m.Stream, max_len: int) -> tuple[bytes, int, int]:
-    """scapy-built template (fixed fields set, varying fields 0) and (l3_offset, l4_offset)."""
-    eth = Ether(src=s.eth.src, dst=s.eth.dst)
+def _template(s: m.Stream, max_len: int, auto: bool = False) -> tuple[bytes, int, int]:
+    """scapy-built template (fixed fields set, varying fields 0) and (l3_offset, l4_offset).
+
+    ``auto``: both MACs zero; the worker writes the port's and the resolved gateway's."""
+    e = s.eth or m.Ethernet()
+    eth = Ether(src=e.src, dst=e.dst) if not auto else Ether(src=ZERO_MAC, dst=ZERO_MAC)
     pkt = eth
     l3type = 0x0800 if s.ipv4 is not None else 0x86DD
     tags = list(s.vlan)
@@ -221,7 +236,8 @@ def compile_stream(
     sseed = s.seed if s.seed is not None else seed
     base_key = mix_key(sseed, index)
     sizes = _size_program(s, mix_key(base_key, _fid("size")))
-    template, l3_off, l4_off = _template(s, sizes.max)
+    auto = eth_auto(s, port)
+    template, l3_off, l4_off = _template(s, sizes.max, auto)
     t = bytearray(template)
     fields: list[FieldOp] = []
     unique: list[int] = []
@@ -311,13 +327,23 @@ def compile_stream(
         seed=sseed,
         rx_port=s.rx_port,
         vlan_ids=tuple(v.id for v in s.vlan),
+        eth_auto=auto,
     )
 
 
 def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProfile:
     """Compile every enabled stream; apply port totals (``ports.X.rate``) by scaling."""
     ports = {
-        name: PortSpec(name, p.interface, p.netns, p.speed, p.tx_path, p.host)
+        name: PortSpec(
+            name,
+            p.interface,
+            p.netns,
+            p.speed,
+            p.tx_path,
+            p.host,
+            *_l3_fields(p),
+            *responder_ranges(profile, name),
+        )
         for name, p in profile.ports.items()
     }
     streams = [
@@ -349,6 +375,12 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
         dut_netns=profile.dut.netns if profile.dut else None,
         dut_ssh=profile.dut.ssh if profile.dut else None,
     )
+
+
+def _l3_fields(p: m.Port) -> tuple:
+    """PortSpec's ipv4, gateway, ipv6, gateway6, respond of profile port ``p``."""
+    s = lambda v: None if v is None else str(v)  # noqa: E731
+    return s(p.ipv4), s(p.gateway), s(p.ipv6), s(p.gateway6), p.respond
 
 
 def _replace_pps(p: StreamProgram, pps: float) -> StreamProgram:

@@ -173,6 +173,9 @@ class StreamProgram:
     table: str = ""
     table_order: str = "inc"
     table_key: int = 0
+    # the Ethernet addresses are the port's MAC and its resolved gateway's: the worker
+    # writes them into the template's first 12 bytes (issue 19)
+    eth_auto: bool = False
 
     @property
     def unique_space(self) -> int:

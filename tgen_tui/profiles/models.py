@@ -521,7 +521,12 @@ class Stream(Strict):
     port: str = Field(description="Name of the sending port (a key of ports:)")
     rx_port: str | None = Field(None, description="Port where the stream is expected to arrive")
     enabled: bool = True
-    eth: Ethernet = Field(default_factory=Ethernet)
+    eth: Ethernet | None = Field(
+        None,
+        description="Ethernet addresses. Left out, on a port with a gateway (gateway6 for IPv6), "
+        "the source is the port's own MAC and the destination the gateway's, resolved by "
+        "ARP/ND at start; left out elsewhere, the defaults of eth",
+    )
     vlan: list[Vlan] = Field(
         default_factory=list, max_length=2, description="0, 1 or 2 (QinQ) tags, outer first"
     )
@@ -613,6 +618,24 @@ class Stream(Strict):
         return n
 
 
+def _iface_v4(v: Any) -> Any:
+    if v is None or isinstance(v, ipaddress.IPv4Interface):
+        return v
+    s = str(v)
+    if "/" not in s:
+        raise ValueError(f"{s!r}: give the address with its prefix length, e.g. 198.18.0.2/24")
+    return ipaddress.IPv4Interface(s)
+
+
+def _iface_v6(v: Any) -> Any:
+    if v is None or isinstance(v, ipaddress.IPv6Interface):
+        return v
+    s = str(v)
+    if "/" not in s:
+        raise ValueError(f"{s!r}: give the address with its prefix length, e.g. 2001:2::2/64")
+    return ipaddress.IPv6Interface(s)
+
+
 class Port(Strict):
     """A tester port: a Linux interface, optionally inside a network namespace."""
 
@@ -642,6 +665,48 @@ class Port(Strict):
         "port's worker runs on the Ray node started with --resources '{\"tgen:tester-a\": 1}'; "
         "without --cluster it is ignored and the port runs on this machine",
     )
+    ipv4: Annotated[ipaddress.IPv4Interface | None, BeforeValidator(_iface_v4)] = Field(
+        None, description="The port's IPv4 address with prefix, e.g. 198.18.0.2/24 (answered by ARP)"
+    )
+    gateway: V4 | None = Field(
+        None, description="IPv4 gateway (the DUT's address); its MAC is resolved by ARP at start"
+    )
+    ipv6: Annotated[ipaddress.IPv6Interface | None, BeforeValidator(_iface_v6)] = Field(
+        None, description="The port's IPv6 address with prefix, e.g. 2001:2::2/64 (answered by ND)"
+    )
+    gateway6: V6 | None = Field(
+        None, description="IPv6 gateway; its MAC is resolved by Neighbour Solicitation at start"
+    )
+    respond: bool = Field(
+        True,
+        description="Answer ARP, Neighbour Solicitation and echo requests for the port's address "
+        "and its streams' addresses (false: the DUT cannot resolve them)",
+    )
+
+
+class HookSpec(Strict):
+    """A DUT hook: a shell command run over the DUT channel (netns or ssh), with a timeout."""
+
+    command: str = Field(min_length=1, description="Shell command, run on the DUT")
+    timeout_s: float = Field(30.0, gt=0, le=3600, description="Seconds before the hook fails")
+
+
+def _hook_scalar(v: Any) -> Any:
+    return {"command": v} if isinstance(v, str) else v
+
+
+Hook = Annotated[HookSpec, BeforeValidator(_hook_scalar)]
+
+
+class DutHooks(Strict):
+    """Commands run on the DUT around a run and (methodology) around every trial."""
+
+    before_run: Hook | None = None
+    after_run: Hook | None = None
+    before_trial: Hook | None = Field(
+        None, description="Run before every trial (RFC 9693: reset the DUT's state per trial)"
+    )
+    after_trial: Hook | None = None
 
 
 class Dut(Strict):
@@ -650,6 +715,10 @@ class Dut(Strict):
     netns: str | None = Field(None, description="DUT network namespace (the lab's is tgen-dut)")
     ssh: str | None = Field(
         None, description="Command prefix to reach a remote DUT, e.g. 'ssh root@dut'"
+    )
+    hooks: DutHooks = Field(
+        default_factory=lambda: DutHooks(),
+        description="Commands run on the DUT: before_run, after_run, before_trial, after_trial",
     )
 
 

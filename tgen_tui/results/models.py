@@ -67,6 +67,8 @@ class PortResult(Part):
     requested_pps: Num | None = None
     achieved_pps: Num | None = None
     achieved_pct: Num | None = None
+    gateway_mac: str | None = None  # the port's gateway's MAC, resolved by ARP at start
+    gateway6_mac: str | None = None  # resolved by IPv6 Neighbour Discovery
 
 
 class StreamResult(Part):

@@ -26,6 +26,7 @@ from tgen_tui.worker.learn import Learner
 from tgen_tui.worker.learn import from_spec as learner_from_spec
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK, LATE_NS, MIN_WAKE_NS
+from tgen_tui.worker.responder import PortResponder, with_macs
 from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
@@ -153,14 +154,25 @@ class Port:
         self.stop_ids: list = []
         self.stamping = False  # this port's sender has kernel tx timestamps on
         self.resolve_at_ns = 0  # next look at received frames still waiting for their stamp
+        self.responder: PortResponder | None = None  # ARP/ND/echo (issue 19)
 
     def open(self, tx_rows: list[np.ndarray], rx_table: int | None, ring_opts: dict) -> None:
         progs = [program_from_dict(d) for d in self.spec.get("tx_streams", [])]
+        l3 = self.spec.get("l3") or {}
+        progs = with_macs(progs, l3)
         max_batch = int(self.spec.get("max_batch", 1024))
         with netns(self.netns):
             if rx_table is not None:
                 self.learn = learner_from_spec(self.spec.get("learn"))
-                self.rx = RxRing(self.interface, headers=self.learn is not None, **ring_opts)
+                self.rx = RxRing(
+                    self.interface,
+                    headers=self.learn is not None,
+                    respond=bool(l3.get("respond")),
+                    **ring_opts,
+                )
+                if l3.get("respond"):
+                    self.responder = PortResponder(self.interface, l3["respond"], progs)
+                    self.responder.announce()
                 self.rxstats = RxStats(
                     self.w.cv.rx[rx_table],
                     skew=self.spec.get("clock_skew_ns"),
@@ -301,6 +313,8 @@ class Port:
             return
         t0 = time.perf_counter_ns()
         b = self.rx.poll()
+        if self.rx.ctl and self.responder is not None:
+            self.responder.serve(self.rx.ctl)
         if len(b):
             ctr = self.ctr
             good, other = self.rxstats.add(b)
@@ -327,6 +341,8 @@ class Port:
         for st in self.streams:
             st.begin()
         self.tx_done_sent = False
+        if self.responder is not None:
+            self.responder.announce()
         self.ctr[C.P_STARTED_NS] = self.t0_ns
         self.state = C.STATE_RUNNING
         self.ctr[C.P_STATE] = self.state
@@ -368,6 +384,8 @@ class Port:
         )
 
     def close(self) -> None:
+        if self.responder is not None:
+            self.responder.close()
         if self.tx is not None:
             self.tx.close()
         if self.rx is not None:

@@ -56,6 +56,7 @@ from tgen_tui.worker.kernel import (
     SOL_PACKET,
     TPACKET_V3,
 )
+from tgen_tui.worker.responder import control_frames
 
 TP_STATUS_KERNEL = 0
 TP_STATUS_USER = 1
@@ -211,8 +212,13 @@ class RxRing:
         retire_ms: int = 4,
         ignore_outgoing: bool = True,
         headers: bool = False,
+        respond: bool = False,
     ):
         self.interface = interface
+        # the responder's control frames (ARP, ICMP, ICMPv6 without a signature) as
+        # (bytes, vlan meta), taken out of each block before it goes back (worker/responder.py)
+        self.respond = bool(respond)
+        self.ctl: list[tuple[bytes, int]] = []
         self.headers = bool(headers)  # also gather IPv4/L4 addresses and ports (parse_l3l4)
         self.block_size = int(block_size)
         self.block_nr = int(block_nr)
@@ -273,6 +279,9 @@ class RxRing:
         if self.headers:
             mac = self._u16[b][(offs >> 1) + (H_MAC >> 1)].astype(np.int64)
             out.hdr, out.hdr_ok = parse_l3l4(self._u8[b], offs + mac, out.snaplen)
+        if self.respond:
+            mac = self._u16[b][(offs >> 1) + (H_MAC >> 1)].astype(np.int64)
+            self.ctl += control_frames(self._u8[b], offs + mac, out.snaplen, out.has_sig, out.vlan)
         return out
 
     def poll(self, max_blocks: int | None = None) -> RxBatch:

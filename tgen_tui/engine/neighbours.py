@@ -1,0 +1,154 @@
+"""Ports with an L3 identity (issue 19): resolve their gateways at start, and the ``l3``
+entry of their worker configuration (resolved MACs, the responder's address ranges).
+
+:func:`resolve_gateways` runs before the engine builds its set-up (``open_engine``): for
+every port of this machine with a ``gateway`` (``gateway6``) it sends ARP requests
+(Neighbour Solicitations) from the port's address, with retries, and fails with one line
+naming the port, the gateway and what was tried. The result (port -> {"mac", "gw4",
+"gw6"}) travels in ``EngineOptions.neighbours``; :func:`l3_entry` turns it and the
+compiled port into the worker's ``l3`` entry, so the set-up stays pure.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from typing import Any
+
+from tgen_tui.diagnostics import EnvironmentProblem
+from tgen_tui.packets.compile import CompiledProfile, PortSpec
+
+TRIES = 3
+TIMEOUT_S = 1.0
+
+
+def _ip(text: str | None) -> int | None:
+    if text is None:
+        return None
+    return int(ipaddress.ip_interface(text).ip)
+
+
+def wants_resolution(spec: PortSpec) -> bool:
+    return bool(getattr(spec, "gateway", None) or getattr(spec, "gateway6", None))
+
+
+def resolve_port(
+    spec: PortSpec, tags: list | None = None, tries: int = TRIES, timeout_s: float = TIMEOUT_S
+) -> tuple[dict, list[str]]:
+    """({"mac", "gw4", "gw6"}, problems) of one port (blocking; enters the port's netns).
+
+    A problem is one line: ``port p0: gateway 198.18.0.9: no ARP reply from 198.18.0.9 to
+    3 requests from 198.18.0.2 on p0 (netns x), 1 s apart``."""
+    from tgen_tui.worker.arpnd import mac_str
+    from tgen_tui.worker.netns import netns
+    from tgen_tui.worker.responder import resolve
+
+    out: dict[str, Any] = {"mac": None, "gw4": None, "gw6": None}
+    problems: list[str] = []
+    where = f"{spec.interface}" + (f" (netns {spec.netns})" if spec.netns else "")
+    for fam, own, gw, key, proto in (
+        (4, spec.ipv4, spec.gateway, "gw4", "ARP"),
+        (6, spec.ipv6, spec.gateway6, "gw6", "Neighbour Advertisement"),
+    ):
+        if gw is None:
+            continue
+        label = "gateway" if fam == 4 else "gateway6"
+        own_ip = _ip(own)
+        if own_ip is None:
+            problems.append(
+                f"port {spec.name}: {label} {gw} needs the port's own "
+                f"{'ipv4' if fam == 4 else 'ipv6'} address to ask from"
+            )
+            continue
+        try:
+            with netns(spec.netns):
+                mac, got = resolve(
+                    spec.interface, fam, own_ip, _ip(gw) or 0, tags, tries, timeout_s
+                )
+        except OSError as e:
+            problems.append(f"port {spec.name}: {label} {gw}: cannot send on {where}: {e}")
+            continue
+        out["mac"] = mac_str(mac)
+        if got is None:
+            problems.append(
+                f"port {spec.name}: {label} {gw}: no {proto} reply from {gw} to {tries} "
+                f"requests from {own_ip and ipaddress.ip_address(own_ip)} on {where}, "
+                f"{timeout_s:g} s apart"
+            )
+        else:
+            out[key] = mac_str(got)
+    return out, problems
+
+
+def resolve_all(
+    compiled: CompiledProfile,
+    ports: list[str] | None = None,
+    tries: int = TRIES,
+    timeout_s: float = TIMEOUT_S,
+) -> tuple[dict[str, dict], list[str]]:
+    """Resolve every port (of ``ports``) that has a gateway; (results, problems)."""
+    res: dict[str, dict] = {}
+    problems: list[str] = []
+    for name in ports or list(compiled.ports):
+        spec = compiled.ports[name]
+        if not wants_resolution(spec):
+            continue
+        tags = _tags_of(compiled, name)
+        r, p = resolve_port(spec, tags, tries, timeout_s)
+        res[name] = r
+        problems += p
+    return res, problems
+
+
+def _tags_of(compiled: CompiledProfile, port: str) -> list:
+    """The tag stack of the port's first ``eth_auto`` stream (the gateway sits on it)."""
+    from tgen_tui.worker.responder import template_tags
+
+    for p in compiled.streams:
+        if p.port == port and getattr(p, "eth_auto", False):
+            return template_tags(p.template)
+    return []
+
+
+async def resolve_gateways(
+    compiled: CompiledProfile, ports: list[str] | None, notice: Callable[[str], None] | None = None
+) -> dict[str, dict]:
+    """:func:`resolve_all` in a thread; EnvironmentProblem (one line each) on failure."""
+    import trio
+
+    if not any(wants_resolution(compiled.ports[n]) for n in (ports or compiled.ports)):
+        return {}
+    res, problems = await trio.to_thread.run_sync(resolve_all, compiled, ports)
+    if problems:
+        raise EnvironmentProblem("\n".join(problems))
+    if notice is not None:
+        for name, r in res.items():
+            gws = ", ".join(
+                f"{k} {v}" for k, v in (("gateway", r["gw4"]), ("gateway6", r["gw6"])) if v
+            )
+            notice(f"port {name}: resolved {gws}")
+    return res
+
+
+def l3_entry(spec: PortSpec, resolved: dict | None) -> dict | None:
+    """The worker's ``l3`` entry of a port: resolved MACs and the responder's spec."""
+    resolved = resolved or {}
+    respond = None
+    if getattr(spec, "respond", True) and (spec.ipv4 or spec.ipv6):
+        respond = {
+            "v4": [list(r) for r in spec.respond_v4],
+            "v6": [[str(a), str(b)] for a, b in spec.respond_v6],
+            "own4": _ip(spec.ipv4),
+            "own6": None if spec.ipv6 is None else str(_ip(spec.ipv6)),
+        }
+    if respond is None and not resolved:
+        return None
+    return {
+        "mac": resolved.get("mac"),
+        "gw4": resolved.get("gw4"),
+        "gw6": resolved.get("gw6"),
+        "respond": respond,
+    }
+
+
+__all__ = ["l3_entry", "resolve_all", "resolve_gateways", "resolve_port"]
