@@ -38,6 +38,7 @@ VERB_MODULES = [
     "tgen_tui.commands.results_cmd",
     "tgen_tui.web.cli",
     "tgen_tui.commands.calibrate_cmd",
+    "tgen_tui.commands.preflight_cmd",
     "tgen_tui.ui.cli",
 ]
 

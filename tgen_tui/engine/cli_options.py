@@ -91,3 +91,54 @@ def check_environment(
             raise EnvironmentProblem(
                 f"port {spec.name}: network namespace {spec.netns!r} does not exist (bring the lab up: tgen lab up)"
             )
+
+
+def add_preflight_option(p) -> None:
+    """--preflight: run ``tgen preflight``'s checks first; stop (exit 1) on a failure."""
+    p.add_argument(
+        "--preflight",
+        action="store_true",
+        help="check the path first (links, MTU, gateways, the DUT channel, a short burst "
+        "per stream: tgen preflight); stop with exit 1 when a check fails",
+    )
+
+
+def run_preflight(
+    compiled,
+    *,
+    cores: list[int] | None = None,
+    ports: list[str] | None = None,
+    dut_netns: str | None = None,
+    dut_ssh: str | None = None,
+    bursts: bool = True,
+    quiet: bool = False,
+) -> list:
+    """The preflight checks of ``compiled`` (engine/preflight.py), in their own trio run;
+    prints the table unless ``quiet``; raises PreflightFailed (exit 1) on a failure."""
+    import trio
+
+    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.preflight import preflight, render_table
+
+    opts = EngineOptions(
+        cores=cores, ports=ports, dut_netns=dut_netns, dut_ssh=dut_ssh, neighbours={}
+    )
+    checks = trio.run(preflight, compiled, opts, bursts)
+    if not quiet:
+        print(render_table(checks), file=sys.stderr)
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        raise PreflightFailed(bad)
+    return checks
+
+
+class PreflightFailed(EnvironmentProblem):
+    """A preflight check failed: exit 1 (the test's path is not ready)."""
+
+    def __init__(self, bad: list) -> None:
+        from tgen_tui.diagnostics import ExitCode
+
+        lines = [f"preflight: {c.scope}: {c.check}: {c.detail}" for c in bad]
+        super().__init__("\n".join(lines))
+        self.code = ExitCode.TEST_FAILED
+        self.checks = bad

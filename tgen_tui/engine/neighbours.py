@@ -48,7 +48,7 @@ def resolve_port(
     where = f"{spec.interface}" + (f" (netns {spec.netns})" if spec.netns else "")
     for fam, own, gw, key, proto in (
         (4, spec.ipv4, spec.gateway, "gw4", "ARP"),
-        (6, spec.ipv6, spec.gateway6, "gw6", "Neighbour Advertisement"),
+        (6, spec.ipv6, spec.gateway6, "gw6", "Neighbour Advertisement (ND)"),
     ):
         if gw is None:
             continue

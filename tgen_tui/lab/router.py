@@ -42,6 +42,8 @@ def build_dut(d_ns: str) -> None:
         "net.ipv6.conf.all.forwarding": 1,
         f"net.ipv6.conf.{D0}.accept_dad": 0,
         f"net.ipv6.conf.{D1}.accept_dad": 0,
+        f"net.ipv6.conf.{D0}.keep_addr_on_down": 1,  # a link down/up keeps the addresses
+        f"net.ipv6.conf.{D1}.keep_addr_on_down": 1,
     }
     commands.sysctl_set(d_ns, six)
     for dev, addr in ((D0, D0_IP6), (D1, D1_IP6)):
