@@ -20,6 +20,7 @@ from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
+    add_preflight_option,
     add_quiet_option,
     parse_cores_option,
     write_json_output,
@@ -196,6 +197,7 @@ def _need_test(parser: argparse.ArgumentParser):
 
 def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = True) -> None:
     p.add_argument("profile", metavar="PROFILE", help="profile YAML (e.g. profiles/lab.yaml)")
+    add_preflight_option(p)
     g = p.add_argument_group("trial")
     g.add_argument("--duration", "-d", help="trial length (default: 60s; --quick: 2s)")
     g.add_argument(
@@ -528,7 +530,12 @@ def _execute(state, args) -> tuple[dict, str | None]:
                         return
 
                 nursery.start_soon(watch)
+                hooks = state.params.hooks
+                if hooks is not None:
+                    await trio.to_thread.run_sync(hooks.run, "before_run")
                 await procedure(state.test).run(state)
+                if hooks is not None:
+                    await trio.to_thread.run_sync(hooks.run, "after_run")
                 nursery.cancel_scope.cancel()
 
     try:
@@ -546,10 +553,31 @@ def cmd_method(args: argparse.Namespace) -> int:
 
     params = params_from_args(args)
     _need_root(f"tgen {args.verb_name.replace('-', ' ')}")
+    _preflight_and_hooks(args, params)
     state = RunState(test=args.verb_name, params=params)
     doc, sig = _execute(state, args)
     _finish(args, doc, state)
     return _exit(sig)
+
+
+def _preflight_and_hooks(args: argparse.Namespace, params) -> None:
+    """--preflight (exit 1 on a failed check) and the profile's DUT hooks (issue 19)."""
+    from tgen_tui.dut.hooks import profile_hooks
+    from tgen_tui.profiles.loader import load_profile
+
+    prof = load_profile(args.profile)
+    params.hooks = profile_hooks(prof, args.dut_netns, args.dut_ssh)
+    if getattr(args, "preflight", False):
+        from tgen_tui.engine.cli_options import run_preflight
+        from tgen_tui.packets.compile import compile_profile
+
+        run_preflight(
+            compile_profile(prof),
+            cores=params.cores,
+            dut_netns=args.dut_netns,
+            dut_ssh=args.dut_ssh,
+            quiet=args.quiet,
+        )
 
 
 def _need_root(what: str) -> None:
@@ -610,6 +638,7 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
     args.verb_name = args.scale_test
     params = params_from_args(args)
     _need_root("tgen scaleup")
+    _preflight_and_hooks(args, params)
     state = RunState(test=f"scaleup-{args.scale_test}", params=params)
     state.body |= {"counts": counts, "avail": avail}
     doc, sig = _execute(state, args)

@@ -21,10 +21,12 @@ from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
+    add_preflight_option,
     add_quiet_option,
     check_cluster_option,
     check_environment,
     parse_cores_option,
+    run_preflight,
     write_json_output,
 )
 from tgen_tui.profiles.units import parse_duration
@@ -125,6 +127,7 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
         "run ports that name a host on that host's Ray node: the head's IP:PORT, "
         "or 'auto' for a cluster started on this machine (see below)",
     )
+    add_preflight_option(p)
     add_quiet_option(p, "no progress line, no table")
     add_store_options(p)
     p.set_defaults(func=cmd_run)
@@ -261,17 +264,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.flush_dut:
         _flush_dut(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
+    from tgen_tui.dut.hooks import profile_hooks
+
+    hooks = profile_hooks(prof, args.dut_netns, args.dut_ssh)
+    if args.preflight:
+        run_preflight(compiled, cores=cores, ports=ports, dut_netns=args.dut_netns,
+                      dut_ssh=args.dut_ssh, quiet=args.quiet)
+    hooks.run("before_run")  # HookFailed stops the run with the hook's output
     out = _Outputs(args)
     try:
         result = trio.run(_run, compiled, opts, duration, thresholds, args, out)
     finally:
         out.close()
+    after_failed = _after_run(hooks, result)
     if args.json:
         write_json_output(args.json, result)
     record_from_args(args, result)  # prints "stored as run N in DB" on stderr unless --quiet
     if not args.quiet:
         table = summary_table(result)
         print(table, file=sys.stderr if (args.ndjson == "-" or args.json == "-") else sys.stdout)
+    if after_failed is not None:
+        raise after_failed
     if result["partial"]:
         return (
             130
@@ -287,6 +300,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"tgen: port(s) {', '.join(failed_ports)} failed", file=sys.stderr)
         return int(ExitCode.ENVIRONMENT)
     return 0
+
+
+def _after_run(hooks, result: dict):
+    """Run the after_run hook; every hook run goes into the result (``dut_hooks``); a
+    failed after_run is returned, to be raised once the result is written and stored."""
+    from tgen_tui.dut.hooks import HookFailed
+
+    failed = None
+    try:
+        hooks.run("after_run")
+    except HookFailed as e:
+        failed = e
+    if hooks.records:
+        result["dut_hooks"] = hooks.to_doc()
+    return failed
 
 
 def _cluster_transport(address: str | None):

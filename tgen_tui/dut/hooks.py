@@ -11,7 +11,7 @@ its output, and the run stops.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from tgen_tui.diagnostics import EnvironmentProblem
@@ -66,13 +66,15 @@ def _spec(h: Any) -> tuple[str, float] | None:
     return str(h.command), float(h.timeout_s)
 
 
-@dataclass
 class Hooks:
     """The hooks of one run, with every run of them kept in order."""
 
-    channel: DutChannel | None
-    specs: dict[str, tuple[str, float]] = field(default_factory=dict)
-    records: list[HookRecord] = field(default_factory=list)
+    def __init__(
+        self, channel: DutChannel | None, specs: dict[str, tuple[str, float]] | None = None
+    ) -> None:
+        self.channel = channel
+        self.specs = dict(specs or {})
+        self.records: list[HookRecord] = []
 
     @classmethod
     def of(cls, hooks: Any, channel: DutChannel | None) -> Hooks:

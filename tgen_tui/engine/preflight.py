@@ -155,7 +155,7 @@ async def burst_checks(compiled: CompiledProfile, options: Any, neighbours: dict
 
     burst = burst_profile(compiled, BURST_FRAMES, BURST_PPS)
     tmp = tempfile.mkdtemp(prefix="tgen-preflight-")
-    learn = {}
+    learn: dict[str, dict[str, Any]] = {}
     for rx in {p.rx_port for p in burst.streams if p.rx_port}:
         idx = [
             p.index
@@ -184,10 +184,10 @@ async def burst_checks(compiled: CompiledProfile, options: Any, neighbours: dict
         if p.rx_port is None:
             out.append(Check(scope, "burst", True, "no rx_port: arrival not checked"))
             continue
-        rx = s.rx_frames if s else 0
-        tx = s.tx_frames if s else 0
-        ok = tx > 0 and rx >= tx
-        out.append(Check(scope, "burst", ok, f"{rx} of {tx} frames arrived at {p.rx_port}"))
+        n_rx = s.rx_frames if s else 0
+        n_tx = s.tx_frames if s else 0
+        ok = n_tx > 0 and n_rx >= n_tx
+        out.append(Check(scope, "burst", ok, f"{n_rx} of {n_tx} frames arrived at {p.rx_port}"))
         if p.rx_port in learn and ok and p.index in learn[p.rx_port]["streams"]:
             out.append(_translation(p, learn[p.rx_port]["path"]))
     return out

@@ -14,6 +14,7 @@ import dataclasses
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
@@ -260,7 +261,7 @@ def port_config(
     """
     from tgen_tui.calibrate.resolve import resolve
 
-    d = {
+    d: dict[str, Any] = {
         "name": name,
         "interface": interface,
         "netns": netns,

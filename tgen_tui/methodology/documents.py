@@ -61,6 +61,7 @@ def common_fields(state: RunState, partial: bool, signal_name: str | None) -> di
     p = state.params
     params = dataclasses.asdict(p)
     params.pop("transport", None)  # a factory, not a parameter
+    hooks = params.pop("hooks", None) and p.hooks  # the DUT hooks' runs, counted
     params["loss_tolerance"] = p.loss_tolerance.text()
     end = state.finished or time.time()
     doc: dict = {
@@ -84,6 +85,8 @@ def common_fields(state: RunState, partial: bool, signal_name: str | None) -> di
         "warnings": state.warnings,
         "deviations": state.deviations,
     }
+    if hooks is not None and getattr(hooks, "specs", None):
+        doc["dut_hooks"] = {"runs": hooks.counts(), "records": hooks.to_doc()}
     if signal_name:
         doc["signal"] = signal_name
     return doc

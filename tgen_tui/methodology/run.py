@@ -96,6 +96,7 @@ class Params:
     dut_reset: str | None = None
     cluster: str | None = None  # Ray head: ports that name a host run there (as tgen run)
     transport: object = None  # EngineOptions.transport for --cluster (commands passes it in)
+    hooks: object = None  # dut/hooks.py Hooks: before_trial/after_trial run by every trial
 
     def trial_options(self) -> dict:
         """The options every TrialRunner of a test shares: validity, cores, early stop, re-runs."""
@@ -196,6 +197,7 @@ def make_runner(params: Params, prof, size: int | None) -> tuple[TrialRunner, ob
             settle_s=params.settle_s,
             loss_tolerance=params.loss_tolerance,
             dut=dut,
+            hooks=params.hooks,
             **params.trial_options(),
         )
     except ValueError as e:

@@ -19,6 +19,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
@@ -91,6 +92,7 @@ class TrialRunner:
     transport: object = None  # EngineOptions.transport (the cluster's, with cluster)
     trials_run: int = 0
     _last_end: float = 0.0
+    hooks: Any = None  # dut/hooks.py Hooks: before_trial / after_trial around every trial
 
     def __post_init__(self) -> None:
         self.groups = select_streams(self.compiled, self.direction)
@@ -156,6 +158,8 @@ class TrialRunner:
         ct_reset_s = None
         if reset_dut and self.dut is not None:
             ct_reset_s = await trio.to_thread.run_sync(self.dut.reset)
+        trial_no = self.trials_run + 1
+        hook_runs = await self._hook("before_trial", trial_no)
         ct_before = await self._count()
         backlog_drops_before = host_backlog_drops()
         early = self.early_stop if early_stop is None else early_stop
@@ -185,6 +189,9 @@ class TrialRunner:
         finally:
             self._last_end = time.monotonic()
             self.trials_run += 1
+        hook_runs += await self._hook("after_trial", trial_no)
+        if hook_runs:
+            t.extra["dut_hooks"] = hook_runs
         self._account(t, final, expected, w)
         self._check_host(t, host_backlog_drops() - backlog_drops_before)
         self._check_sender(t)
@@ -337,6 +344,14 @@ class TrialRunner:
                 f"invalid: the sender stalled {late * 1000:.0f} ms (a catch-up burst of "
                 f"about {late * rate:,.0f} frames) and {t.lost:,} frames were lost"
             )
+
+    async def _hook(self, name: str, trial_no: int) -> list[dict]:
+        """Run DUT hook ``name`` (if the profile has it) for the next trial; its record.
+        A failing hook raises HookFailed: the run stops with its output."""
+        if self.hooks is None or not self.hooks.has(name):
+            return []
+        rec = await trio.to_thread.run_sync(self.hooks.run, name, trial_no)
+        return [rec.to_dict()] if rec is not None else []
 
     async def _count(self) -> int | None:
         if self.dut is None or not self.dut.can_count:

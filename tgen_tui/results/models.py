@@ -123,6 +123,8 @@ class RunResult(Doc):
     metrics: dict[str, Num | None] = Field(default_factory=dict)  # a verb's headline figures
     signal: str | None = None  # SIGINT or SIGTERM when a signal ended the run
     cluster: dict[str, Any] | None = None  # tgen run --cluster: hosts and clock offsets
+    # every run of a DUT hook (dut/hooks.py HookRecord.to_dict): hook, command, output
+    dut_hooks: list[dict[str, Any]] | None = None
     session: dict[str, Any] | None = None  # the console's run: clears, time sending
 
 

@@ -9,6 +9,7 @@ from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
+    add_preflight_option,
     parse_cores_option,
 )
 
@@ -54,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_cores_option(p)
     add_dut_options(p)
+    add_preflight_option(p)
     p.add_argument(
         "--profiles-dir",
         default="profiles",
@@ -129,6 +131,13 @@ def cmd_tui(args: argparse.Namespace) -> int:
     host = compiled = None
     if args.profile:
         host, compiled = build(args.profile)  # bad profile: exit 2; no root/lab: exit 3
+        if getattr(args, "preflight", False) and not args.fake:  # exit 1 on a failed check
+            from tgen_tui.engine.cli_options import run_preflight
+
+            run_preflight(
+                compiled, cores=parse_cores_option(args.cores), dut_netns=args.dut_netns,
+                dut_ssh=args.dut_ssh,
+            )
     from tgen_tui.ui.app import TgenApp
 
     app = TgenApp(
