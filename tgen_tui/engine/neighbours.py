@@ -63,7 +63,14 @@ def resolve_port(
         try:
             with netns(spec.netns):
                 mac, got = resolve(
-                    spec.interface, fam, own_ip, _ip(gw) or 0, tags, tries, timeout_s
+                    spec.interface,
+                    fam,
+                    own_ip,
+                    _ip(gw) or 0,
+                    tags,
+                    tries,
+                    timeout_s,
+                    quiet=not getattr(spec, "respond", True),
                 )
         except OSError as e:
             problems.append(f"port {spec.name}: {label} {gw}: cannot send on {where}: {e}")

@@ -105,10 +105,12 @@ def solicited_node(addr: int) -> bytes:
 
 
 def ns_frame(mac: bytes, src: int, target: int, tags: list) -> bytes:
-    """A Neighbour Solicitation for ``target`` from ``src`` (with our link-layer address)."""
+    """A Neighbour Solicitation for ``target`` from ``src`` (with our link-layer address;
+    from the unspecified address ``src`` 0, a DAD-style probe, without it)."""
     s, d = src.to_bytes(16, "big"), solicited_node(target)
     body = struct.pack("!BBHI", ND_NS, 0, 0, 0) + target.to_bytes(16, "big")
-    body += struct.pack("!BB", 1, 1) + mac
+    if src:
+        body += struct.pack("!BB", 1, 1) + mac
     body = body[:2] + struct.pack("!H", _icmp6_csum(s, d, body)) + body[4:]
     dmac = b"\x33\x33" + d[12:]
     return eth_header(dmac, mac, tags, ETH_P_IPV6) + ipv6_header(s, d, len(body)) + body

@@ -182,11 +182,15 @@ def resolve(
     tags: list | None = None,
     tries: int = 3,
     timeout_s: float = 1.0,
+    quiet: bool = False,
 ) -> tuple[bytes, bytes | None]:
     """(our MAC, the gateway's MAC or None): ARP (family 4) or NS (6) for ``gateway``
     from ``own``, ``tries`` times, waiting ``timeout_s`` for each answer. Call it inside
-    the port's namespace."""
+    the port's namespace. ``quiet`` (a port that does not respond): ask as a probe from
+    the unspecified address (ARP probe, DAD-style NS), so the gateway learns nothing."""
     tags = tags or []
+    if quiet:
+        own = 0
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
     try:
         sock.bind((interface, 0))
