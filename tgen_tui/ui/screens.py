@@ -134,6 +134,15 @@ MAIN_ROWS: tuple[MainRow, ...] = (
 # fmt: on
 
 
+def _gateway(p: PortStats) -> str:
+    g4, g6 = getattr(p, "gateway_mac", None), getattr(p, "gateway6_mac", None)
+    return "/".join(dict.fromkeys(g for g in (g4, g6) if g)) or "-"
+
+
+#: the resolved gateway MAC of ports with a gateway (issue 19): shown once a port has one
+GATEWAY_ROW = MainRow("gw", "Gateway MAC", lambda p, _: _gateway(p), str, BLANK)
+
+
 def lost_by_port(snap: StatsSnapshot) -> dict[str, int]:
     """Frames lost on the streams each port sends."""
     out: dict[str, int] = {}
@@ -170,6 +179,8 @@ class MainScreen(ViewScreen):
         assert desc is not None
         t = self.query_one("#ports", Grid)
         self._rows = [r for r in MAIN_ROWS if self._large() or not r.large]
+        if getattr(self, "_has_gateway", False):
+            self._rows.append(GATEWAY_ROW)
         columns = [(p.name, p.name) for p in desc.ports] + [("total", "Total")]
         t.define(columns, [(r.key, r.label) for r in self._rows])
         sparks = self.query_one("#sparks", Vertical)
@@ -200,6 +211,9 @@ class MainScreen(ViewScreen):
 
     def update_view(self, snap: StatsSnapshot) -> None:
         app: Any = self.app
+        if not getattr(self, "_has_gateway", False) and any(_gateway(p) != "-" for p in snap.ports):
+            self._has_gateway = True
+            self._build()
         self._label(app.selected)
         t = self.query_one("#ports", Grid)
         lost = lost_by_port(snap)
