@@ -217,3 +217,23 @@ streams:
     assert Ether(out["c"].template).dst == "02:74:67:00:00:fd"
     assert out["d"].template == c.streams[3].template
     assert Ether(out["b"].template).dst == "02:00:00:00:00:02"  # no gateway: eth defaults
+
+
+def test_a_gateway_needs_the_port_address_in_its_network():
+    import pytest
+
+    from tgen_tui.diagnostics import BadInput
+
+    for extra, msg in (
+        ("gateway: 198.18.0.1", "gateway 198.18.0.1 needs the port's own address: give ipv4"),
+        (
+            "ipv4: 198.18.0.2/24, gateway: 198.19.0.1",
+            "gateway 198.19.0.1 must be another address in the port's network 198.18.0.0/24",
+        ),
+        ("ipv6: '2001:2::2/64', gateway6: '2001:2::2'", "gateway6 2001:2::2 must be another"),
+    ):
+        text = f"ports:\n  p0: {{interface: p0, {extra}}}\nstreams:\n  - {{name: a, port: p0}}\n"
+        with pytest.raises(BadInput) as e:
+            load_profile_text(text, "x.yaml")
+        (p,) = e.value.problems
+        assert (p.line, p.field) == (2, "ports.p0") and p.message.startswith(msg)

@@ -683,6 +683,22 @@ class Port(Strict):
         "and its streams' addresses (false: the DUT cannot resolve them)",
     )
 
+    @model_validator(mode="after")
+    def _gateways(self):
+        for gw, own, name, own_name in (
+            (self.gateway, self.ipv4, "gateway", "ipv4"),
+            (self.gateway6, self.ipv6, "gateway6", "ipv6"),
+        ):
+            if gw is None:
+                continue
+            if own is None:
+                raise ValueError(f"{name} {gw} needs the port's own address: give {own_name}")
+            if gw not in own.network or gw == own.ip:
+                raise ValueError(
+                    f"{name} {gw} must be another address in the port's network {own.network}"
+                )
+        return self
+
 
 class HookSpec(Strict):
     """A DUT hook: a shell command run over the DUT channel (netns or ssh), with a timeout."""
