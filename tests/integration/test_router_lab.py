@@ -35,6 +35,16 @@ def router_lab(make_lab):
         yield prefix
 
 
+def tgen_here(capsys, *args: str) -> subprocess.CompletedProcess:
+    """``tgen ARGS`` in this process (no interpreter start-up): rc, stdout, stderr."""
+    from tgen_tui.cli import main
+
+    capsys.readouterr()
+    rc = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(args, rc, out.out, out.err)
+
+
 def tgen(*args: str, timeout: float = 90) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "tgen_tui", *args], capture_output=True, text=True, timeout=timeout
@@ -129,12 +139,12 @@ def test_a_range_of_250_sources_is_learned_by_the_dut(router_lab):
     assert len(learned) == 250
 
 
-def test_preflight_passes_and_names_the_cause_when_it_fails(router_lab, tmp_path):
+def test_preflight_passes_and_names_the_cause_when_it_fails(router_lab, tmp_path, capsys):
     """Must show 3: passes on the router lab (JSON); d1 down: exit 1 naming p1 and the
     link; a wrong gateway: exit 1 with "no ARP reply from" that address."""
     prof = tmp_path / "r.yaml"
     prof.write_text(dual_stack(router_lab))
-    cp = tgen("preflight", str(prof), "--json")
+    cp = tgen_here(capsys, "preflight", str(prof), "--json")
     assert cp.returncode == 0, cp.stdout + cp.stderr
     doc = json.loads(cp.stdout)
     assert doc["passed"] and all(c["ok"] for c in doc["checks"])
@@ -151,7 +161,7 @@ def test_preflight_passes_and_names_the_cause_when_it_fails(router_lab, tmp_path
     d_ns = f"{router_lab}-dut"
     subprocess.run(["ip", "-n", d_ns, "link", "set", "d1", "down"], check=True)
     try:
-        cp = tgen("preflight", str(prof), "--no-burst")
+        cp = tgen_here(capsys, "preflight", str(prof), "--no-burst")
     finally:
         subprocess.run(["ip", "-n", d_ns, "link", "set", "d1", "up"], check=True)
     assert cp.returncode == 1, cp.stdout
@@ -161,7 +171,7 @@ def test_preflight_passes_and_names_the_cause_when_it_fails(router_lab, tmp_path
 
     wrong = tmp_path / "w.yaml"
     wrong.write_text(dual_stack(router_lab).replace("gateway: 198.18.0.1", "gateway: 198.18.0.9"))
-    cp = tgen("preflight", str(wrong), "--no-burst")
+    cp = tgen_here(capsys, "preflight", str(wrong), "--no-burst")
     assert cp.returncode == 1
     bad = [ln for ln in cp.stdout.splitlines() if " FAIL " in ln]
     assert len(bad) == 1 and bad[0].startswith("port p0") and "gateway" in bad[0]
@@ -176,7 +186,7 @@ def test_preflight_passes_and_names_the_cause_when_it_fails(router_lab, tmp_path
     ]
 
 
-def test_dut_hooks_run_around_tgen_run_and_a_failing_one_stops_it(router_lab, tmp_path):
+def test_dut_hooks_run_around_tgen_run_and_a_failing_one_stops_it(router_lab, tmp_path, capsys):
     text = dual_stack(router_lab).replace(
         f"dut:\n  netns: {router_lab}-dut\n",
         f"dut:\n  netns: {router_lab}-dut\n  hooks:\n"
@@ -196,7 +206,7 @@ def test_dut_hooks_run_around_tgen_run_and_a_failing_one_stops_it(router_lab, tm
     ]
     assert doc["ports"]["p0"]["gateway_mac"] == D0_MAC
     prof.write_text(text.replace("echo flushed", "echo no such DUT >&2; exit 7"))
-    cp = tgen("run", str(prof), "-d", "1", "--json", str(out), "--no-store", "-q")
+    cp = tgen_here(capsys, "run", str(prof), "-d", "1", "--json", str(out), "--no-store", "-q")
     assert cp.returncode == 3
     assert "DUT hook before_run" in cp.stderr and "exit 7" in cp.stderr
     assert "no such DUT" in cp.stderr
@@ -311,7 +321,7 @@ def test_before_trial_runs_once_per_rfc9693_trial_and_the_report_counts_it(route
     out = tmp_path / "r.json"
     cp = tgen(
         "rfc9693", "cps", str(prof), "--max-rate", "40000", "--error", "20000",
-        "--repeats", "1", "-N", "2000", "--json", str(out), "--duration", "1s",
+        "--repeats", "1", "-N", "500", "--json", str(out), "--duration", "1s",
         "--timeout", "200ms", "--settle", "100ms", "--no-store", "--quiet",
     )  # fmt: skip
     assert cp.returncode == 0, cp.stderr
