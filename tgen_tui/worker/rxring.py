@@ -279,9 +279,11 @@ class RxRing:
         if self.headers:
             mac = self._u16[b][(offs >> 1) + (H_MAC >> 1)].astype(np.int64)
             out.hdr, out.hdr_ok = parse_l3l4(self._u8[b], offs + mac, out.snaplen)
-        if self.respond:
-            mac = self._u16[b][(offs >> 1) + (H_MAC >> 1)].astype(np.int64)
-            self.ctl += control_frames(self._u8[b], offs + mac, out.snaplen, out.has_sig, out.vlan)
+        if self.respond:  # test frames cost one compare per frame; the rest only if unsigned
+            has_sig = out.magic == SIG_MAGIC
+            if not has_sig.all():
+                mac = self._u16[b][(offs >> 1) + (H_MAC >> 1)].astype(np.int64)
+                self.ctl += control_frames(self._u8[b], offs + mac, out.snaplen, has_sig, out.vlan)
         return out
 
     def poll(self, max_blocks: int | None = None) -> RxBatch:
