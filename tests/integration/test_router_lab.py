@@ -339,3 +339,36 @@ def test_before_trial_runs_once_per_rfc9693_trial_and_the_report_counts_it(route
     assert sorted(h["trial"] for h in doc["dut_hooks"]["records"]) == list(
         range(1, len(trials) + 1)
     )
+
+
+def test_a_reload_that_adds_a_gateway_resolves_it(router_lab):
+    """An edited profile whose port gains a gateway: reload resolves it (new workers send
+    to the resolved MAC); the unchanged port keeps the MACs found at start."""
+    from tgen_tui.engine.controller import EngineOptions, open_engine
+
+    text = range_profile(router_lab)
+    before = compile_profile(
+        load_profile_text(
+            text.replace(", gateway: 198.19.0.1}", "}").replace(
+                "name: back\n", "name: back\n    enabled: false\n"
+            ),
+            "a.yaml",
+        )
+    )
+    after = compile_profile(load_profile_text(text, "b.yaml"))
+
+    async def main():
+        async with open_engine(before, EngineOptions()) as eng:
+            assert set(eng.options.neighbours) == {"p0"}
+            await eng.reload(after)
+            assert eng.options.neighbours["p1"]["gw4"] == "02:74:67:00:01:fe"
+            await eng.start()
+            await trio.sleep(0.5)
+            await eng.stop()
+            return await eng.final_snapshot()
+
+    final = trio.run(main)
+    streams = {s.name: s for s in final.streams}
+    assert streams["back"].tx_frames > 100 and streams["back"].lost == 0
+    ports = {p.name: p for p in final.ports}
+    assert ports["p1"].gateway_mac == "02:74:67:00:01:fe" and ports["p0"].gateway_mac == D0_MAC

@@ -196,6 +196,9 @@ class Engine:
             self._use(dataclasses.replace(self.setup, compiled=compiled))
             self._log.notice(f"profile {compiled.name} reloaded: rates applied live")
             return
+        from tgen_tui.engine.neighbours import resolve_again
+
+        self.options = await resolve_again(compiled, self.options)  # a new or changed gateway
         setup = Setup.build(compiled, self.options)
         self.transport.check(setup)  # e.g. refuse a new host before anything stops
         names = list(self.ports)

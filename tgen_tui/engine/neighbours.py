@@ -43,7 +43,12 @@ def resolve_port(
     from tgen_tui.worker.netns import netns
     from tgen_tui.worker.responder import resolve
 
-    out: dict[str, Any] = {"mac": None, "gw4": None, "gw6": None}
+    out: dict[str, Any] = {
+        "mac": None,
+        "gw4": None,
+        "gw6": None,
+        "asked": (spec.gateway, spec.gateway6),  # what was resolved (reload compares it)
+    }
     problems: list[str] = []
     where = f"{spec.interface}" + (f" (netns {spec.netns})" if spec.netns else "")
     for fam, own, gw, key, proto in (
@@ -137,6 +142,26 @@ async def resolve_gateways(
     return res
 
 
+async def resolve_again(compiled: CompiledProfile, options: Any) -> Any:
+    """``options`` with the gateways of ``compiled`` resolved again when a port's gateways
+    differ from those resolved at start (an edited profile); unchanged otherwise."""
+    import dataclasses
+
+    known = options.neighbours or {}
+    ports = options.ports or list(compiled.ports)
+    stale = [
+        n
+        for n in ports
+        if n in compiled.ports
+        and wants_resolution(compiled.ports[n])
+        and (known.get(n) or {}).get("asked")
+        != (compiled.ports[n].gateway, compiled.ports[n].gateway6)
+    ]
+    if not stale:
+        return options
+    return dataclasses.replace(options, neighbours=await resolve_gateways(compiled, options.ports))
+
+
 def l3_entry(spec: PortSpec, resolved: dict | None) -> dict | None:
     """The worker's ``l3`` entry of a port: resolved MACs and the responder's spec."""
     resolved = resolved or {}
@@ -158,4 +183,4 @@ def l3_entry(spec: PortSpec, resolved: dict | None) -> dict | None:
     }
 
 
-__all__ = ["l3_entry", "resolve_all", "resolve_gateways", "resolve_port"]
+__all__ = ["l3_entry", "resolve_again", "resolve_all", "resolve_gateways", "resolve_port"]
