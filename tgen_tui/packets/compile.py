@@ -321,7 +321,7 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
         for name, p in profile.ports.items()
     }
     streams = [
-        compile_stream(s, i, profile.ports[s.port], profile.seed, rate_scale)
+        _learning(s, compile_stream(s, i, profile.ports[s.port], profile.seed, rate_scale))
         for i, s in enumerate(profile.streams)
         if s.enabled
     ]
@@ -417,6 +417,16 @@ def with_learned_table(
         table_order=order,
         table_key=key,
     )
+
+
+def _learning(s: m.Stream, p: StreamProgram) -> StreamProgram:
+    """A ``learn: true`` stream replies to the tuples its port learns while it runs
+    (``LIVE_TABLE``, rows in order of arrival)."""
+    if not s.learn:
+        return p
+    from tgen_tui.packets.program import LIVE_TABLE
+
+    return with_learned_table(p, LIVE_TABLE, "inc")
 
 
 __all__ = [

@@ -539,6 +539,17 @@ class Stream(Strict):
     schedule: Schedule = Field(default_factory=Schedule)
     idt: Idt = Field(default_factory=ConstantIdt, description="Inter-departure time distribution")
     seed: int | None = Field(None, ge=0, description="Overrides the profile seed for this stream")
+    learn: bool = Field(
+        False,
+        description="Reply stream: its port learns the (translated) tuples of the streams "
+        "arriving there and this stream replies to them (addresses and ports from the table)",
+    )
+
+    @model_validator(mode="after")
+    def _learn_needs_ipv4(self):
+        if self.learn and (self.ipv4 is None or self.l4_kind not in ("udp", "tcp")):
+            raise ValueError("learn: true needs an IPv4 UDP or TCP stream")
+        return self
 
     @model_validator(mode="before")
     @classmethod

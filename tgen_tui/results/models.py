@@ -79,6 +79,14 @@ class StreamResult(Part):
     duplicates: int = 0
     latency_ns: Latency = Field(default_factory=Latency)
     latency_source: str | None = None
+    # stateful figures (tgen_tui.engine.stateful): set only where they apply
+    outage_ms: Num | None = None
+    outage_at_s: Num | None = None
+    flows: int | None = None
+    flows_verified: int | None = None
+    setup_latency_ns: dict[str, Any] | None = None
+    learned: int | None = None
+    learned_samples: list[str] | None = None
 
 
 class DutResult(Part):
