@@ -120,6 +120,13 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
         action="store_true",
         help="flush the DUT's conntrack table before sending (lab namespace or --dut-ssh host)",
     )
+    p.add_argument(
+        "--dut-event",
+        action="append",
+        metavar="'TIME: COMMAND'",
+        help="run COMMAND on the DUT (its namespace or --dut-ssh) TIME after sending began, "
+        "e.g. '5s: nft -f reload.nft'; the outage it caused is reported next to it (repeatable)",
+    )
     add_cluster_option(
         p,
         "run ports that name a host on that host's Ray node: the head's IP:PORT, "
@@ -209,6 +216,10 @@ def summary_table(result: dict) -> str:
         )
         lost = f"; LOST: {h['lost']}" if h.get("lost") else ""
         lines.append(f"host {h['host']} ({h.get('hostname')}): {clock}{lost}")
+    if result.get("dut_events"):
+        from tgen_tui.engine.dut_events import event_line
+
+        lines += [event_line(r) for r in result["dut_events"]]
     for b in result.get("breached", []):
         lines.append(f"FAIL {b['threshold']}: {b['where']} = {b['value']:.6g}")
     for w in result.get("warnings", []):
@@ -259,6 +270,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cluster=args.cluster,
         transport=_cluster_transport(args.cluster),
     )
+    args.dut_events = _dut_events(args, compiled)
     if args.flush_dut:
         _flush_dut(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
     out = _Outputs(args)
@@ -296,6 +308,20 @@ def _cluster_transport(address: str | None):
     from tgen_tui.cluster.transport import cluster_transport
 
     return cluster_transport(address)
+
+
+def _dut_events(args: argparse.Namespace, compiled):
+    """(channel, events, records) for --dut-event, or None."""
+    if not getattr(args, "dut_event", None):
+        return None
+    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.engine.dut_events import parse_dut_event
+
+    events = [parse_dut_event(t) for t in args.dut_event]
+    channel = DutChannel.of(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
+    if channel is None:
+        raise BadInput("--dut-event needs a DUT: dut.netns in the profile, --dut-netns or --dut-ssh")
+    return channel, events, []
 
 
 def _flush_dut(netns: str | None, ssh: str | None) -> None:
@@ -383,7 +409,14 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
         out.event(ThresholdBreached(sent_for, b["threshold"], b["where"], float(b["value"])))
     if interrupted:
         report.signal = interrupted[0]
-    return report.to_doc()
+    doc = report.to_doc()
+    if getattr(args, "dut_events", None):
+        from tgen_tui.engine.dut_events import attach_outages
+
+        records = args.dut_events[2]
+        attach_outages(records, doc["streams"])
+        doc["dut_events"] = records
+    return doc
 
 
 async def _drive(eng, duration, args, out: _Outputs, interrupted: list[str], main_scope):
@@ -417,6 +450,11 @@ async def _drive(eng, duration, args, out: _Outputs, interrupted: list[str], mai
         with main_scope:
             if not interrupted:
                 await eng.start()
+            dut_ev = getattr(args, "dut_events", None)
+            if dut_ev and not interrupted:  # --dut-event: its own task, ended with the run
+                from tgen_tui.engine.dut_events import run_events
+
+                nursery.start_soon(run_events, dut_ev[0], dut_ev[1], t_start, dut_ev[2])
             deadline = t_start + duration if duration is not None else math.inf
             while time.monotonic() < deadline and not interrupted:
                 await trio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))

@@ -118,6 +118,7 @@ class RunResult(Doc):
     ports: dict[str, PortResult] = Field(default_factory=dict)
     streams: dict[str, StreamResult] = Field(default_factory=dict)
     workers: list[dict[str, Any]] = Field(default_factory=list)
+    dut_events: list[dict[str, Any]] | None = None  # tgen run --dut-event (engine.dut_events)
     worker_plan: list[str] = Field(default_factory=list)
     dut: DutResult | None = None
     environment: dict[str, Any] = Field(default_factory=dict)
