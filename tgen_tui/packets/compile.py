@@ -63,6 +63,7 @@ class CompiledProfile:
     all_stream_names: list[str] = field(default_factory=list)  # index → name for every stream
     dut_netns: str | None = None
     dut_ssh: str | None = None
+    dut_events: dict[str, str] = field(default_factory=dict)  # dut.events: name -> command
 
 
 def profile_hash(profile: m.Profile) -> str:
@@ -348,6 +349,7 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
         all_stream_names=[s.name for s in profile.streams],
         dut_netns=profile.dut.netns if profile.dut else None,
         dut_ssh=profile.dut.ssh if profile.dut else None,
+        dut_events=dict(profile.dut.events) if profile.dut else {},
     )
 
 

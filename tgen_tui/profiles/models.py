@@ -662,6 +662,11 @@ class Dut(Strict):
     ssh: str | None = Field(
         None, description="Command prefix to reach a remote DUT, e.g. 'ssh root@dut'"
     )
+    events: dict[str, str] = Field(
+        default_factory=dict,
+        description="Named DUT commands the console runs from the keyboard (key x), e.g. "
+        "{reload: 'nft -f /etc/nftables.conf', flush: 'conntrack -F'}",
+    )
 
 
 class Profile(Strict):
