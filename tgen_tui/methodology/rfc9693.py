@@ -55,6 +55,13 @@ def _stateful_setup(state: RunState):
             "(RFC 9693 fails such a trial)"
         )
     preflight(state, prof, compiled, p.duration_s)
+    if p.proto == "tcp":  # connections are TCP handshakes (methodology.tcpflow)
+        from tgen_tui.methodology.tcpflow import responder_spec, tcp_setup
+
+        spec = responder_spec(runner, prof)
+        state.body["tcp"] = tcp_setup(state, prof, runner, spec, p.tcp_teardown)
+        state.body["phase2_runner"] = None
+        return prof, runner, compiled, size, n, space
     state.body["phase2_runner"] = _phase2_runner(state, prof, runner, n, space)
     return prof, runner, compiled, size, n, space
 
@@ -136,6 +143,10 @@ async def stateful_trial(
     from tgen_tui.methodology.phase2 import learned_count, remove_table
 
     p = state.params
+    if state.body.get("tcp") is not None:
+        from tgen_tui.methodology.tcpflow import tcp_trial
+
+        return await tcp_trial(state, state.body["tcp"], n, rate, kind)
     if phase2 is None:
         phase2 = p.phase2 == "every"
     r2 = state.body.get("phase2_runner")

@@ -192,6 +192,7 @@ def _template(s: m.Stream, max_len: int) -> tuple[bytes, int, int]:
             dport=fixed_or_zero(s.tcp.dst_port),
             flags=s.tcp.flags,
             seq=s.tcp.seq,
+            ack=s.tcp.ack,
             window=s.tcp.window,
         )
     elif s.icmp is not None:

@@ -235,6 +235,7 @@ class TCP(UDP):
 
     flags: str = Field("S", description="Any of F S R P A U E C, e.g. S, SA, A, PA")
     seq: int = Field(1, ge=0, le=0xFFFFFFFF)
+    ack: int = Field(0, ge=0, le=0xFFFFFFFF, description="Acknowledgment number (with flag A)")
     window: int = Field(8192, ge=0, le=65535)
 
     @field_validator("flags")
