@@ -13,6 +13,7 @@ from .engine_helpers import profile_yaml, stream_yaml
 
 TGEN = [sys.executable, "-m", "tgen_tui"]
 FLOWS = 64  # stream_yaml's source ports 10000..10063
+UNIQUE = "{min: 10000, max: 10199, mode: unique}"
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +99,40 @@ def test_dut_event_text_is_time_colon_command():
     for bad in ("5s", "5s:", "soon: x", "-1s: x"):
         with pytest.raises(BadInput):
             parse_dut_event(bad)
+
+
+def test_rfc9693_cps_tcp_handshakes_then_fin_teardown(random_nat_lab, tmp_path):
+    """TCP connections through the random-port NAT with tcp_loose=0: N ESTABLISHED after
+    the handshakes, all in TIME_WAIT after the FIN teardown."""
+    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.methodology.tcpflow import tcp_states
+
+    n = 200
+    dut = DutChannel(netns=f"{random_nat_lab}-dut")
+    dut.check("sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0")
+    prof = tmp_path / "st.yaml"
+    prof.write_text(
+        profile_yaml(
+            random_nat_lab, stream_yaml("initiator", "p0", rx_port="p1", pps=5000, src_ports=UNIQUE)
+        )
+    )
+    out = tmp_path / "cps.json"
+    cp = subprocess.run(
+        [*TGEN, "rfc9693", "cps", str(prof), "--quick", "--max-rate", "2k", "-N", str(n)]
+        + ["--repeats", "1", "--proto", "tcp", "--json", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert cp.returncode == 0, cp.stderr
+    trials = json.loads(out.read_text())["searches"][0]["trials"]
+    # a trial the loaded host's sender could not pace is invalid, and the search goes lower
+    t = next(x for x in trials if x["passed"])
+    ex = t["extra"]
+    assert ex["tcp_established"] == n
+    assert ex["tcp"]["packets_per_connection"] == 7
+    for ph in ("syn", "synack", "ack", "fin", "ack_r", "fin_r", "last"):
+        assert ex["tcp"]["phases"][ph]["tx"] == ex["tcp"]["phases"][ph]["rx"] == n
+    assert ex["tcp_states_after_teardown"] == {"TIME_WAIT": n}
+    if trials[-1]["passed"]:
+        assert tcp_states(dut) == {"TIME_WAIT": n}

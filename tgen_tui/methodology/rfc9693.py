@@ -19,6 +19,7 @@ from tgen_tui.methodology.run import (
     search_trials_estimate,
 )
 from tgen_tui.methodology.search import RepeatedSearch, SearchResult, TrialResult, binary_search
+from tgen_tui.methodology.tcpflow import tcp_trial
 from tgen_tui.methodology.trial import TrialRunner
 
 
@@ -143,9 +144,7 @@ async def stateful_trial(
     from tgen_tui.methodology.phase2 import learned_count, remove_table
 
     p = state.params
-    if state.body.get("tcp") is not None:
-        from tgen_tui.methodology.tcpflow import tcp_trial
-
+    if state.body.get("tcp") is not None:  # --proto tcp
         return await tcp_trial(state, state.body["tcp"], n, rate, kind)
     if phase2 is None:
         phase2 = p.phase2 == "every"

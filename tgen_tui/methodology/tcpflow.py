@@ -180,11 +180,15 @@ async def tcp_trial(state, tr: TcpRunners, n: int, rate: float, kind: str) -> Tr
     try:
         for ph in HANDSHAKE + TEARDOWN[tr.teardown]:
             r = tr.runners[ph]
+            # a batch the sender could not keep the rate for is sent again (a retransmit,
+            # as far as the DUT is concerned); the SYN batch after a DUT reset
             if ph == "syn":
-                t = await r.run(rate, kind, count=n, reset_dut=True, learn=lrn)
+                t = await r.with_retries(
+                    lambda r=r: r.run(rate, kind, count=n, reset_dut=True, learn=lrn)
+                )
                 first = t
             else:
-                t = await r.run(rate, f"tcp-{ph}", count=n)
+                t = await r.with_retries(lambda r=r, ph=ph: r.run(rate, f"tcp-{ph}", count=n))
             phases[ph] = {"tx": t.tx_frames, "rx": t.rx_frames, "passed": t.passed}
             if not t.passed:
                 first.passed = False
