@@ -118,21 +118,23 @@ def test_rfc9693_cps_tcp_handshakes_then_fin_teardown(random_nat_lab, tmp_path):
     )
     out = tmp_path / "cps.json"
     cp = subprocess.run(
-        [*TGEN, "rfc9693", "cps", str(prof), "--quick", "--max-rate", "2k", "-N", str(n)]
-        + ["--repeats", "1", "--proto", "tcp", "--json", str(out), "--quiet"],
+        [*TGEN, "rfc9693", "cps", str(prof), "--quick", "--max-rate", "2k", "--error", "2k"]
+        + ["-N", str(n), "--repeats", "1", "--proto", "tcp", "--json", str(out), "--quiet"],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert cp.returncode == 0, cp.stderr
     trials = json.loads(out.read_text())["searches"][0]["trials"]
-    # a trial the loaded host's sender could not pace is invalid, and the search goes lower
-    t = next(x for x in trials if x["passed"])
-    ex = t["extra"]
+    # a trial whose batches the loaded host could not pace is invalid (the search goes
+    # lower), but its connections still complete: judge the DUT's states, not the timing
+    done = [x for x in trials if "tcp_states_after_teardown" in x["extra"]]
+    assert done, [x["reason"] for x in trials]
+    ex = done[-1]["extra"]
     assert ex["tcp_established"] == n
     assert ex["tcp"]["packets_per_connection"] == 7
     for ph in ("syn", "synack", "ack", "fin", "ack_r", "fin_r", "last"):
         assert ex["tcp"]["phases"][ph]["tx"] == ex["tcp"]["phases"][ph]["rx"] == n
     assert ex["tcp_states_after_teardown"] == {"TIME_WAIT": n}
-    if trials[-1]["passed"]:
+    if done[-1] is trials[-1]:
         assert tcp_states(dut) == {"TIME_WAIT": n}
