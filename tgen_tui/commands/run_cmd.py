@@ -187,6 +187,7 @@ def summary_table(result: dict) -> str:
             f"{s['out_of_order']:>6}{s['duplicates']:>6}{_lat_cell(lat['min']):>10}{_lat_cell(lat['avg']):>10}"
             f"{_lat_cell(lat['p99']):>10}{_lat_cell(lat['max']):>10}"
         )
+    lines += _stateful_lines(result["streams"])
     floor = result.get("latency_floor_ns")
     src = result.get("latency_source")
     how = {
@@ -225,6 +226,31 @@ def summary_table(result: dict) -> str:
     for w in result.get("warnings", []):
         lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def _stateful_lines(streams: dict) -> list[str]:
+    """Flows verified, setup latency, learned tuples (engine.stateful); the outage of a
+    stream only when it lost frames or a DUT event ran."""
+    out = []
+    for name, s in streams.items():
+        parts = []
+        if s.get("flows_verified") is not None:
+            parts.append(f"flows verified {s['flows_verified']:,} of {s['flows']:,}")
+            lat = s.get("setup_latency_ns") or {}
+            if lat:
+                parts.append(
+                    f"setup latency p50 {_lat_cell(lat.get('p50'))} p99 {_lat_cell(lat.get('p99'))}"
+                    f" max {_lat_cell(lat.get('max'))}"
+                )
+        if s.get("learned") is not None:
+            parts.append(
+                f"learned {s['learned']:,} tuples, e.g. {', '.join(s.get('learned_samples', [])[:2])}"
+            )
+        if s.get("outage_ms") is not None and s.get("lost"):
+            parts.append(f"longest receive gap {s['outage_ms']:.1f} ms at {s.get('outage_at_s')} s")
+        if parts:
+            out.append(f"stream {name}: " + "; ".join(parts))
+    return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -320,7 +346,9 @@ def _dut_events(args: argparse.Namespace, compiled):
     events = [parse_dut_event(t) for t in args.dut_event]
     channel = DutChannel.of(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
     if channel is None:
-        raise BadInput("--dut-event needs a DUT: dut.netns in the profile, --dut-netns or --dut-ssh")
+        raise BadInput(
+            "--dut-event needs a DUT: dut.netns in the profile, --dut-netns or --dut-ssh"
+        )
     return channel, events, []
 
 
