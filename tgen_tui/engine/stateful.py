@@ -25,6 +25,7 @@ import os
 import secrets
 from typing import Any
 
+from tgen_tui.diagnostics import BadInput
 from tgen_tui.packets.program import LIVE_TABLE, StreamProgram
 
 LEARN_DIR = "/dev/shm"
@@ -45,6 +46,11 @@ def live_options(
     live = [p for p in programs if p.table == LIVE_TABLE]
     for p in live:
         fwd = [q for q in programs if q.rx_port == p.port and q.table != LIVE_TABLE]
+        if not fwd:
+            raise BadInput(
+                f"stream {p.name}: learn: true replies to the streams that arrive at port "
+                f"{p.port}, and none does (give the forward stream rx_port: {p.port})"
+            )
         if p.port not in learn:
             learn[p.port] = {
                 "path": os.path.join(

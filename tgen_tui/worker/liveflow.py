@@ -84,28 +84,34 @@ class GapTracker:
         self.gap_at.clear()
 
     def add(self, stream: np.ndarray, rx_ns: np.ndarray, sig: np.ndarray) -> None:
-        if not sig.any():
+        if len(stream) == 0:
             return
-        st, t = stream[sig], rx_ns[sig]
-        if (st == st[0]).all():
-            groups = [(int(st[0]), t)]
+        if sig.all():  # the usual batch: no copies
+            st, t = stream, rx_ns
+        elif sig.any():
+            st, t = stream[sig], rx_ns[sig]
         else:
-            order = np.argsort(st, kind="stable")
-            st, t = st[order], t[order]
-            cut = np.flatnonzero(st[1:] != st[:-1]) + 1
-            groups = [
-                (int(a[0]), b) for a, b in zip(np.split(st, cut), np.split(t, cut), strict=True)
-            ]
-        for s, ts in groups:
-            prev = self.last.get(s)
-            full = ts if prev is None else np.concatenate(([prev], ts))
-            if len(full) > 1:
-                d = np.diff(full)
-                i = int(np.argmax(d))
-                if int(d[i]) > self.gap.get(s, -1):
-                    self.gap[s] = int(d[i])
-                    self.gap_at[s] = int(full[i])
-            self.last[s] = int(ts[-1])
+            return
+        s0 = st[0]
+        if st[-1] == s0 and (st == s0).all():  # one stream (a few passes over the batch)
+            self._one(int(s0), t)
+            return
+        for s in np.flatnonzero(np.bincount(st)):  # a pass per stream: no sort
+            self._one(int(s), t[st == s])
+
+    def _one(self, s: int, ts: np.ndarray) -> None:
+        gap, at = -1, 0
+        if len(ts) > 1:
+            d = np.diff(ts)
+            i = int(d.argmax())
+            gap, at = int(d[i]), int(ts[i])
+        prev = self.last.get(s)
+        if prev is not None and int(ts[0]) - prev > gap:
+            gap, at = int(ts[0]) - prev, prev
+        if gap >= 0 and gap > self.gap.get(s, -1):
+            self.gap[s] = gap
+            self.gap_at[s] = at
+        self.last[s] = int(ts[-1])
 
     def report(self) -> dict[int, dict]:
         return {
