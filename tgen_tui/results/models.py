@@ -401,6 +401,26 @@ class ScaleupReport(Doc):
 
 
 #: The model of each test's document, by the test's name as the store files it.
+class SweepRow(Part):
+    sessions: int
+    sessions_requested: int | None = None
+    cps: Num | None = None
+    throughput: Num | None = None
+    filled: int | None = None
+    fill_passed: bool | None = None
+    conntrack_after: int | None = None
+    cps_search: dict[str, Any] | None = None
+    throughput_search: dict[str, Any] | None = None
+
+
+class SweepReport(Report):
+    """``tgen sweep``: throughput and connection rate against sessions (methodology.sweep)."""
+
+    sweep: str = "sessions"
+    sessions: list[int] = Field(default_factory=list)
+    rows: list[SweepRow] = Field(default_factory=list)
+
+
 REPORTS: dict[str, type[Doc]] = {
     "run": RunResult,
     "tui": RunResult,  # the console's runs
@@ -413,6 +433,7 @@ REPORTS: dict[str, type[Doc]] = {
     "rfc9693-teardown": TeardownReport,
     "scaleup-rfc2544-throughput": ScaleupReport,
     "scaleup-rfc9693-cps": ScaleupReport,
+    "sweep": SweepReport,
 }
 
 
