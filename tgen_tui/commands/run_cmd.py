@@ -188,6 +188,10 @@ def summary_table(result: dict) -> str:
             f"{_lat_cell(lat['p99']):>10}{_lat_cell(lat['max']):>10}"
         )
     lines += _stateful_lines(result["streams"])
+    if result.get("tcp"):
+        from tgen_tui.methodology.tcprun import summary
+
+        lines += summary(result["tcp"])
     floor = result.get("latency_floor_ns")
     src = result.get("latency_source")
     how = {
@@ -259,6 +263,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tgen_tui.profiles.loader import load_profile
 
     prof = load_profile(args.profile)
+    from tgen_tui.methodology.tcprun import data_profile, tcp_plan
+
+    tcp = tcp_plan(prof)  # tcp.handshake: connections opened before the run, closed after
+    if tcp is not None:
+        prof = data_profile(tcp)
     if not (args.rate_scale > 0 and math.isfinite(args.rate_scale)):
         raise BadInput("--rate-scale must be > 0")
     try:
@@ -300,10 +309,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.flush_dut:
         _flush_dut(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
     out = _Outputs(args)
+    channel = _tcp_handshake(tcp, opts, compiled) if tcp is not None else None
     try:
         result = trio.run(_run, compiled, opts, duration, thresholds, args, out)
     finally:
         out.close()
+    if tcp is not None:
+        from tgen_tui.methodology.tcprun import teardown
+
+        trio.run(teardown, tcp, opts, channel)
+        result["tcp"] = tcp.report
     if args.json:
         write_json_output(args.json, result)
     record_from_args(args, result)  # prints "stored as run N in DB" on stderr unless --quiet
@@ -325,6 +340,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"tgen: port(s) {', '.join(failed_ports)} failed", file=sys.stderr)
         return int(ExitCode.ENVIRONMENT)
     return 0
+
+
+def _tcp_handshake(tcp, opts, compiled):
+    """Open the connections of a tcp.handshake stream (methodology.tcprun); the DUT channel."""
+    import trio
+
+    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.methodology.tcprun import handshake
+
+    channel = DutChannel.of(opts.dut_netns or compiled.dut_netns, opts.dut_ssh or compiled.dut_ssh)
+    if channel is None:
+        raise BadInput("tcp.handshake reads the DUT's conntrack: give dut.netns or --dut-ssh")
+    trio.run(handshake, tcp, opts, channel)
+    if tcp.report.get("error"):
+        print(f"tgen: TCP handshake failed at {tcp.report['error']}", file=sys.stderr)
+    return channel
 
 
 def _cluster_transport(address: str | None):

@@ -48,18 +48,22 @@ PACKETS = {"fin": 7, "rst": 4, "none": 3}
 _RESPONDER = {"synack", "ack_r", "fin_r"}
 
 
-def segment(phase: str, payload: int) -> tuple[str, int, int]:
-    """(flags, seq, ack) of ``phase`` when every segment carries ``payload`` bytes."""
-    i, r, n = ISN_I, ISN_R, payload
+def segment(phase: str, payload: int, data: int = 0) -> tuple[str, int, int]:
+    """(flags, seq, ack) of ``phase`` when every segment carries ``payload`` bytes and
+    each side sent ``data`` data segments (``data_i``, ``data_r``: ``tgen run``'s streams,
+    each frame a retransmission of that one segment) between handshake and teardown."""
+    i, r, n, d = ISN_I, ISN_R, payload, data * payload
     table = {
         "syn": ("S", i, 0),
         "synack": ("SA", r, i + 1 + n),
         "ack": ("A", i + 1 + n, r + 1 + n),
-        "fin": ("FA", i + 1 + 2 * n, r + 1 + n),
-        "ack_r": ("A", r + 1 + n, i + 2 + 3 * n),
-        "fin_r": ("FA", r + 1 + 2 * n, i + 2 + 3 * n),
-        "last": ("A", i + 2 + 3 * n, r + 2 + 3 * n),
-        "rst": ("RA", i + 1 + 2 * n, r + 1 + n),
+        "data_i": ("PA", i + 1 + 2 * n, r + 1 + n),
+        "data_r": ("PA", r + 1 + n, i + 1 + 2 * n),
+        "fin": ("FA", i + 1 + 2 * n + d, r + 1 + n + d),
+        "ack_r": ("A", r + 1 + n + d, i + 2 + 3 * n + d),
+        "fin_r": ("FA", r + 1 + 2 * n + d, i + 2 + 3 * n + d),
+        "last": ("A", i + 2 + 3 * n + d, r + 2 + 3 * n + d),
+        "rst": ("RA", i + 1 + 2 * n + d, r + 1 + n + d),
     }
     f, s, a = table[phase]
     return f, s & 0xFFFFFFFF, a & 0xFFFFFFFF

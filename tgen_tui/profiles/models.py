@@ -236,6 +236,14 @@ class TCP(UDP):
     flags: str = Field("S", description="Any of F S R P A U E C, e.g. S, SA, A, PA")
     seq: int = Field(1, ge=0, le=0xFFFFFFFF)
     ack: int = Field(0, ge=0, le=0xFFFFFFFF, description="Acknowledgment number (with flag A)")
+    handshake: bool = Field(
+        False,
+        description="tgen run: open each flow with SYN / SYN-ACK (the learn: true reply "
+        "stream) / ACK before the run and close it after (teardown); data in between",
+    )
+    teardown: Literal["fin", "rst", "none"] = Field(
+        "fin", description="with handshake: FIN/ACK both ways, RST, or none"
+    )
     window: int = Field(8192, ge=0, le=65535)
 
     @field_validator("flags")
