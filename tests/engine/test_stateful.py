@@ -90,6 +90,45 @@ def test_dut_event_outage_is_reported_next_to_it(random_nat_lab, write_profile, 
     assert "tgenev" not in ls.stdout
 
 
+def test_run_opens_tcp_connections_carries_data_and_resets_them(
+    random_nat_lab, write_profile, tmp_path
+):
+    """tcp.handshake in an ordinary run: 64 connections ESTABLISHED through the NAT with
+    tcp_loose=0, data both ways with no loss, then RST: every entry CLOSE."""
+    from tgen_tui.dut.channel import DutChannel
+
+    DutChannel(netns=f"{random_nat_lab}-dut").check(
+        "sysctl -qw net.netfilter.nf_conntrack_tcp_loose=0"
+    )
+    tcp_up = "    tcp:\n      src_port: {min: 10000, max: 10063, mode: inc}\n      dst_port: 80\n"
+    tcp_up += "      handshake: true\n      teardown: rst\n"
+    up = stream_yaml("up", "p0", rx_port="p1", pps=2000)
+    down = stream_yaml(
+        "down", "p1", rx_port="p0", pps=2000, src_ports="7", extra="    learn: true\n"
+    )
+    up = up.replace(
+        "    udp:\n      src_port: {min: 10000, max: 10063, mode: inc}\n      dst_port: 7\n", tcp_up
+    )
+    down = down.replace("    udp:\n", "    tcp:\n")
+    text = profile_yaml(random_nat_lab, up + down).replace("size: 64", "size: 70")
+    out = tmp_path / "r.json"
+    cp = _run(["run", str(write_profile(text)), "-d", "1", "--flush-dut", "--json", str(out)])
+    assert cp.returncode == 0, cp.stderr
+    res = json.loads(out.read_text())
+    tcp = res["tcp"]
+    assert tcp["connections"] == FLOWS and tcp["established"] == FLOWS
+    for ph in ("syn", "synack", "ack"):
+        assert tcp["handshake"][ph]["tx"] == tcp["handshake"][ph]["rx"] == FLOWS
+    assert tcp["teardown_batches"]["rst"]["rx"] == FLOWS
+    assert tcp["states_after_teardown"] == {"CLOSE": FLOWS}
+    for name in ("up", "down"):
+        s = res["streams"][name]
+        assert s["tx_frames"] > 500 and s["rx_frames"] == s["tx_frames"] and s["lost"] == 0
+    assert res["streams"]["down"]["learned"] == FLOWS
+    assert res["streams"]["up"]["flows_verified"] == FLOWS
+    assert "ESTABLISHED after the handshakes" in cp.stdout
+
+
 def test_dut_event_text_is_time_colon_command():
     from tgen_tui.diagnostics import BadInput
     from tgen_tui.engine.dut_events import parse_dut_event

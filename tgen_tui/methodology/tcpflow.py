@@ -63,7 +63,9 @@ def segment(phase: str, payload: int, data: int = 0) -> tuple[str, int, int]:
         "ack_r": ("A", r + 1 + n + d, i + 2 + 3 * n + d),
         "fin_r": ("FA", r + 1 + 2 * n + d, i + 2 + 3 * n + d),
         "last": ("A", i + 2 + 3 * n + d, r + 2 + 3 * n + d),
-        "rst": ("RA", i + 1 + 2 * n + d, r + 1 + n + d),
+        # conntrack closes on an RST whose seq is what the other side last acknowledged
+        # (the Responder's data acknowledges the ACK, not the Initiator's data)
+        "rst": ("RA", i + 1 + 2 * n, r + 1 + n + d),
     }
     f, s, a = table[phase]
     return f, s & 0xFFFFFFFF, a & 0xFFFFFFFF
