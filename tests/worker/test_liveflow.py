@@ -28,3 +28,20 @@ def test_gap_tracker_finds_the_longest_gap_per_stream_across_batches():
     assert rep[1] == {"max_gap_ns": 195, "gap_start_ns": 105}
     g.add(np.array([2], np.uint16), np.array([600], np.int64), np.zeros(1, dtype=bool))
     assert 2 not in g.report()  # frames without a signature are not a stream's
+
+
+def test_gap_tracker_matches_a_frame_by_frame_walk():
+    rng = np.random.default_rng(1)
+    g, last, best = GapTracker(), {}, {}
+    for i in range(50):
+        n = int(rng.integers(1, 200))
+        st = rng.integers(0, 5, n).astype(np.uint16)
+        t = np.sort(rng.integers(0, 10**6, n)) + i * 10**6
+        sig = rng.random(n) < 0.9
+        g.add(st, t, sig)
+        for s, ts in zip(st[sig].tolist(), t[sig].tolist(), strict=True):
+            if s in last and ts - last[s] > best.get(s, -1):
+                best[s] = ts - last[s]
+            last[s] = ts
+    rep = g.report()
+    assert {s: r["max_gap_ns"] for s, r in rep.items() if s in best} == best

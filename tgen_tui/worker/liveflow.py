@@ -96,8 +96,31 @@ class GapTracker:
         if st[-1] == s0 and (st == s0).all():  # one stream (a few passes over the batch)
             self._one(int(s0), t)
             return
-        for s in np.flatnonzero(np.bincount(st)):  # a pass per stream: no sort
-            self._one(int(s), t[st == s])
+        # several streams: a stable (radix) sort by stream keeps each one's times in
+        # order; one diff, and per stream the largest gap inside the batch
+        order = np.argsort(st, kind="stable")
+        ss, ts = st[order], t[order]
+        cut = np.flatnonzero(ss[1:] != ss[:-1]) + 1
+        starts = np.concatenate(([0], cut))
+        ends = np.concatenate((cut, [len(ss)]))
+        d = np.diff(ts)
+        d[cut - 1] = -1  # across two streams: not a gap
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            self._seg(int(ss[a]), ts, d, a, b)
+
+    def _seg(self, s: int, ts: np.ndarray, d: np.ndarray, a: int, b: int) -> None:
+        """Stream ``s``'s frames are ts[a:b]; d[a:b-1] their gaps."""
+        gap, at = -1, 0
+        if b - a > 1:
+            i = a + int(d[a : b - 1].argmax())
+            gap, at = int(d[i]), int(ts[i])
+        prev = self.last.get(s)
+        if prev is not None and int(ts[a]) - prev > gap:
+            gap, at = int(ts[a]) - prev, prev
+        if gap >= 0 and gap > self.gap.get(s, -1):
+            self.gap[s] = gap
+            self.gap_at[s] = at
+        self.last[s] = int(ts[b - 1])
 
     def _one(self, s: int, ts: np.ndarray) -> None:
         gap, at = -1, 0
