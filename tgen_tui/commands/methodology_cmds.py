@@ -346,6 +346,21 @@ def _stateful(p: argparse.ArgumentParser) -> None:
         help="how the Responder picks learned tuples (default: random)",
     )
     g.add_argument(
+        "--proto",
+        choices=("udp", "tcp"),
+        default="udp",
+        help="tcp: each connection is a TCP handshake (SYN, SYN-ACK from the Responder to "
+        "the learned tuple, ACK) and its teardown (--tcp-teardown), in batches; a trial "
+        "passes when the DUT's conntrack holds N ESTABLISHED entries after the handshakes",
+    )
+    g.add_argument(
+        "--tcp-teardown",
+        choices=("fin", "rst", "none"),
+        default="fin",
+        help="--proto tcp: FIN/ACK both ways (7 packets per connection, as CSIT counts), "
+        "RST, or none (default: fin)",
+    )
+    g.add_argument(
         "--c0",
         default="1000000",
         help="capacity: first table size (default: 1,000,000; use e.g. 5000 in the lab)",
@@ -486,6 +501,7 @@ def params_from_args(args: argparse.Namespace):
         p.e = int(_count(args.e, "-E"))
         p.c0 = int(_count(args.c0, "--c0"))
         p.phase2, p.responder_order = args.phase2, args.responder_order
+        p.proto, p.tcp_teardown = args.proto, args.tcp_teardown
         if not (0 < p.beta < 1 and 0 < p.gamma < 1):
             raise BadInput("--beta and --gamma must be between 0 and 1")
     if p.delay_s >= p.duration_s and args.verb_name == "rfc2544-latency":

@@ -122,6 +122,13 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
         action="store_true",
         help="flush the DUT's conntrack table before sending (lab namespace or --dut-ssh host)",
     )
+    p.add_argument(
+        "--dut-event",
+        action="append",
+        metavar="'TIME: COMMAND'",
+        help="run COMMAND on the DUT (its namespace or --dut-ssh) TIME after sending began, "
+        "e.g. '5s: nft -f reload.nft'; the outage it caused is reported next to it (repeatable)",
+    )
     add_cluster_option(
         p,
         "run ports that name a host on that host's Ray node: the head's IP:PORT, "
@@ -183,6 +190,11 @@ def summary_table(result: dict) -> str:
             f"{s['out_of_order']:>6}{s['duplicates']:>6}{_lat_cell(lat['min']):>10}{_lat_cell(lat['avg']):>10}"
             f"{_lat_cell(lat['p99']):>10}{_lat_cell(lat['max']):>10}"
         )
+    lines += _stateful_lines(result["streams"])
+    if result.get("tcp"):
+        from tgen_tui.methodology.tcprun import summary
+
+        lines += summary(result["tcp"])
     floor = result.get("latency_floor_ns")
     src = result.get("latency_source")
     how = {
@@ -212,11 +224,40 @@ def summary_table(result: dict) -> str:
         )
         lost = f"; LOST: {h['lost']}" if h.get("lost") else ""
         lines.append(f"host {h['host']} ({h.get('hostname')}): {clock}{lost}")
+    if result.get("dut_events"):
+        from tgen_tui.engine.dut_events import event_line
+
+        lines += [event_line(r) for r in result["dut_events"]]
     for b in result.get("breached", []):
         lines.append(f"FAIL {b['threshold']}: {b['where']} = {b['value']:.6g}")
     for w in result.get("warnings", []):
         lines.append(f"warning: {w}")
     return "\n".join(lines)
+
+
+def _stateful_lines(streams: dict) -> list[str]:
+    """Flows verified, setup latency, learned tuples (engine.stateful); the outage of a
+    stream only when it lost frames or a DUT event ran."""
+    out = []
+    for name, s in streams.items():
+        parts = []
+        if s.get("flows_verified") is not None:
+            parts.append(f"flows verified {s['flows_verified']:,} of {s['flows']:,}")
+            lat = s.get("setup_latency_ns") or {}
+            if lat:
+                parts.append(
+                    f"setup latency p50 {_lat_cell(lat.get('p50'))} p99 {_lat_cell(lat.get('p99'))}"
+                    f" max {_lat_cell(lat.get('max'))}"
+                )
+        if s.get("learned") is not None:
+            parts.append(
+                f"learned {s['learned']:,} tuples, e.g. {', '.join(s.get('learned_samples', [])[:2])}"
+            )
+        if s.get("outage_ms") is not None and s.get("lost"):
+            parts.append(f"longest receive gap {s['outage_ms']:.1f} ms at {s.get('outage_at_s')} s")
+        if parts:
+            out.append(f"stream {name}: " + "; ".join(parts))
+    return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -225,6 +266,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tgen_tui.profiles.loader import load_profile
 
     prof = load_profile(args.profile)
+    from tgen_tui.methodology.tcprun import data_profile, tcp_plan
+
+    tcp = tcp_plan(prof)  # tcp.handshake: connections opened before the run, closed after
+    if tcp is not None:
+        prof = data_profile(tcp)
     if not (args.rate_scale > 0 and math.isfinite(args.rate_scale)):
         raise BadInput("--rate-scale must be > 0")
     try:
@@ -262,6 +308,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cluster=args.cluster,
         transport=_cluster_transport(args.cluster),
     )
+    args.dut_events = _dut_events(args, compiled)
     if args.flush_dut:
         _flush_dut(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
     from tgen_tui.dut.hooks import profile_hooks
@@ -272,10 +319,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                       dut_ssh=args.dut_ssh, quiet=args.quiet)
     hooks.run("before_run")  # HookFailed stops the run with the hook's output
     out = _Outputs(args)
+    channel = _tcp_handshake(tcp, opts, compiled) if tcp is not None else None
     try:
         result = trio.run(_run, compiled, opts, duration, thresholds, args, out)
     finally:
         out.close()
+    if tcp is not None:
+        from tgen_tui.methodology.tcprun import teardown
+
+        trio.run(teardown, tcp, opts, channel)
+        result["tcp"] = tcp.report
     after_failed = _after_run(hooks, result)
     if args.json:
         write_json_output(args.json, result)
@@ -317,6 +370,22 @@ def _after_run(hooks, result: dict):
     return failed
 
 
+def _tcp_handshake(tcp, opts, compiled):
+    """Open the connections of a tcp.handshake stream (methodology.tcprun); the DUT channel."""
+    import trio
+
+    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.methodology.tcprun import handshake
+
+    channel = DutChannel.of(opts.dut_netns or compiled.dut_netns, opts.dut_ssh or compiled.dut_ssh)
+    if channel is None:
+        raise BadInput("tcp.handshake reads the DUT's conntrack: give dut.netns or --dut-ssh")
+    trio.run(handshake, tcp, opts, channel)
+    if tcp.report.get("error"):
+        print(f"tgen: TCP handshake failed at {tcp.report['error']}", file=sys.stderr)
+    return channel
+
+
 def _cluster_transport(address: str | None):
     """``EngineOptions.transport`` for --cluster (the engine never imports the cluster)."""
     if not address:
@@ -324,6 +393,22 @@ def _cluster_transport(address: str | None):
     from tgen_tui.cluster.transport import cluster_transport
 
     return cluster_transport(address)
+
+
+def _dut_events(args: argparse.Namespace, compiled):
+    """(channel, events, records) for --dut-event, or None."""
+    if not getattr(args, "dut_event", None):
+        return None
+    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.engine.dut_events import parse_dut_event
+
+    events = [parse_dut_event(t) for t in args.dut_event]
+    channel = DutChannel.of(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
+    if channel is None:
+        raise BadInput(
+            "--dut-event needs a DUT: dut.netns in the profile, --dut-netns or --dut-ssh"
+        )
+    return channel, events, []
 
 
 def _flush_dut(netns: str | None, ssh: str | None) -> None:
@@ -411,7 +496,14 @@ async def _run(compiled, opts, duration, thresholds, args, out: _Outputs) -> dic
         out.event(ThresholdBreached(sent_for, b["threshold"], b["where"], float(b["value"])))
     if interrupted:
         report.signal = interrupted[0]
-    return report.to_doc()
+    doc = report.to_doc()
+    if getattr(args, "dut_events", None):
+        from tgen_tui.engine.dut_events import attach_outages
+
+        records = args.dut_events[2]
+        attach_outages(records, doc["streams"])
+        doc["dut_events"] = records
+    return doc
 
 
 async def _drive(eng, duration, args, out: _Outputs, interrupted: list[str], main_scope):
@@ -445,6 +537,11 @@ async def _drive(eng, duration, args, out: _Outputs, interrupted: list[str], mai
         with main_scope:
             if not interrupted:
                 await eng.start()
+            dut_ev = getattr(args, "dut_events", None)
+            if dut_ev and not interrupted:  # --dut-event: its own task, ended with the run
+                from tgen_tui.engine.dut_events import run_events
+
+                nursery.start_soon(run_events, dut_ev[0], dut_ev[1], t_start, dut_ev[2])
             deadline = t_start + duration if duration is not None else math.inf
             while time.monotonic() < deadline and not interrupted:
                 await trio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))

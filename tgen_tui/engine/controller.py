@@ -310,6 +310,15 @@ class Engine:
             thresholds=thresholds,
             dut_channel=self.sampler.dut.channel if self.sampler.dut else None,
         )
+        from tgen_tui.engine.stateful import apply_flow_reports
+
+        flows = {
+            port: ev.flows
+            for st in self.states.values()
+            for port, ev in st.stopped_info.items()
+            if getattr(ev, "flows", None)
+        }
+        apply_flow_reports(result, self.setup.programs, flows, self.learned(), self.control.t0)
         cluster = self.transport.report()
         if cluster is not None:  # the section exists only under --cluster
             result.cluster = cluster

@@ -199,11 +199,15 @@ def missing_interfaces(setup: Setup, ifc: dict) -> None:
             )
 
 
-def finish_port_entries(st: WorkerState, entries: list[dict], learn: dict | None) -> None:
+def finish_port_entries(
+    st: WorkerState, entries: list[dict], learn: dict | None, flows: dict | None = None
+) -> None:
     """Add the learn settings to the configure entries; note each port's send path and why."""
     for d in entries:
         if (learn or {}).get(d["name"]):
             d["learn"] = dict(learn[d["name"]])  # type: ignore[index]
+        if (flows or {}).get(d["name"]):  # flow verification (engine.stateful)
+            d["flows"] = dict(flows[d["name"]])  # type: ignore[index]
     # which send path each port uses and why (profile, tgen calibrate's cache, default)
     st.tx_why = {d["name"]: _why(d) for d in entries if d.get("tx_path_why")}
 
@@ -239,6 +243,7 @@ class LocalTransport:
     def __init__(self, options: EngineOptions) -> None:
         self.lock_ports = options.lock_ports
         self.learn = options.learn  # RFC 9693 Responder ports: what each one's worker learns
+        self.flows: dict[str, dict] = {}  # ports that verify flows (engine.stateful)
         self._setup: Setup | None = None
         self._ifprobe = InterfaceProbe()
         self._cpu = CpuProbe()
@@ -251,6 +256,11 @@ class LocalTransport:
     async def prepare(self, setup: Setup, notice: Notice) -> None:
         self._setup = setup
         remove_stale_counter_files()
+        from tgen_tui.engine.stateful import live_options
+
+        live_learn, self.flows = live_options(setup.programs)
+        if live_learn:  # learn: true reply streams (RFC 9693's Responder ports win)
+            self.learn = {**live_learn, **(self.learn or {})}
         missing_interfaces(setup, await self.interfaces())
         self._lock(setup)
         # kernel tx timestamps of sampled frames, shared by the local workers (the sender
@@ -282,7 +292,7 @@ class LocalTransport:
         st = WorkerState(plan, shm, stamps_path=self._stamps_path)
         h = WorkerHandle(st, on_event)
         entries = [port_config(*a) for a in setup.port_specs(plan)]
-        finish_port_entries(st, entries, self.learn)
+        finish_port_entries(st, entries, self.learn, self.flows)
         await start_worker(nursery, h, entries, setup.n_streams)
         try:
             view = C.CounterView.open(shm)
@@ -334,6 +344,9 @@ class LocalTransport:
     async def close(self) -> None:
         self._ifprobe.close()
         await self.release()
+        from tgen_tui.engine.stateful import remove_live_tables
+
+        remove_live_tables(self.learn)
 
 
 __all__ = [

@@ -15,6 +15,14 @@ from tgen_tui.methodology import documents as D
 from tgen_tui.methodology import output as O
 from tgen_tui.methodology import rfc9693, run
 from tgen_tui.methodology.scaleup import run_scaleup, scaleup_metrics, scaleup_report
+from tgen_tui.methodology.sweep import (
+    run_sweep,
+    sweep_metrics,
+    sweep_plots,
+    sweep_report,
+    sweep_tables,
+    sweep_trials,
+)
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,17 @@ PROCEDURES: dict[str, Procedure] = {
             O.scaleup_tables,
             O.scaleup_plots,
             common=False,
+        ),
+        Procedure(
+            "sweep",
+            "sweep",
+            run_sweep,
+            sweep_report,
+            sweep_metrics,
+            sweep_trials,
+            sweep_tables,
+            sweep_plots,
+            **_STATEFUL,
         ),
     )
 }

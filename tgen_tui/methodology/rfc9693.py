@@ -19,6 +19,7 @@ from tgen_tui.methodology.run import (
     search_trials_estimate,
 )
 from tgen_tui.methodology.search import RepeatedSearch, SearchResult, TrialResult, binary_search
+from tgen_tui.methodology.tcpflow import tcp_trial
 from tgen_tui.methodology.trial import TrialRunner
 
 
@@ -55,6 +56,14 @@ def _stateful_setup(state: RunState):
             "(RFC 9693 fails such a trial)"
         )
     preflight(state, prof, compiled, p.duration_s)
+    if p.proto == "tcp":  # connections are TCP handshakes (methodology.tcpflow)
+        from tgen_tui.methodology.tcpflow import responder_spec, tcp_setup
+
+        spec = responder_spec(runner, prof)
+        td = "none" if state.test.endswith("teardown") else p.tcp_teardown  # flush times them
+        state.body["tcp"] = tcp_setup(state, prof, runner, spec, td)
+        state.body["phase2_runner"] = None
+        return prof, runner, compiled, size, n, space
     state.body["phase2_runner"] = _phase2_runner(state, prof, runner, n, space)
     return prof, runner, compiled, size, n, space
 
@@ -136,6 +145,8 @@ async def stateful_trial(
     from tgen_tui.methodology.phase2 import learned_count, remove_table
 
     p = state.params
+    if state.body.get("tcp") is not None:  # --proto tcp
+        return await tcp_trial(state, state.body["tcp"], n, rate, kind)
     if phase2 is None:
         phase2 = p.phase2 == "every"
     r2 = state.body.get("phase2_runner")

@@ -91,6 +91,8 @@ class Params:
     c0: int = 1_000_000
     phase2: str = "final"  # off | final (after each search, at l) | every (each trial)
     responder_order: str = "random"
+    proto: str = "udp"  # udp | tcp: RFC 9693 connections as TCP handshakes (methodology.tcpflow)
+    tcp_teardown: str = "fin"  # tcp: fin | rst | none after the handshake of each trial
     dut_netns: str | None = None
     dut_ssh: str | None = None
     dut_reset: str | None = None

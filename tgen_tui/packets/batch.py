@@ -31,6 +31,7 @@ from tgen_tui.packets.program import (
     DEC,
     FIXED,
     INC,
+    LIVE_TABLE,
     RANDOM,
     SIG_DTYPE,
     SIG_LEN,
@@ -151,10 +152,17 @@ class BatchBuilder:
         if any(f.mode == TABLE for f in program.fields):
             if program.table_order not in TABLE_ORDERS:
                 raise ValueError(f"unknown table order {program.table_order!r}")
-            t = read_learned_table(program.table)
-            self._table_cols = [t[:, c].astype(np.uint64) for c in range(t.shape[1])]
+            if program.table == LIVE_TABLE:  # filled as the port learns (set_table)
+                t = np.zeros((1, len(TABLE_COLUMNS)), dtype=np.uint32)
+            else:
+                t = read_learned_table(program.table)
+            self.set_table(t)
         if self._fixed_size:
             self._setup_fixed()
+
+    def set_table(self, t: np.ndarray) -> None:
+        """Take the rows of table fields from ``t`` ((M, 4) uint32, M >= 1) from now on."""
+        self._table_cols = [t[:, c].astype(np.uint64) for c in range(t.shape[1])]
 
     # ------------------------------------------------------------------ helpers
     def _view(self, n: int, offset: int, width: int) -> np.ndarray:

@@ -75,6 +75,7 @@ class CompiledProfile:
     all_stream_names: list[str] = field(default_factory=list)  # index → name for every stream
     dut_netns: str | None = None
     dut_ssh: str | None = None
+    dut_events: dict[str, str] = field(default_factory=dict)  # dut.events: name -> command
 
 
 def profile_hash(profile: m.Profile) -> str:
@@ -206,6 +207,7 @@ def _template(s: m.Stream, max_len: int, auto: bool = False) -> tuple[bytes, int
             dport=fixed_or_zero(s.tcp.dst_port),
             flags=s.tcp.flags,
             seq=s.tcp.seq,
+            ack=s.tcp.ack,
             window=s.tcp.window,
         )
     elif s.icmp is not None:
@@ -347,7 +349,7 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
         for name, p in profile.ports.items()
     }
     streams = [
-        compile_stream(s, i, profile.ports[s.port], profile.seed, rate_scale)
+        _learning(s, compile_stream(s, i, profile.ports[s.port], profile.seed, rate_scale))
         for i, s in enumerate(profile.streams)
         if s.enabled
     ]
@@ -374,6 +376,7 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
         all_stream_names=[s.name for s in profile.streams],
         dut_netns=profile.dut.netns if profile.dut else None,
         dut_ssh=profile.dut.ssh if profile.dut else None,
+        dut_events=dict(profile.dut.events) if profile.dut else {},
     )
 
 
@@ -449,6 +452,16 @@ def with_learned_table(
         table_order=order,
         table_key=key,
     )
+
+
+def _learning(s: m.Stream, p: StreamProgram) -> StreamProgram:
+    """A ``learn: true`` stream replies to the tuples its port learns while it runs
+    (``LIVE_TABLE``, rows in order of arrival)."""
+    if not s.learn:
+        return p
+    from tgen_tui.packets.program import LIVE_TABLE
+
+    return with_learned_table(p, LIVE_TABLE, "inc")
 
 
 __all__ = [

@@ -54,6 +54,7 @@ CSUM_BOTH = 3
 # Field modes
 FIXED, INC, DEC, RANDOM, UNIQUE = "fixed", "inc", "dec", "random", "unique"
 TABLE = "table"  # a column of the stream's learned-tuple table (StreamProgram.table)
+LIVE_TABLE = "live"  # StreamProgram.table: the sending port's own table, learned as it runs
 
 # The learned-tuple table (RFC 9693 Responder): an (M, 4) uint32 .npy, one row per tuple
 # as the Responder received it, in order of first arrival.

@@ -235,6 +235,15 @@ class TCP(UDP):
 
     flags: str = Field("S", description="Any of F S R P A U E C, e.g. S, SA, A, PA")
     seq: int = Field(1, ge=0, le=0xFFFFFFFF)
+    ack: int = Field(0, ge=0, le=0xFFFFFFFF, description="Acknowledgment number (with flag A)")
+    handshake: bool = Field(
+        False,
+        description="tgen run: open each flow with SYN / SYN-ACK (the learn: true reply "
+        "stream) / ACK before the run and close it after (teardown); data in between",
+    )
+    teardown: Literal["fin", "rst", "none"] = Field(
+        "fin", description="with handshake: FIN/ACK both ways, RST, or none"
+    )
     window: int = Field(8192, ge=0, le=65535)
 
     @field_validator("flags")
@@ -544,6 +553,17 @@ class Stream(Strict):
     schedule: Schedule = Field(default_factory=Schedule)
     idt: Idt = Field(default_factory=ConstantIdt, description="Inter-departure time distribution")
     seed: int | None = Field(None, ge=0, description="Overrides the profile seed for this stream")
+    learn: bool = Field(
+        False,
+        description="Reply stream: its port learns the (translated) tuples of the streams "
+        "arriving there and this stream replies to them (addresses and ports from the table)",
+    )
+
+    @model_validator(mode="after")
+    def _learn_needs_ipv4(self):
+        if self.learn and (self.ipv4 is None or self.l4_kind not in ("udp", "tcp")):
+            raise ValueError("learn: true needs an IPv4 UDP or TCP stream")
+        return self
 
     @model_validator(mode="before")
     @classmethod
@@ -735,6 +755,11 @@ class Dut(Strict):
     hooks: DutHooks = Field(
         default_factory=lambda: DutHooks(),
         description="Commands run on the DUT: before_run, after_run, before_trial, after_trial",
+    )
+    events: dict[str, str] = Field(
+        default_factory=dict,
+        description="Named DUT commands the console runs from the keyboard (key x), e.g. "
+        "{reload: 'nft -f /etc/nftables.conf', flush: 'conntrack -F'}",
     )
 
 

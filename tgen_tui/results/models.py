@@ -81,6 +81,14 @@ class StreamResult(Part):
     duplicates: int = 0
     latency_ns: Latency = Field(default_factory=Latency)
     latency_source: str | None = None
+    # stateful figures (tgen_tui.engine.stateful): set only where they apply
+    outage_ms: Num | None = None
+    outage_at_s: Num | None = None
+    flows: int | None = None
+    flows_verified: int | None = None
+    setup_latency_ns: dict[str, Any] | None = None
+    learned: int | None = None
+    learned_samples: list[str] | None = None
 
 
 class DutResult(Part):
@@ -112,6 +120,7 @@ class RunResult(Doc):
     ports: dict[str, PortResult] = Field(default_factory=dict)
     streams: dict[str, StreamResult] = Field(default_factory=dict)
     workers: list[dict[str, Any]] = Field(default_factory=list)
+    dut_events: list[dict[str, Any]] | None = None  # tgen run --dut-event (engine.dut_events)
     worker_plan: list[str] = Field(default_factory=list)
     dut: DutResult | None = None
     environment: dict[str, Any] = Field(default_factory=dict)
@@ -396,6 +405,26 @@ class ScaleupReport(Doc):
 
 
 #: The model of each test's document, by the test's name as the store files it.
+class SweepRow(Part):
+    sessions: int
+    sessions_requested: int | None = None
+    cps: Num | None = None
+    throughput: Num | None = None
+    filled: int | None = None
+    fill_passed: bool | None = None
+    conntrack_after: int | None = None
+    cps_search: dict[str, Any] | None = None
+    throughput_search: dict[str, Any] | None = None
+
+
+class SweepReport(Report):
+    """``tgen sweep``: throughput and connection rate against sessions (methodology.sweep)."""
+
+    sweep: str = "sessions"
+    sessions: list[int] = Field(default_factory=list)
+    rows: list[SweepRow] = Field(default_factory=list)
+
+
 REPORTS: dict[str, type[Doc]] = {
     "run": RunResult,
     "tui": RunResult,  # the console's runs
@@ -408,6 +437,7 @@ REPORTS: dict[str, type[Doc]] = {
     "rfc9693-teardown": TeardownReport,
     "scaleup-rfc2544-throughput": ScaleupReport,
     "scaleup-rfc9693-cps": ScaleupReport,
+    "sweep": SweepReport,
 }
 
 

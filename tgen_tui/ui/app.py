@@ -385,6 +385,16 @@ class TgenApp(App):
 
         self.push_screen(ResultsScreen(self.results_db))
 
+    def action_dut_event(self) -> None:
+        from tgen_tui.ui.dut_events import run_named_event
+
+        run_named_event(self)
+
+    def dut_event_done(self, line: str, rec: dict) -> None:
+        """A DUT event finished (ui.dut_events): log it and say so."""
+        self._log_line(line)
+        self.notify(line, severity="information" if rec.get("ok") else "error")
+
     def action_edit(self) -> None:
         from tgen_tui.ui.editor import EditorScreen
 

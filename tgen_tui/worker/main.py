@@ -24,6 +24,8 @@ from tgen_tui.worker import protocol as P
 from tgen_tui.worker.kernel import PR_SET_PDEATHSIG, PR_SET_TIMERSLACK, prctl
 from tgen_tui.worker.learn import Learner
 from tgen_tui.worker.learn import from_spec as learner_from_spec
+from tgen_tui.worker.liveflow import PortFlows
+from tgen_tui.worker.liveflow import attach as attach_flows
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK, LATE_NS, MIN_WAKE_NS
 from tgen_tui.worker.responder import PortResponder, with_macs
@@ -147,6 +149,7 @@ class Port:
         self.rx: RxRing | None = None
         self.rxstats: RxStats | None = None
         self.learn: Learner | None = None  # RFC 9693 Responder: tuples learned on rx
+        self.flows: PortFlows | None = None  # live replies, flow verification, rx gaps
         self.tx = None
         self.streams: list[TxStream] = []
         self.tx_done_sent = False
@@ -164,9 +167,10 @@ class Port:
         with netns(self.netns):
             if rx_table is not None:
                 self.learn = learner_from_spec(self.spec.get("learn"))
+                hdrs = self.learn is not None or bool(self.spec.get("flows"))
                 self.rx = RxRing(
                     self.interface,
-                    headers=self.learn is not None,
+                    headers=hdrs,
                     respond=bool(l3.get("respond")),
                     **ring_opts,
                 )
@@ -188,6 +192,7 @@ class Port:
         for p, row in zip(progs, tx_rows, strict=True):
             self.streams.append(TxStream(p, row, self.idx, max_batch))
         self._setup_stamps()
+        self.flows = attach_flows(self.spec, self.learn, self.streams)
 
     def _setup_stamps(self) -> None:
         """Kernel transmit timestamps on a sample of every stream's frames (sendmmsg only;
@@ -283,6 +288,8 @@ class Port:
                 if late > ctr[C.P_LATE_MAX_NS]:
                     ctr[C.P_LATE_MAX_NS] = late
                 nb = int(lens[:m].sum())
+                if self.flows is not None:
+                    self.flows.on_tx(st.prog, buf, m, send_ns)
                 st.sent += m
                 st.row[C.T_TX_FRAMES] += m
                 st.row[C.T_TX_BYTES] += nb
@@ -326,6 +333,8 @@ class Port:
             )
             if other:
                 ctr[C.P_RX_OTHER] += other
+        if self.flows is not None:
+            self.flows.on_rx(b, now_ns, (now_ns - self.t0_ns) / 1e9)
         if force_stats or now_ns - self.last_stats_ns > STATS_EVERY_NS:
             pk, dr = self.rx.kernel_stats()
             self.ctr[C.P_RX_KERNEL_PACKETS] = pk
@@ -377,6 +386,7 @@ class Port:
             )
         return P.Stopped(
             learned=self.learn.write() if self.learn is not None else None,
+            flows=self.flows.report() if self.flows is not None else None,
             port=self.name,
             counters=dict(zip(C.PORT_FIELDS, map(int, self.ctr), strict=True)),
             streams=streams,
@@ -515,6 +525,8 @@ class Worker:
             if p.rxstats is not None and (sel is not None or p in ps):
                 p.rx_step(now)  # account what arrived before the clear
                 p.rxstats.clear(sel)
+                if p.flows is not None:
+                    p.flows.gaps.reset()
         reset = []
         seq = {}
         for p in ps if sel is None else self.ports:

@@ -246,6 +246,7 @@ class Stopped(Event):
     counters: dict[str, int]
     streams: list[dict]
     learned: dict | None = None  # a learning port's table (see tgen_tui.worker.learn)
+    flows: dict | None = None  # rx gaps, flow verification, live replies (worker.liveflow)
 
 
 @dataclass(frozen=True)
