@@ -111,8 +111,8 @@ def _config(goals: list[Goal], min_load: float, max_load: float, warmup_s: float
         )
         for g in goals
     ]
+    cfg.min_load = float(min_load)  # first: each setter checks against the other
     cfg.max_load = float(max_load)
-    cfg.min_load = float(min_load)
     cfg.search_duration_max = 1e9  # the search ends by its goals or by Ctrl-C
     cfg.warmup_duration = warmup_s or None
     return cfg

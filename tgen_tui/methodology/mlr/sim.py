@@ -15,13 +15,16 @@ class CurveDut:
     ``floor_loss`` (a binomial draw, seeded); ``noise_sd``: each trial's capacity is drawn
     from N(capacity, sd); ``inversion``: (low, high, ratio): trials at loads in [low, high)
     lose ``ratio`` of their frames (a loss inversion: a lower load fails, a higher passes);
-    ``sender_max``: the sender cannot offer more (the rest is unsent)."""
+    ``sender_max``: the sender cannot offer more (the rest is unsent); ``degrade``:
+    (n, capacity): from the n-th trial on the DUT forwards only that much (a higher load
+    measured earlier stays a lower bound while a lower one becomes an upper bound)."""
 
     capacity: float
     floor_loss: float = 0.0
     noise_sd: float = 0.0
     inversion: tuple[float, float, float] | None = None
     sender_max: float | None = None
+    degrade: tuple[int, float] | None = None
     seed: int = 1
     calls: list[tuple[float, float]] = field(default_factory=list)
 
@@ -29,7 +32,10 @@ class CurveDut:
         self._rng = random.Random(self.seed)
 
     def _lost(self, load: float, offered: int, duration: float) -> int:
-        cap = self.capacity + (self._rng.gauss(0, self.noise_sd) if self.noise_sd else 0.0)
+        cap = self.capacity
+        if self.degrade and len(self.calls) > self.degrade[0]:
+            cap = self.degrade[1]
+        cap = cap + (self._rng.gauss(0, self.noise_sd) if self.noise_sd else 0.0)
         lost = max(0, round((load - cap) * duration)) if load > cap else 0
         if self.floor_loss:
             # binomial draw of the remaining frames (normal approximation when large)
