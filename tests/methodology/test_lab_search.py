@@ -26,8 +26,9 @@ def test_search_reports_ndr_no_load_passed_and_every_trial(lossy_lab, tmp_path: 
     prof.write_text(forward_profile(lossy_lab))
     out = tmp_path / "s.json"
     cp = tgen(
-        "search", str(prof), "--goal", "ndr=0", "--goal", "pdr=3%", "--quick", "--width", "5%",
-        "--max-rate", "8000", "--min-load", "2000", "--warmup", "0", "--no-ladder",
+        "search", str(prof), "--goal", "ndr=0,trial=500ms,sum=1s",
+        "--goal", "pdr=3%,trial=500ms,sum=1s", "--width", "10%",
+        "--max-rate", "8000", "--min-load", "4000", "--warmup", "0", "--no-ladder",
         "--timeout", "200ms", "--settle", "100ms", "--json", str(out), "--quiet",
         "--plots", str(tmp_path / "plots"), "--no-store",
     )  # fmt: skip
@@ -37,8 +38,8 @@ def test_search_reports_ndr_no_load_passed_and_every_trial(lossy_lab, tmp_path: 
     ndr, pdr = doc["goals"]
     assert ndr["name"] == "ndr" and ndr["regular"] is False
     assert ndr["irregular"] == "no load passed" and ndr["relevant_lower_bound_pps"] is None
-    assert ndr["relevant_upper_bound_pps"] == 2000  # min load: 2,000 frames, ~20 lost
-    assert pdr["goal"]["loss_ratio"] == 0.03 and pdr["goal"]["duration_sum_s"] == 3.0
+    assert ndr["relevant_upper_bound_pps"] == 4000  # min load: 2,000 frames, ~20 lost
+    assert pdr["goal"]["loss_ratio"] == 0.03 and pdr["goal"]["duration_sum_s"] == 1.0
     assert len(doc["trials"]) == doc["n_trials"] > 0
     for t in doc["trials"]:
         (d,) = t["directions"].values()
@@ -47,5 +48,5 @@ def test_search_reports_ndr_no_load_passed_and_every_trial(lossy_lab, tmp_path: 
         assert t["rx_frames"] + t["lost"] == t["tx_frames"]
         assert 0 <= t["loss_ratio"] <= 1
     assert doc["aggregate_factor"] == 1 and doc["dut_drops"] == {}
-    assert any("--quick" in x for x in doc["deviations"])
+    assert any("0.5 s trials, 1 s sum" in x for x in doc["deviations"])
     assert (tmp_path / "plots" / "loss_ratio_vs_load.svg").stat().st_size > 1000

@@ -27,7 +27,7 @@ def search_report(state: RunState, partial: bool) -> dict:
         "preset": getattr(cfg, "preset", None),
         "preset_definition": getattr(cfg, "preset_text", ""),
         "frame_size": b.get("frame_size"),
-        "streams": b.get("streams", []),
+        "stream_names": b.get("streams", []),
         "load_unit": "frames/s per interface (each direction)",
         "aggregate_factor": b.get("aggregate_factor", 1),
         "max_load_source": b.get("max_load_source"),
