@@ -53,3 +53,29 @@ def test_report_goals_trials_and_store_check(tmp_path, capsys):
     out = capsys.readouterr()
     assert rc == 1
     assert "ndr" in out.out + out.err and "pdr" in out.out + out.err
+
+
+def test_max_load_from_the_calibration_cache_else_line_rate(monkeypatch, tmp_path):
+    """Max Load: --max-rate, else tgen calibrate's best rate for the port's path (cached
+    for this host and driver), else the port's line rate at the frame size."""
+    from tgen_tui.calibrate import cache, iface
+    from tgen_tui.methodology.mlr.procedure import max_load_for
+    from tgen_tui.methodology.run import load, make_runner
+
+    monkeypatch.setenv("TGEN_CACHE_DIR", str(tmp_path / "cache"))
+    p = Params(profile="profiles/lab.yaml")
+    _, compiled = make_runner(p, load(p), 64)
+    assert max_load_for(p, compiled, 64) == (14_880_952.0, "the port's line rate")
+    monkeypatch.setattr(iface, "driver", lambda interface, netns=None: "veth")
+    rows = [
+        {"tx_path": "sendmmsg", "max_batch": 64, "kpps": 850.0},
+        {"tx_path": "sendmmsg", "max_batch": 256, "kpps": 910.5},
+        {"tx_path": "af_xdp", "max_batch": 64, "kpps": 2000.0},
+    ]
+    entry = {"choice": {"tx_path": "sendmmsg", "max_batch": 256}, "table": rows,
+             "host": cache.host_facts()}  # fmt: skip
+    cache.store(entry, cache.keys("veth", "p0", "tgen-tester"))
+    rate, source = max_load_for(p, compiled, 64)
+    assert rate == 910_500.0 and source.startswith("tgen calibrate (sendmmsg")
+    p.max_rate = 50_000.0
+    assert max_load_for(p, compiled, 64) == (50_000.0, "--max-rate")
