@@ -79,3 +79,16 @@ def test_max_load_from_the_calibration_cache_else_line_rate(monkeypatch, tmp_pat
     assert rate == 910_500.0 and source.startswith("tgen calibrate (sendmmsg")
     p.max_rate = 50_000.0
     assert max_load_for(p, compiled, 64) == (50_000.0, "--max-rate")
+
+
+def test_bad_search_input_is_one_line_exit_2(capsys):
+    for args, words in (
+        (["--goal", "pdr=x"], "--goal 'pdr=x'"),
+        (["--goal", "pdr=1%,trial=10s,sum=5s"], "duration sum"),
+        (["--preset", "csit", "--width", "200%"], "width"),
+        (["--duration", "5s"], "--duration: not used"),
+        (["--max-rate", "5000", "--min-load", "6000"], "--min-load"),
+    ):
+        assert tgen_main(["search", "profiles/lab.yaml", *args]) == 2
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1, err

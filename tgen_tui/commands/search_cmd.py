@@ -80,10 +80,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_search, verb_name="search")
 
 
+#: options of the methodology verbs that tgen search does not use: the goals set the trials
+UNUSED = (
+    ("duration", "--duration"),
+    ("search_duration", "--search-duration"),
+    ("repeats", "--repeats"),
+    ("rate", "--rate"),
+    ("delay", "--delay"),
+)
+
+
 def config_from_args(args: argparse.Namespace):
     from tgen_tui.methodology.mlr.goals import PRESETS, _ratio, goals_for, quick
     from tgen_tui.methodology.mlr.procedure import SearchConfig
 
+    for attr, opt in UNUSED:
+        if getattr(args, attr, None) is not None:
+            raise BadInput(f"{opt}: not used by tgen search (trial lengths come from --goal)")
     width = _ratio(args.width, "--width") if args.width else None
     goals = goals_for(args.preset, args.goal, width)
     quick_text = ""
@@ -106,8 +119,8 @@ def config_from_args(args: argparse.Namespace):
 def cmd_search(args: argparse.Namespace) -> int:
     from tgen_tui.methodology.run import RunState
 
-    params = params_from_args(args)
     cfg = config_from_args(args)
+    params = params_from_args(args)
     if params.max_rate and cfg.min_load and cfg.min_load >= params.max_rate:
         raise BadInput("--min-load must be below --max-rate")
     _need_root("tgen search")
