@@ -6,6 +6,7 @@ trial runner, then the latency ladder. The command puts its settings in
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from tgen_tui.methodology import run as R
@@ -149,6 +150,11 @@ async def run_search(state: R.RunState) -> None:
         "aggregate_factor": len(runner.groups),
         "streams": runner.stream_names,
     }
+
+    if state.progress:  # a rough estimate for the bar: each goal's two bounds, a few steps
+        state.progress.expected = sum(
+            2 * math.ceil(g.duration_sum_s / g.final_trial_duration_s) + 4 for g in cfg.goals
+        ) + (4 * len(cfg.goals) if cfg.ladder else 0)
 
     async def trial(load: float, d: float) -> TrialResult:
         t = await runner.with_retries(lambda: runner.run(load, "search", duration_s=d))
