@@ -36,6 +36,7 @@ VERB_MODULES = [
     "tgen_tui.commands.run_cmd",
     "tgen_tui.commands.methodology_cmds",
     "tgen_tui.commands.sweep_cmd",
+    "tgen_tui.commands.search_cmd",
     "tgen_tui.commands.results_cmd",
     "tgen_tui.web.cli",
     "tgen_tui.commands.calibrate_cmd",

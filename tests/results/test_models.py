@@ -74,6 +74,7 @@ def test_the_store_writes_and_reads_through_the_models(db):
 def test_every_procedure_is_registered_and_has_a_report_model():
     names = {"throughput", "loss", "latency", "pdv", "cps", "capacity", "teardown", "scaleup"}
     names.add("sweep")  # tgen sweep (issue 22)
+    names.add("search")  # tgen search (RFC 9971)
     assert set(PROCEDURES) == names
     for p in PROCEDURES.values():
         assert procedure(p.test) is p and procedure(p.name) is p

@@ -130,6 +130,7 @@ def latency(row: np.ndarray, lat_min: int, lat_max: int) -> Latency:
         p999=percentile_from_hist(hist, 0.999, lmin, lmax),
         max=lmax,
         jitter=(float(row[C.R_JIT_SUM]) / jc) if jc else None,
+        p9999=percentile_from_hist(hist, 0.9999, lmin, lmax),
     )
 
 

@@ -22,6 +22,7 @@ class Latency:
     p999: float | None = None
     max: float | None = None
     jitter: float | None = None  # RFC 3550-style mean |D(i) - D(i-1)|
+    p9999: float | None = None  # 99.99th percentile (tgen search's latency ladder)
 
 
 @dataclass(frozen=True)

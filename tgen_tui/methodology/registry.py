@@ -14,6 +14,8 @@ from functools import partial
 from tgen_tui.methodology import documents as D
 from tgen_tui.methodology import output as O
 from tgen_tui.methodology import rfc9693, run
+from tgen_tui.methodology.mlr import procedure as mlr_procedure
+from tgen_tui.methodology.mlr import report as mlr_report
 from tgen_tui.methodology.scaleup import run_scaleup, scaleup_metrics, scaleup_report
 from tgen_tui.methodology.sweep import (
     run_sweep,
@@ -157,6 +159,18 @@ PROCEDURES: dict[str, Procedure] = {
             sweep_tables,
             sweep_plots,
             **_STATEFUL,
+        ),
+        Procedure(
+            "search",
+            "search",
+            mlr_procedure.run_search,
+            mlr_report.search_report,
+            mlr_report.search_metrics,
+            mlr_report.search_trials,
+            mlr_report.search_tables,
+            mlr_report.search_plots,
+            mlr_report.search_lines,
+            rate_unit="frames/s per interface (each direction)",
         ),
     )
 }

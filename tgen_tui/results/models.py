@@ -56,6 +56,7 @@ class Latency(Part):
     p999: Num | None = None
     max: Num | None = None
     jitter: Num | None = None
+    p9999: Num | None = None
 
 
 class PortResult(Part):
@@ -404,6 +405,31 @@ class ScaleupReport(Doc):
     metrics: dict[str, Num] = Field(default_factory=dict)
 
 
+class GoalResult(Part):
+    """One RFC 9971 search goal's outcome (tgen search)."""
+
+    name: str
+    goal: dict[str, Any] = Field(default_factory=dict)
+    relevant_lower_bound_pps: Num | None = None
+    relevant_upper_bound_pps: Num | None = None
+    conditional_throughput_pps: Num | None = None
+    quantile_loss_ratio: Num | None = None
+    regular: bool = False
+    irregular: str | None = None
+
+
+class SearchReport(Report):
+    """search: the RFC 9971 multiple loss ratio search, every trial, the latency ladder.
+    ``dut_drops``: the DUT's drop counters (filled by loss attribution when it lands)."""
+
+    goals: list[GoalResult] = Field(default_factory=list)
+    trials: list[dict[str, Any]] = Field(default_factory=list)
+    ladder: list[dict[str, Any]] = Field(default_factory=list)
+    loads: list[dict[str, Any]] = Field(default_factory=list)
+    aggregate_factor: int = 1
+    dut_drops: dict[str, Any] = Field(default_factory=dict)
+
+
 #: The model of each test's document, by the test's name as the store files it.
 class SweepRow(Part):
     sessions: int
@@ -438,6 +464,7 @@ REPORTS: dict[str, type[Doc]] = {
     "scaleup-rfc2544-throughput": ScaleupReport,
     "scaleup-rfc9693-cps": ScaleupReport,
     "sweep": SweepReport,
+    "search": SearchReport,
 }
 
 

@@ -1,0 +1,1 @@
+"""RFC 9971 multiple loss ratio search (tgen search)."""
