@@ -160,6 +160,20 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
         "(default 50ms); 'none' removes it",
     )
     g.add_argument(
+        "--delay",
+        default=d,
+        metavar="TIME",
+        help="delay each way on the transport hosts' path (h0/h1, user-space delay line in "
+        "the DUT namespace), e.g. 20ms for a 40 ms RTT; 'none' removes it",
+    )
+    g.add_argument(
+        "--loss",
+        type=_percent,
+        default=argparse.SUPPRESS if for_set else 0.0,
+        metavar="P",
+        help="drop P %% at random each way on the transport hosts' path (the delay line)",
+    )
+    g.add_argument(
         "--filter-rules",
         type=_pos_int,
         default=argparse.SUPPRESS if for_set else 0,
@@ -191,6 +205,8 @@ def _normalise(field: str, value):
     if field in ("ct_limit", "rate_limit_pps", "conntrack_max", "conntrack_buckets"):
         return value or None  # 0 means "none"
     if field == "tbf" and value is not None and value.lower() in ("none", "off", ""):
+        return None
+    if field == "delay" and value is not None and value.lower() in ("none", "off", "", "0"):
         return None
     if field == "rps_cpus" and value == "default":
         return labconfig.default_rps_cpus()

@@ -20,7 +20,7 @@ from tgen_tui.diagnostics import BadInput, EnvironmentProblem, TgenError
 from tgen_tui.dut import conntrack as dut_ct
 from tgen_tui.dut import settings as dut_settings
 from tgen_tui.dut.channel import DutChannel
-from tgen_tui.lab import commands, nftables
+from tgen_tui.lab import commands, hosts, middlebox, nftables
 from tgen_tui.lab import conntrack as ct
 from tgen_tui.lab.config import DUT_FIELDS, SETTABLE_FIELDS, LabConfig, parse_tbf, validate
 from tgen_tui.lab.naming import (
@@ -225,6 +225,7 @@ def _build(cfg: LabConfig) -> None:
     # the inside may use any source in 198.18.0.0/16; anything else lies beyond p1
     commands.run([*ip, "route", "replace", "198.18.0.0/16", "via", P0_IP, "dev", D0])
     commands.run([*ip, "route", "replace", "default", "via", P1_IP, "dev", D1])
+    hosts.build(cfg.prefix)  # transport hosts h0/h1 (lab/hosts.py)
 
 
 def _apply_dut(cfg: LabConfig, state: dict) -> None:
@@ -254,6 +255,8 @@ def _apply_dut(cfg: LabConfig, state: dict) -> None:
         commands.run(["tc", "-n", d_ns, "qdisc", "replace", "dev", D1, "root", *spec.tc_args()])
     else:
         commands.run(["tc", "-n", d_ns, "qdisc", "del", "dev", D1, "root"], check=False)
+    tbf_args = parse_tbf(cfg.tbf).tc_args() if cfg.tbf else None
+    middlebox.apply(cfg.prefix, state, delay=cfg.delay, loss=cfg.loss, tbf_args=tbf_args)
 
 
 def _rps_path(ifname: str) -> str:
@@ -321,6 +324,8 @@ def down(prefix: str = DEFAULT_PREFIX) -> None:
     """Remove everything the lab ``prefix`` made; safe to call when nothing is up."""
     commands.check_environment(("ip",))
     ct.forget(dut_netns(prefix))
+    middlebox.stop(prefix, _load_state(prefix) or {})
+    hosts.remove(prefix)
     commands.netns_delete(dut_netns(prefix))
     commands.netns_delete(tester_netns(prefix))
     state = _load_state(prefix)
@@ -456,6 +461,8 @@ def status(prefix: str = DEFAULT_PREFIX) -> dict:
     if topology == "nat":
         expected_ok = expected_ok and all(d_ifs.get(n, {}).get("state") == "UP" for n in (D0, D1))
         result["dut"] = _dut_view(d_ns, cfg_d, has_d, d_ifs)
+        result["transport_hosts"] = hosts.describe(prefix) if hosts.exists(prefix) else None
+        result["delay_line"] = middlebox.status(prefix, state)
     result["up"] = bool(has_t and expected_ok and topology)
     return result
 
@@ -469,6 +476,8 @@ LAB_REPORT_KEYS = (
     "tbf",
     "rps_cpus",
     "nat_ports",
+    "delay",
+    "loss",
 )
 
 

@@ -1,0 +1,125 @@
+"""Transport hosts: one namespace per tester side with an address, attached to the DUT.
+
+The tester ports (p0/p1) carry no address on purpose (the kernel must not answer raw
+test frames), so kernel TCP/UDP flows (the ``transport`` streams) get hosts of their own::
+
+    PREFIX-h0: h0 198.18.100.2/24 ─── e0 198.18.100.1/24 ┐
+                                                         DUT (PREFIX-dut): routes, nftables
+    PREFIX-h1: h1 198.19.100.2/24 ─── x1 ┄┄ y1 ─── e1 198.19.100.1/24 (TBF on egress)
+                                          └ bridge b1, or the delay line (--delay/--loss)
+
+Side 1 passes through two DUT-side interfaces x1 and y1: a kernel bridge joins them when
+no delay or loss is asked; otherwise the user-space delay line (:mod:`.delayline`)
+forwards between them, holding each frame for the delay and dropping the given share.
+So data from h0 to h1 crosses the DUT's forward chain (filter rules, drops), the TBF
+bottleneck on e1, then the delay; the ACKs come back through the delay again (RTT = 2 x
+delay). The DUT does not NAT these flows (its NAT is on d1 only).
+"""
+
+from __future__ import annotations
+
+from tgen_tui.lab import commands
+from tgen_tui.lab.naming import dut_netns
+
+H0, H1 = "h0", "h1"
+E0, E1 = "e0", "e1"
+X1, Y1, B1 = "x1", "y1", "b1"
+H0_IP, E0_IP = "198.18.100.2", "198.18.100.1"
+H1_IP, E1_IP = "198.19.100.2", "198.19.100.1"
+HOST_PREFIX_LEN = 24
+
+
+def host_netns(prefix: str, side: int) -> str:
+    """Name of the transport host namespace of side 0 (inside) or 1 (outside)."""
+    return f"{prefix}-h{side}"
+
+
+def _links(netns: str) -> set[str]:
+    if not commands.netns_exists(netns):
+        return set()
+    return {link["ifname"] for link in commands.ip_json(["link", "show"], netns=netns)}
+
+
+def _veth(ns_a: str, a: str, ns_b: str, b: str) -> None:
+    have_a, have_b = a in _links(ns_a), b in _links(ns_b)
+    if have_a and have_b:
+        return
+    if have_a:
+        commands.run(["ip", "-n", ns_a, "link", "del", a], check=False)
+    if have_b:
+        commands.run(["ip", "-n", ns_b, "link", "del", b], check=False)
+    commands.run(
+        ["ip", "-n", ns_a, "link", "add", a, "type", "veth", "peer", "name", b, "netns", ns_b]
+    )
+
+
+def _up(netns: str, *ifnames: str) -> None:
+    for ifname in ifnames:
+        commands.run(["ip", "-n", netns, "link", "set", ifname, "up"])
+
+
+def build(prefix: str) -> None:
+    """Create (or complete) both host namespaces and their links to the DUT; idempotent."""
+    d_ns = dut_netns(prefix)
+    base = {
+        "net.ipv6.conf.all.disable_ipv6": 1,
+        "net.ipv6.conf.default.disable_ipv6": 1,
+    }
+    for side, (h, e, h_ip, e_ip) in enumerate(((H0, E0, H0_IP, E0_IP), (H1, E1, H1_IP, E1_IP))):
+        ns = host_netns(prefix, side)
+        commands.netns_add(ns)
+        commands.sysctl_set(ns, base)
+        _up(ns, "lo")
+        if side == 0:
+            _veth(ns, h, d_ns, e)
+        else:
+            _veth(ns, h, d_ns, X1)
+            _veth(d_ns, Y1, d_ns, e)
+            _up(d_ns, X1, Y1)
+        commands.run(["ip", "-n", ns, "addr", "replace", f"{h_ip}/{HOST_PREFIX_LEN}", "dev", h])
+        _up(ns, h)
+        commands.run(["ip", "-n", ns, "route", "replace", "default", "via", e_ip, "dev", h])
+        commands.run(["ip", "-n", d_ns, "addr", "replace", f"{e_ip}/{HOST_PREFIX_LEN}", "dev", e])
+        commands.sysctl_set(d_ns, {f"net.ipv4.conf.{e}.rp_filter": 0})
+        _up(d_ns, e)
+
+
+def bridge(prefix: str, on: bool) -> None:
+    """Join x1 and y1 with a kernel bridge (on), or leave them apart for the delay line."""
+    d_ns = dut_netns(prefix)
+    have = B1 in _links(d_ns)
+    if on:
+        if not have:
+            commands.run(["ip", "-n", d_ns, "link", "add", B1, "type", "bridge", "stp_state", "0"])
+        for ifname in (X1, Y1):
+            commands.run(["ip", "-n", d_ns, "link", "set", ifname, "master", B1])
+        _up(d_ns, B1)
+    elif have:
+        commands.run(["ip", "-n", d_ns, "link", "del", B1], check=False)
+
+
+def apply_tbf(prefix: str, tc_args: list[str] | None) -> None:
+    """The lab's TBF on e1 egress too (the transport flows' bottleneck), or none."""
+    d_ns = dut_netns(prefix)
+    if tc_args:
+        commands.run(["tc", "-n", d_ns, "qdisc", "replace", "dev", E1, "root", *tc_args])
+    else:
+        commands.run(["tc", "-n", d_ns, "qdisc", "del", "dev", E1, "root"], check=False)
+
+
+def remove(prefix: str) -> None:
+    """Delete both host namespaces (their veths go with them); safe when absent."""
+    for side in (0, 1):
+        commands.netns_delete(host_netns(prefix, side))
+
+
+def exists(prefix: str) -> bool:
+    return all(commands.netns_exists(host_netns(prefix, s)) for s in (0, 1))
+
+
+def describe(prefix: str) -> dict:
+    """What profiles need: each side's namespace and address (``hosts:`` in a profile)."""
+    return {
+        "p0": {"netns": host_netns(prefix, 0), "ipv4": H0_IP, "gateway": E0_IP},
+        "p1": {"netns": host_netns(prefix, 1), "ipv4": H1_IP, "gateway": E1_IP},
+    }
