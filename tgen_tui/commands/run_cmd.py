@@ -222,6 +222,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tgen_tui.profiles.loader import load_profile
 
     prof = load_profile(args.profile)
+    if prof.transport:  # kernel TCP/UDP flows (commands/transport_cmd.py)
+        from tgen_tui.commands.transport_cmd import run_transport
+
+        return run_transport(args, prof)
     if not (args.rate_scale > 0 and math.isfinite(args.rate_scale)):
         raise BadInput("--rate-scale must be > 0")
     try:
