@@ -80,8 +80,16 @@ def test_tcp_and_udp_flows_through_the_dut_and_delay_line(mb_lab, tmp_path):
     assert {s["flows"]["back"]["on"] for s in snaps} == {True, False}
 
 
+def test_no_transport_hosts_unless_asked(make_lab):
+    with make_lab("nat", "o", rps_cpus=None) as prefix:
+        assert not commands.netns_exists(hosts.host_netns(prefix, 0))
+        assert lab.status(prefix)["transport_hosts"] is None
+        lab.set_dut(prefix, transport_hosts=True)
+        assert lab.status(prefix)["transport_hosts"]["p0"]["netns"] == f"{prefix}-h0"
+
+
 def test_middlebox_set_and_down(make_lab):
-    with make_lab("nat", "n", delay="3ms", loss=1.0, rps_cpus=None) as prefix:
+    with make_lab("nat", "n", transport_hosts=True, delay="3ms", loss=1.0, rps_cpus=None) as prefix:
         st = lab.status(prefix)
         dl = st["delay_line"]
         assert dl["running"] and st["transport_hosts"]["p1"]["ipv4"] == hosts.H1_IP
@@ -93,6 +101,8 @@ def test_middlebox_set_and_down(make_lab):
         assert links["x1"].get("master") == hosts.B1 and links["y1"].get("master") == hosts.B1
         lab.set_dut(prefix, delay="2ms")
         pid = lab.status(prefix)["delay_line"]["pid"]
+        lab.set_dut(prefix, transport_hosts=False)  # the delay still needs them
+        assert commands.netns_exists(hosts.host_netns(prefix, 1))
     assert not commands.netns_exists(hosts.host_netns(prefix, 0))
     assert not commands.netns_exists(hosts.host_netns(prefix, 1))
     assert not middlebox._ours(pid, prefix)

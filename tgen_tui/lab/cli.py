@@ -160,6 +160,14 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
         "(default 50ms); 'none' removes it",
     )
     g.add_argument(
+        "--transport-hosts",
+        action=argparse.BooleanOptionalAction,
+        default=argparse.SUPPRESS if for_set else False,
+        help="make the transport hosts PREFIX-h0 (198.18.100.2) and PREFIX-h1 (198.19.100.2) "
+        "on their own links to the DUT, for profiles with transport: streams (implied by "
+        "--delay and --loss)",
+    )
+    g.add_argument(
         "--delay",
         default=d,
         metavar="TIME",

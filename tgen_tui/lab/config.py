@@ -29,6 +29,7 @@ DUT_FIELDS = (
     "nat_ports",
     "delay",
     "loss",
+    "transport_hosts",
 )
 SETTABLE_FIELDS = (*DUT_FIELDS, "rps_cpus")
 
@@ -130,6 +131,7 @@ class LabConfig:
     rps_cpus: str | None = field(default_factory=default_rps_cpus)  # hex mask, None: untouched
     delay: str | None = None  # "20ms": the transport hosts' delay line, each way (lab/middlebox)
     loss: float = 0.0  # % dropped at random by the delay line, each way
+    transport_hosts: bool = False  # h0/h1 namespaces for transport flows (on with delay/loss)
 
     def validated(self) -> LabConfig:
         """Return self if every field is valid, else raise :class:`BadInput`."""

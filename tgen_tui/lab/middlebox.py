@@ -1,6 +1,7 @@
 """The lab as a middlebox for transport flows: ``--delay`` and ``--loss`` next to ``--tbf``.
 
-``tgen lab up/set --delay 20ms --loss 1%`` starts the user-space delay line
+``tgen lab up --transport-hosts`` makes the transport hosts (:mod:`.hosts`); ``--delay``
+or ``--loss`` imply them. ``tgen lab up/set --delay 20ms --loss 1%`` starts the user-space delay line
 (:mod:`.delayline`) in the DUT namespace between x1 and y1 (see :mod:`.hosts`): each way,
 every frame waits DELAY and LOSS % are dropped at random, so a flow between the transport
 hosts sees an RTT of 2 x DELAY plus the path's own. Without either, a kernel bridge joins
@@ -21,7 +22,7 @@ import sys
 import time
 
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem
-from tgen_tui.lab import hosts
+from tgen_tui.lab import hosts as hosts_mod
 from tgen_tui.lab.naming import STATE_DIR, dut_netns
 
 _TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|ms|us)?\s*$", re.I)
@@ -58,7 +59,7 @@ def _log_path(prefix: str) -> str:
 
 def _argv(prefix: str, delay_s: float, loss: float) -> list[str]:
     return [
-        sys.executable, "-m", "tgen_tui.lab.delayline", "--a", hosts.Y1, "--b", hosts.X1,
+        sys.executable, "-m", "tgen_tui.lab.delayline", "--a", hosts_mod.Y1, "--b", hosts_mod.X1,
         "--delay", repr(delay_s), "--loss", repr(float(loss)), "--seed", "1",
         "--stats", stats_path(prefix), "--tag", prefix,
     ]  # fmt: skip
@@ -87,7 +88,7 @@ def stop(prefix: str, state: dict) -> None:
             time.sleep(0.02)
         else:
             os.kill(pid, signal.SIGKILL)
-    for path in (stats_path(prefix),):
+    for path in (stats_path(prefix), _log_path(prefix)):
         try:
             os.unlink(path)
         except FileNotFoundError:
@@ -113,19 +114,27 @@ def _start(prefix: str, delay_s: float, loss: float) -> int:
     return proc.pid
 
 
-def apply(prefix: str, state: dict, *, delay: str | None, loss: float, tbf_args) -> None:
-    """Converge side 1 of the transport hosts to ``delay``/``loss`` and the TBF."""
-    hosts.apply_tbf(prefix, tbf_args)
+def apply(
+    prefix: str, state: dict, *, hosts: bool, delay: str | None, loss: float, tbf_args
+) -> None:
+    """Converge the transport hosts: present when asked (or when a delay or loss is),
+    side 1 bridged or through the delay line, the TBF on e1; absent otherwise."""
     delay_s = parse_delay(delay)
+    if not (hosts or delay_s > 0 or loss > 0):
+        stop(prefix, state)
+        hosts_mod.remove(prefix)
+        return
+    hosts_mod.build(prefix)
+    hosts_mod.apply_tbf(prefix, tbf_args)
     want = {"delay_s": delay_s, "loss": float(loss)} if (delay_s > 0 or loss > 0) else None
     rec = state.get("delayline")
     if want and rec and {k: rec.get(k) for k in want} == want and _ours(rec["pid"], prefix):
         return
     stop(prefix, state)
     if want is None:
-        hosts.bridge(prefix, True)
+        hosts_mod.bridge(prefix, True)
         return
-    hosts.bridge(prefix, False)
+    hosts_mod.bridge(prefix, False)
     state["delayline"] = {**want, "pid": _start(prefix, delay_s, float(loss))}
 
 

@@ -225,7 +225,6 @@ def _build(cfg: LabConfig) -> None:
     # the inside may use any source in 198.18.0.0/16; anything else lies beyond p1
     commands.run([*ip, "route", "replace", "198.18.0.0/16", "via", P0_IP, "dev", D0])
     commands.run([*ip, "route", "replace", "default", "via", P1_IP, "dev", D1])
-    hosts.build(cfg.prefix)  # transport hosts h0/h1 (lab/hosts.py)
 
 
 def _apply_dut(cfg: LabConfig, state: dict) -> None:
@@ -256,7 +255,14 @@ def _apply_dut(cfg: LabConfig, state: dict) -> None:
     else:
         commands.run(["tc", "-n", d_ns, "qdisc", "del", "dev", D1, "root"], check=False)
     tbf_args = parse_tbf(cfg.tbf).tc_args() if cfg.tbf else None
-    middlebox.apply(cfg.prefix, state, delay=cfg.delay, loss=cfg.loss, tbf_args=tbf_args)
+    middlebox.apply(
+        cfg.prefix,
+        state,
+        hosts=cfg.transport_hosts,
+        delay=cfg.delay,
+        loss=cfg.loss,
+        tbf_args=tbf_args,
+    )
 
 
 def _rps_path(ifname: str) -> str:
