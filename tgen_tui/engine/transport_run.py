@@ -90,7 +90,7 @@ class TransportRun:
     """The workers of one run. ``start`` blocks until every flow is connected."""
 
     def __init__(self, groups: list[list[dict]], *, duration: float, interval: float,
-                 cores: list[int] | None = None, drain: float = 2.0) -> None:  # fmt: skip
+                 cores: list[int] | None = None, drain: float = 10.0) -> None:  # fmt: skip
         self.groups = groups
         self.duration = duration
         self.interval = interval

@@ -4,7 +4,9 @@ A worker reports per flow, once per interval, cumulative ``tx_bytes``/``rx_bytes
 (TCP) the sender's ``TCP_INFO`` or (UDP) packets sent, received, expected (highest
 sequence + 1) and RFC 3550 jitter. From two consecutive reports:
 
-- goodput = bytes the receiving application read in the interval x 8 / interval;
+- goodput = bytes the receiving application read in the interval x 8 / interval (for the
+  whole run: the bytes read while the flow was due to send, over that time; what was
+  still queued arrives during the drain and counts only in ``rx_bytes``);
 - TCP: RTT and RTT variance (the kernel's smoothed estimate, ms), cwnd (segments),
   retransmits (segments retransmitted in the interval), delivery rate (bit/s);
 - UDP: loss in the interval (sequence numbers expected but not received), jitter (ms).
@@ -85,7 +87,7 @@ def flow_summary(spec: dict, final: dict, rtts_ms: list[float], run_s: float) ->
         "tx_bytes": final.get("tx_bytes", 0),
         "rx_bytes": final.get("rx_bytes", 0),
         "span_s": round(span, 3),
-        "goodput_bps": final.get("rx_bytes", 0) * 8.0 / span,
+        "goodput_bps": final.get("rx_bytes_span", final.get("rx_bytes", 0)) * 8.0 / span,
     }
     ti = final.get("tcp_info")
     if ti is not None:

@@ -8,7 +8,9 @@ test frames), so kernel TCP/UDP flows (the ``transport`` streams) get hosts of t
     PREFIX-h1: h1 198.19.100.2/24 ─── x1 ┄┄ y1 ─── e1 198.19.100.1/24 (TBF on egress)
                                           └ bridge b1, or the delay line (--delay/--loss)
 
-Side 1 passes through two DUT-side interfaces x1 and y1: a kernel bridge joins them when
+The hosts send one TCP segment per packet (``gso_max_segs 1``: veth would otherwise
+carry 64 KB super-packets, and the DUT's rule set would be evaluated once per 44
+segments). Side 1 passes through two DUT-side interfaces x1 and y1: a kernel bridge joins them when
 no delay or loss is asked; otherwise the user-space delay line (:mod:`.delayline`)
 forwards between them, holding each frame for the delay and dropping the given share.
 So data from h0 to h1 crosses the DUT's forward chain (filter rules, drops), the TBF
@@ -77,6 +79,9 @@ def build(prefix: str) -> None:
             _veth(d_ns, Y1, d_ns, e)
             _up(d_ns, X1, Y1)
         commands.run(["ip", "-n", ns, "addr", "replace", f"{h_ip}/{HOST_PREFIX_LEN}", "dev", h])
+        # one segment per packet, as on a wire: the DUT's rules, the TBF and the delay
+        # line see every 1500-byte packet, not 64 KB GSO super-packets
+        commands.run(["ip", "-n", ns, "link", "set", h, "gso_max_segs", "1"])
         _up(ns, h)
         commands.run(["ip", "-n", ns, "route", "replace", "default", "via", e_ip, "dev", h])
         commands.run(["ip", "-n", d_ns, "addr", "replace", f"{e_ip}/{HOST_PREFIX_LEN}", "dev", e])

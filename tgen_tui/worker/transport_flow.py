@@ -25,7 +25,6 @@ import time
 
 from tgen_tui.worker.netns import netns
 
-TCP_NOTSENT_LOWAT = 25
 TCP_CONGESTION = 13
 
 #: struct tcp_info up to tcpi_snd_wnd (232 bytes): u8 x8, u32 x24, u64 x4, u32 x6,
@@ -50,6 +49,7 @@ TI_REPORTED = (
     "delivery_rate", "pacing_rate", "segs_out", "data_segs_out", "bytes_sent",
     "bytes_retrans", "bytes_acked", "ca_state",
 )  # fmt: skip
+RCVLOWAT = 16384
 UDP_HDR = struct.Struct("<Qq")  # sequence number, send time (CLOCK_MONOTONIC ns)
 
 
@@ -110,6 +110,7 @@ class Flow:
         self.eof = False  # receiver saw the end
         self.off = 0  # TCP: offset into the current message
         self.error: str | None = None
+        self.rx_span: int | None = None  # rx_bytes when the flow's sending time ended
 
     # -- set-up
     def open(self) -> None:
@@ -132,7 +133,6 @@ class Flow:
         if self.proto == "tcp":
             cc = str(s.get("cc") or "cubic").encode()
             self.snd.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, cc)
-            self.snd.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, 128 << 10)
             self.snd.settimeout(10.0)
             self.snd.connect((s["dst_ip"], int(s["port"])))
             assert self.lst is not None
@@ -140,6 +140,8 @@ class Flow:
             self.rcv, _ = self.lst.accept()
             self.lst.close()
             self.lst = None
+            # wake the receiver per 16 KB, not per segment (the reports read what is left)
+            self.rcv.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, RCVLOWAT)
             self.rcv.setblocking(False)
         else:
             self.snd.connect((s["dst_ip"], int(s["port"])))
@@ -228,6 +230,8 @@ class Flow:
 
     def report(self) -> dict:
         d: dict = {"id": self.id, "tx_bytes": self.tx, "rx_bytes": self.rx}
+        if self.rx_span is not None:
+            d["rx_bytes_span"] = self.rx_span
         if self.proto == "tcp":
             if self.snd is not None:
                 try:
@@ -292,8 +296,15 @@ def _loop(flows: list[Flow], plan: dict, t0: float) -> None:
     while True:
         t = time.monotonic() - t0
         if t >= next_report:
+            for f in flows:
+                if not f.eof:
+                    f.receive(buf)
             _emit({"t": t, "flows": [f.report() for f in flows]})
             next_report += interval
+        for f in flows:  # what arrived while the flow was due to send: its goodput
+            end = stop_at if f.sched[1] is None else min(stop_at, float(f.sched[1]))
+            if f.rx_span is None and t >= end:
+                f.rx_span = f.rx
         if t >= stop_at:
             for f in flows:
                 f.finish()
