@@ -12,7 +12,7 @@ TCP super-frame comes in with its virtio-net header and goes out with the same h
 the kernel segments it and fills the checksum after the delay.
 
 It runs at SCHED_FIFO priority when allowed (it only sleeps in poll, never spins), and
-writes its counters and the measured hold times (kernel receive to send) as JSON to
+waits in select (microsecond timeouts), and writes its counters and the measured hold times (kernel receive to send) as JSON to
 ``--stats`` once a second. Stdlib only. Meant for the rates of USERS.md section 4
 (up to about 10 Mbit/s); it touches every frame in Python.
 """
@@ -102,16 +102,16 @@ def run(
     p = loss / 100.0
     delay_ns = int(delay * 1e9)
     stats = Stats()
-    poller = select.poll()
-    for s in socks:
-        poller.register(s.fileno(), select.POLLIN)
     by_fd = {s.fileno(): i for i, s in enumerate(socks)}
+    fds = list(by_fd)
     next_stats = time.monotonic()
     while True:
         now = time.time_ns()
         heads = [q[0][0] for q in queues if q]
-        timeout_ms = max(0.0, (min(heads) - now) / 1e6) if heads else 250.0
-        for fd, _ in poller.poll(min(timeout_ms, 250.0)):
+        timeout = max(0.0, (min(heads) - now) / 1e9) if heads else 0.25
+        # select: microsecond timeouts (poll and epoll round up to whole milliseconds)
+        ready, _, _ = select.select(fds, [], [], min(timeout, 0.25))
+        for fd in ready:
             i = by_fd[fd]
             s = socks[i]
             for _ in range(256):
