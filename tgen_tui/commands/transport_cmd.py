@@ -74,9 +74,7 @@ def progress_line(snap: dict) -> str:
 
 def run_transport(args: argparse.Namespace, prof) -> int:
     """``tgen run`` for a profile whose streams are all transport streams."""
-    from tgen_tui.engine.result import environment
-    from tgen_tui.engine.transport_run import TransportRun, plan_flows
-    from tgen_tui.packets.compile import profile_hash
+    from tgen_tui.engine.transport_run import TransportRun, plan_flows, result_doc
 
     if prof.streams:
         raise BadInput(
@@ -128,23 +126,8 @@ def run_transport(args: argparse.Namespace, prof) -> int:
             sys.stderr.write("\r\x1b[K")
         if nd is not None and nd is not sys.stdout:
             nd.close()
-    result = {
-        "tool": "tgen-tui",
-        "kind": "transport",
-        "profile": prof.name,
-        "profile_path": args.profile,
-        "profile_hash": profile_hash(prof),
-        "seed": prof.seed,
-        "duration_s": run_s,
-        "partial": bool(interrupted),
-        "passed": not run.errors,
-        "started_at": started,
-        "environment": environment(),
-        "transport": tr,
-        "metrics": tr["metrics"],
-        "warnings": run.errors,
-        **({"signal": interrupted[0]} if interrupted else {}),
-    }
+    result = result_doc(prof, args.profile, run, tr, run_s, started,
+                        interrupted[0] if interrupted else None)  # fmt: skip
     if args.json:
         write_json_output(args.json, result)
     record_from_args(args, result)

@@ -195,7 +195,8 @@ class TransportRun:
             flows[spec["name"]] = fig
             self._prev[r["id"]] = r
         self._t_prev = t
-        active = [f["goodput_bps"] for f in flows.values() if f["goodput_bps"] > 0]
+        tcp = [f for f in flows.values() if "rtt_ms" in f] or list(flows.values())
+        active = [f["goodput_bps"] for f in tcp if f["goodput_bps"] > 0]  # Jain: TCP flows
         return {
             "t": round(t, 3),
             "kind": "transport",
@@ -219,6 +220,31 @@ class TransportRun:
                 for w in self.workers
             ],  # fmt: skip
         }
+
+
+def result_doc(prof, profile_path: str | None, run: TransportRun, tr: dict, run_s: float,
+               started_at: str, signal_name: str | None = None) -> dict:  # fmt: skip
+    """The run's result document (``tgen run --json``; stored like a raw-frame run's)."""
+    from tgen_tui.engine.result import environment
+    from tgen_tui.packets.compile import profile_hash
+
+    return {
+        "tool": "tgen-tui",
+        "kind": "transport",
+        "profile": prof.name,
+        "profile_path": profile_path,
+        "profile_hash": profile_hash(prof),
+        "seed": prof.seed,
+        "duration_s": run_s,
+        "partial": signal_name is not None,
+        "passed": not run.errors,
+        "started_at": started_at,
+        "environment": environment(),
+        "transport": tr,
+        "metrics": tr["metrics"],
+        "warnings": list(run.errors),
+        **({"signal": signal_name} if signal_name else {}),
+    }
 
 
 def _pump(w: _Worker) -> None:
