@@ -11,6 +11,8 @@ Mathis's prediction for Reno flows, and the result (stored like ``tgen run``'s).
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -74,7 +76,7 @@ class TransportApp(App):
         self.prof = prof
         self.make_run = make_run  # () -> TransportRun, None in tests that feed snapshots
         self.on_result = on_result
-        self.run_obj = None
+        self.run_obj: Any = None
         self.history: dict[str, list[float]] = {}
         self.protos: dict[str, str] = {}
         self.state = "idle"
@@ -112,16 +114,17 @@ class TransportApp(App):
 
     def _drive(self) -> None:
         try:
-            self.run_obj = self.make_run()
+            run = self.make_run()
         except Exception as e:  # noqa: BLE001 - shown, not raised in a thread
             self.call_from_thread(self._failed, str(e))
             return
+        self.run_obj = run
         self.state = "running"
         try:
-            while (snap := self.run_obj.next_snapshot()) is not None:
+            while (snap := run.next_snapshot()) is not None:
                 self.call_from_thread(self.show_snapshot, snap)
         finally:
-            self.run_obj.kill()
+            run.kill()
         self.call_from_thread(self.finish)
 
     def _failed(self, why: str) -> None:
