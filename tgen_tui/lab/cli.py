@@ -12,7 +12,7 @@ import json
 
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.lab import config as labconfig
-from tgen_tui.lab import topology
+from tgen_tui.lab import middlebox, topology
 from tgen_tui.lab.naming import (
     D0_IP,
     D0_MAC,
@@ -306,6 +306,7 @@ def format_status(st: dict) -> str:
                 )
         tbf = dut.get("tbf")
         lines.append(f"  DUT d1 egress: {('tbf ' + tbf['spec']) if tbf else 'no qdisc'}")
+    lines += middlebox.status_lines(st)  # transport hosts and delay line (lab/middlebox.py)
     for w in st.get("warnings", []):
         lines.append(f"  warning: {w}")
     return "\n".join(lines)

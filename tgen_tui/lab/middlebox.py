@@ -152,3 +152,34 @@ def status(prefix: str, state: dict) -> dict | None:
     except (OSError, ValueError):
         pass
     return out
+
+
+def status_lines(st: dict) -> list[str]:
+    """``tgen lab status`` lines for the transport hosts and the delay line."""
+    lines = []
+    th = st.get("transport_hosts")
+    if th:
+        for port, h in th.items():
+            lines.append(
+                f"  transport host for {port}: {h['netns']} {h['ipv4']} via {h['gateway']}"
+            )
+    dl = st.get("delay_line")
+    if dl:
+        hold = dl.get("hold_us") or {}
+
+        def ms(k: str) -> str:
+            return f"{hold[k] / 1e3:.3f}" if hold.get(k) is not None else "-"
+
+        fw, dr = dl.get("forwarded") or {}, dl.get("dropped") or {}
+        lines.append(
+            f"  delay line (pid {dl.get('pid')}, {'running' if dl.get('running') else 'NOT RUNNING'}):"
+            f" {_num(dl.get('delay_ms'))} ms each way, loss {_num(dl.get('loss_pct'))} %;"
+            f" held min/p50/p99/max {ms('min')}/{ms('p50')}/{ms('p99')}/{ms('max')} ms"
+            f" over the last {hold.get('n', 0)} frames; forwarded {sum(fw.values())},"
+            f" dropped {sum(dr.values())}"
+        )
+    return lines
+
+
+def _num(v) -> str:
+    return "-" if v is None else f"{v:g}"
