@@ -65,6 +65,8 @@ CATALOGUE: dict[str, Metric] = {
             "retransmit_pct", "retransmitted", "%", "lower", "transport: TCP retransmitted share"
         ),
         Metric("fairness_jain", "Jain's fairness", "", None, "transport: over the TCP flows"),
+        Metric("tcp_goodput_bps", "tcp goodput", "bit/s", None, "transport: TCP flows' sum"),
+        Metric("udp_loss_pct", "udp loss", "%", None, "transport: UDP datagrams lost"),
     )
 }
 
@@ -107,6 +109,10 @@ def format_value(unit: str, v: float | None) -> str:
         return fmt.count(v)
     if unit == "s":
         return fmt.seconds(v)
+    if unit == "bit/s":
+        return fmt.bps(v)
+    if unit == "ms":
+        return f"{v:.3f} ms"
     return f"{v:.6g}"
 
 
