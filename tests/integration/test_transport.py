@@ -97,7 +97,7 @@ def test_middlebox_set_and_down(make_lab):
         lab.set_dut(prefix, delay=None, loss=0.0)  # back to the kernel bridge
         st = lab.status(prefix)
         assert st["delay_line"] is None and not middlebox._ours(pid, prefix)
-        links = {x["ifname"]: x for x in commands.ip_json(["link", "show"], netns=f"{prefix}-dut")}
+        links = {x["ifname"]: x for x in commands.ip_json(["link", "show"], netns=f"{prefix}-mb")}
         assert links["x1"].get("master") == hosts.B1 and links["y1"].get("master") == hosts.B1
         lab.set_dut(prefix, delay="2ms")
         pid = lab.status(prefix)["delay_line"]["pid"]
@@ -105,4 +105,5 @@ def test_middlebox_set_and_down(make_lab):
         assert commands.netns_exists(hosts.host_netns(prefix, 1))
     assert not commands.netns_exists(hosts.host_netns(prefix, 0))
     assert not commands.netns_exists(hosts.host_netns(prefix, 1))
+    assert not commands.netns_exists(hosts.mb_netns(prefix))
     assert not middlebox._ours(pid, prefix)

@@ -1,7 +1,7 @@
 """The lab's user-space delay line: forward frames between two interfaces, late and lossy.
 
 This kernel has no netem, so ``tgen lab up --delay 20ms --loss 1%`` runs this process in
-the DUT namespace (started by :mod:`.middlebox`). It reads every frame arriving on
+the lab's middlebox namespace next to the DUT (started by :mod:`.middlebox`). It reads every frame arriving on
 interface A or B with an AF_PACKET socket, drops ``loss`` % of them at random, and sends
 each survivor out of the other interface ``delay`` after the kernel received it (its
 SO_TIMESTAMPNS stamp, so the process's own wake-up latency is not added). The delay is

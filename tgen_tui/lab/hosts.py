@@ -8,7 +8,11 @@ test frames), so kernel TCP/UDP flows (the ``transport`` streams) get hosts of t
     PREFIX-h1: h1 198.19.100.2/24 ─── x1 ┄┄ y1 ─── e1 198.19.100.1/24 (TBF on egress)
                                           └ bridge b1, or the delay line (--delay/--loss)
 
-The hosts send one TCP segment per packet (``gso_max_segs 1``: veth would otherwise
+The middlebox has its own namespace so that every frame entering it crosses a namespace
+boundary, which clears the skb's timestamp: the delay line's receive stamp is then the
+time the frame reached x1 or y1 (within the DUT's namespace a forwarded frame keeps the
+stamp of its arrival at e0, so the TBF queue's wait would count as delay). The hosts send
+one TCP segment per packet (``gso_max_segs 1``: veth would otherwise
 carry 64 KB super-packets, and the DUT's rule set would be evaluated once per 44
 segments). Side 1 passes through two DUT-side interfaces x1 and y1: a kernel bridge joins them when
 no delay or loss is asked; otherwise the user-space delay line (:mod:`.delayline`)
@@ -29,6 +33,11 @@ X1, Y1, B1 = "x1", "y1", "b1"
 H0_IP, E0_IP = "198.18.100.2", "198.18.100.1"
 H1_IP, E1_IP = "198.19.100.2", "198.19.100.1"
 HOST_PREFIX_LEN = 24
+
+
+def mb_netns(prefix: str) -> str:
+    """The middlebox namespace between h1 and the DUT (bridge or delay line)."""
+    return f"{prefix}-mb"
 
 
 def host_netns(prefix: str, side: int) -> str:
@@ -75,9 +84,13 @@ def build(prefix: str) -> None:
         if side == 0:
             _veth(ns, h, d_ns, e)
         else:
-            _veth(ns, h, d_ns, X1)
-            _veth(d_ns, Y1, d_ns, e)
-            _up(d_ns, X1, Y1)
+            mb = mb_netns(prefix)
+            commands.netns_add(mb)
+            commands.sysctl_set(mb, base)
+            _up(mb, "lo")
+            _veth(ns, h, mb, X1)
+            _veth(mb, Y1, d_ns, e)
+            _up(mb, X1, Y1)
         commands.run(["ip", "-n", ns, "addr", "replace", f"{h_ip}/{HOST_PREFIX_LEN}", "dev", h])
         # one segment per packet, as on a wire: the DUT's rules, the TBF and the delay
         # line see every 1500-byte packet, not 64 KB GSO super-packets
@@ -91,16 +104,16 @@ def build(prefix: str) -> None:
 
 def bridge(prefix: str, on: bool) -> None:
     """Join x1 and y1 with a kernel bridge (on), or leave them apart for the delay line."""
-    d_ns = dut_netns(prefix)
-    have = B1 in _links(d_ns)
+    mb = mb_netns(prefix)
+    have = B1 in _links(mb)
     if on:
         if not have:
-            commands.run(["ip", "-n", d_ns, "link", "add", B1, "type", "bridge", "stp_state", "0"])
+            commands.run(["ip", "-n", mb, "link", "add", B1, "type", "bridge", "stp_state", "0"])
         for ifname in (X1, Y1):
-            commands.run(["ip", "-n", d_ns, "link", "set", ifname, "master", B1])
-        _up(d_ns, B1)
+            commands.run(["ip", "-n", mb, "link", "set", ifname, "master", B1])
+        _up(mb, B1)
     elif have:
-        commands.run(["ip", "-n", d_ns, "link", "del", B1], check=False)
+        commands.run(["ip", "-n", mb, "link", "del", B1], check=False)
 
 
 def apply_tbf(prefix: str, tc_args: list[str] | None) -> None:
@@ -116,10 +129,12 @@ def remove(prefix: str) -> None:
     """Delete both host namespaces (their veths go with them); safe when absent."""
     for side in (0, 1):
         commands.netns_delete(host_netns(prefix, side))
+    commands.netns_delete(mb_netns(prefix))
 
 
 def exists(prefix: str) -> bool:
-    return all(commands.netns_exists(host_netns(prefix, s)) for s in (0, 1))
+    names = [host_netns(prefix, 0), host_netns(prefix, 1), mb_netns(prefix)]
+    return all(commands.netns_exists(n) for n in names)
 
 
 def describe(prefix: str) -> dict:

@@ -2,7 +2,7 @@
 
 ``tgen lab up --transport-hosts`` makes the transport hosts (:mod:`.hosts`); ``--delay``
 or ``--loss`` imply them. ``tgen lab up/set --delay 20ms --loss 1%`` starts the user-space delay line
-(:mod:`.delayline`) in the DUT namespace between x1 and y1 (see :mod:`.hosts`): each way,
+(:mod:`.delayline`) in the middlebox namespace PREFIX-mb between x1 and y1 (see :mod:`.hosts`): each way,
 every frame waits DELAY and LOSS % are dropped at random, so a flow between the transport
 hosts sees an RTT of 2 x DELAY plus the path's own. Without either, a kernel bridge joins
 x1 and y1. ``--tbf`` applies to e1 (the transport hosts' bottleneck) as well as d1.
@@ -23,7 +23,7 @@ import time
 
 from tgen_tui.diagnostics import BadInput, EnvironmentProblem
 from tgen_tui.lab import hosts as hosts_mod
-from tgen_tui.lab.naming import STATE_DIR, dut_netns
+from tgen_tui.lab.naming import STATE_DIR
 
 _TIME_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|ms|us)?\s*$", re.I)
 _SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
@@ -100,7 +100,7 @@ def _start(prefix: str, delay_s: float, loss: float) -> int:
     pkg_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ)
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    argv = ["ip", "netns", "exec", dut_netns(prefix), *_argv(prefix, delay_s, loss)]
+    argv = ["ip", "netns", "exec", hosts_mod.mb_netns(prefix), *_argv(prefix, delay_s, loss)]
     with open(_log_path(prefix), "ab") as log:
         proc = subprocess.Popen(  # noqa: S603 - fixed argv
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
