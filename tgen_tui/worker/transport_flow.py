@@ -18,11 +18,13 @@ import errno
 import json
 import os
 import selectors
+import signal
 import socket
 import struct
 import sys
 import time
 
+from tgen_tui.worker.kernel import PR_SET_PDEATHSIG, PR_SET_TIMERSLACK, prctl
 from tgen_tui.worker.netns import netns
 
 TCP_CONGESTION = 13
@@ -365,7 +367,25 @@ def _stdin_says_stop() -> bool:
     return not data or b"stop" in data
 
 
+def _arm_parent_death() -> None:
+    """Die with tgen (as worker.main does): Ctrl-C goes to tgen, which sends ``stop``."""
+    parent = os.getppid()
+
+    def on_parent_exit(signum: int, frame: object) -> None:
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    signal.signal(signal.SIGUSR2, on_parent_exit)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGUSR2)
+        prctl(PR_SET_TIMERSLACK, 1)  # precise sleeps for UDP pacing
+    except OSError:
+        pass
+
+
 def main() -> None:
+    _arm_parent_death()
     plan = json.loads(sys.stdin.readline())
     core = plan.get("core")
     if core is not None:
