@@ -118,3 +118,14 @@ def test_interval_and_run_figures():
     assert s["mathis_ratio"] == pytest.approx(s["goodput_bps"] / s["mathis_bps"])
     m = ts.run_metrics({"a": s})
     assert m["goodput_bps"] == s["goodput_bps"] and m["retransmits"] == 10
+
+
+def test_a_flow_that_never_started_does_not_count():
+    early = {"proto": "tcp", "cc": "cubic", "start": 0.0, "stop": None}
+    late = {"proto": "tcp", "cc": "cubic", "start": 5.0, "stop": None}
+    ti = _ti(rtt=40000, snd_mss=1448, data_segs_out=100)
+    a = ts.flow_summary(early, {"rx_bytes": 1000, "tx_bytes": 1000, "tcp_info": ti}, [], 2.0)
+    b = ts.flow_summary(late, {"rx_bytes": 0, "tx_bytes": 0, "tcp_info": ti}, [], 2.0)
+    assert (a["span_s"], b["span_s"], b["goodput_bps"]) == (2.0, 0.0, 0.0)
+    m = ts.run_metrics({"a": a, "b": b})
+    assert m["fairness_jain"] == pytest.approx(1.0) and m["goodput_bps"] == a["goodput_bps"]

@@ -149,13 +149,20 @@ class TransportRun:
             w.proc.wait()
 
     def plan_text(self) -> list[str]:
-        return [
+        lines = [
             f"transport worker {i} on core {w.core}: "
             + ", ".join(
                 f"{f['name']} ({f['proto']}{'/' + f['cc'] if f['cc'] else ''})" for f in w.flows
             )
             for i, w in enumerate(self.workers)
         ]
+        cores = {w.core for w in self.workers}
+        if len(self.workers) > len(cores):
+            lines.append(
+                f"note: {len(self.workers)} transport workers share {len(cores)} core(s) "
+                f"({', '.join(str(c) for c in sorted(cores, key=str))}); --cores gives more"
+            )
+        return lines
 
     # -- reports
     def next_snapshot(self) -> dict | None:

@@ -79,14 +79,15 @@ def flow_summary(spec: dict, final: dict, rtts_ms: list[float], run_s: float) ->
     """A flow's figures for the whole run (the result's ``transport.streams`` entry)."""
     start = float(spec.get("start") or 0.0)
     stop = spec.get("stop")
-    span = max(1e-9, (min(float(stop), run_s) if stop is not None else run_s) - start)
+    raw = (min(float(stop), run_s) if stop is not None else run_s) - start
+    span = max(1e-9, raw)  # <= 0: the run ended before the flow was due to start
     out: dict = {
         "protocol": spec["proto"],
         "port": spec.get("port"),
         "rx_port": spec.get("rx_port"),
         "tx_bytes": final.get("tx_bytes", 0),
         "rx_bytes": final.get("rx_bytes", 0),
-        "span_s": round(span, 3),
+        "span_s": round(max(0.0, raw), 3),
         "goodput_bps": final.get("rx_bytes_span", final.get("rx_bytes", 0)) * 8.0 / span,
     }
     ti = final.get("tcp_info")
@@ -124,10 +125,11 @@ def flow_summary(spec: dict, final: dict, rtts_ms: list[float], run_s: float) ->
 
 def run_metrics(streams: dict[str, dict]) -> dict:
     """Headline figures for the results store: total goodput, mean RTT, retransmits, fairness."""
-    tcp = [s for s in streams.values() if s["protocol"] == "tcp"]
-    udp = [s for s in streams.values() if s["protocol"] == "udp"]
+    ran = [s for s in streams.values() if s["span_s"] > 0]  # due to send during the run
+    tcp = [s for s in ran if s["protocol"] == "tcp"]
+    udp = [s for s in ran if s["protocol"] == "udp"]
     out: dict = {
-        "goodput_bps": sum(s["goodput_bps"] for s in streams.values()),
+        "goodput_bps": sum(s["goodput_bps"] for s in ran),
         "fairness_jain": jain([s["goodput_bps"] for s in tcp] or [s["goodput_bps"] for s in udp]),
     }
     if tcp:
