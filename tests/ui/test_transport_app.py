@@ -63,3 +63,23 @@ def test_table_and_charts_follow_the_snapshots():
             assert "bulk" in charts and "bg" in charts and "9.00 Mbit/s" in charts
 
     asyncio.run(go())
+
+
+def test_tgen_tui_opens_the_transport_console(tmp_path, monkeypatch):
+    """`tgen tui PROFILE` with transport: flows runs TransportApp (its run() stubbed here)."""
+    from tgen_tui import cli
+    from tgen_tui.ui import transport_app
+
+    seen = {}
+
+    def fake_run(self):
+        seen["profile"] = self.prof.name
+        seen["starts_idle"] = self.state
+
+    monkeypatch.setattr(transport_app.TransportApp, "run", fake_run)
+    path = tmp_path / "tp.yaml"
+    path.write_text(PROFILE)
+    assert cli.main(["tui", str(path), "--no-store"]) == 0
+    assert seen == {"profile": "tp", "starts_idle": "idle"}
+    path.write_text(PROFILE.replace("duration: 3s\n", ""))
+    assert cli.main(["tui", str(path), "--no-store"]) == 2  # a transport profile needs duration:
