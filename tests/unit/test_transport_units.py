@@ -129,3 +129,11 @@ def test_a_flow_that_never_started_does_not_count():
     assert (a["span_s"], b["span_s"], b["goodput_bps"]) == (2.0, 0.0, 0.0)
     m = ts.run_metrics({"a": a, "b": b})
     assert m["fairness_jain"] == pytest.approx(1.0) and m["goodput_bps"] == a["goodput_bps"]
+
+
+def test_a_flow_without_reports_still_summarises():
+    """A worker that died sent no final: its flows have bytes only, and the run goes on."""
+    spec = {"proto": "tcp", "cc": "reno", "start": 0.0, "stop": None}
+    s = ts.flow_summary(spec, {}, [], 2.0)
+    assert s["goodput_bps"] == 0 and "rtt_ms" not in s
+    assert ts.run_metrics({"x": s})["goodput_bps"] == 0

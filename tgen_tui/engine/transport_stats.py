@@ -126,8 +126,8 @@ def flow_summary(spec: dict, final: dict, rtts_ms: list[float], run_s: float) ->
 def run_metrics(streams: dict[str, dict]) -> dict:
     """Headline figures for the results store: total goodput, mean RTT, retransmits, fairness."""
     ran = [s for s in streams.values() if s["span_s"] > 0]  # due to send during the run
-    tcp = [s for s in ran if s["protocol"] == "tcp"]
-    udp = [s for s in ran if s["protocol"] == "udp"]
+    tcp = [s for s in ran if s["protocol"] == "tcp" and "rtt_ms" in s]  # with TCP_INFO
+    udp = [s for s in ran if s["protocol"] == "udp" and "tx_packets" in s]
     out: dict = {
         "goodput_bps": sum(s["goodput_bps"] for s in ran),
         "fairness_jain": jain([s["goodput_bps"] for s in tcp] or [s["goodput_bps"] for s in udp]),
