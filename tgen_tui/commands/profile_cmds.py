@@ -134,6 +134,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(
                 f"{f}: ok: {len(prof.ports)} ports, {len(prof.streams)} streams, seed {prof.seed}"
+                + (f", {len(prof.transport)} transport streams" if prof.transport else "")
             )
             for line in _summary(prof):
                 print(line)

@@ -266,6 +266,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tgen_tui.profiles.loader import load_profile
 
     prof = load_profile(args.profile)
+    if prof.transport:  # kernel TCP/UDP flows (commands/transport_cmd.py)
+        from tgen_tui.commands.transport_cmd import run_transport
+
+        return run_transport(args, prof)
     from tgen_tui.methodology.tcprun import data_profile, tcp_plan
 
     tcp = tcp_plan(prof)  # tcp.handshake: connections opened before the run, closed after

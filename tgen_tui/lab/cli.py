@@ -12,7 +12,7 @@ import json
 
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.lab import config as labconfig
-from tgen_tui.lab import topology
+from tgen_tui.lab import middlebox, topology
 from tgen_tui.lab.naming import (
     D0_IP,
     D0_MAC,
@@ -164,6 +164,29 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
         "(default 50ms); 'none' removes it",
     )
     g.add_argument(
+        "--transport-hosts",
+        action=argparse.BooleanOptionalAction,
+        default=argparse.SUPPRESS if for_set else False,
+        help="make the transport hosts PREFIX-h0 (198.18.100.2) and PREFIX-h1 (198.19.100.2) "
+        "on their own links to the DUT, for profiles with transport: streams (implied by "
+        "--delay and --loss)",
+    )
+    g.add_argument(
+        "--delay",
+        default=d,
+        metavar="TIME",
+        help="delay each way on the transport hosts' path (h0/h1, user-space delay line in "
+        "the middlebox namespace PREFIX-mb next to the DUT), e.g. 20ms for a 40 ms RTT; "
+        "'none' removes it",
+    )
+    g.add_argument(
+        "--loss",
+        type=_percent,
+        default=argparse.SUPPRESS if for_set else 0.0,
+        metavar="P",
+        help="drop P %% at random each way on the transport hosts' path (the delay line)",
+    )
+    g.add_argument(
         "--filter-rules",
         type=_pos_int,
         default=argparse.SUPPRESS if for_set else 0,
@@ -195,6 +218,8 @@ def _normalise(field: str, value):
     if field in ("ct_limit", "rate_limit_pps", "conntrack_max", "conntrack_buckets"):
         return value or None  # 0 means "none"
     if field == "tbf" and value is not None and value.lower() in ("none", "off", ""):
+        return None
+    if field == "delay" and value is not None and value.lower() in ("none", "off", "", "0"):
         return None
     if field == "rps_cpus" and value == "default":
         return labconfig.default_rps_cpus()
@@ -286,6 +311,7 @@ def format_status(st: dict) -> str:
                 )
         tbf = dut.get("tbf")
         lines.append(f"  DUT d1 egress: {('tbf ' + tbf['spec']) if tbf else 'no qdisc'}")
+    lines += middlebox.status_lines(st)  # transport hosts and delay line (lab/middlebox.py)
     for w in st.get("warnings", []):
         lines.append(f"  warning: {w}")
     return "\n".join(lines)

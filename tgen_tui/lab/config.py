@@ -27,6 +27,9 @@ DUT_FIELDS = (
     "tbf",
     "filter_rules",
     "nat_ports",
+    "delay",
+    "loss",
+    "transport_hosts",
 )
 SETTABLE_FIELDS = (*DUT_FIELDS, "rps_cpus")
 
@@ -126,6 +129,9 @@ class LabConfig:
     filter_rules: int = 0  # non-matching rules before the accepting rule
     nat_ports: str = "preserve"  # NAT_PORT_MODES: "random" rewrites every source port
     rps_cpus: str | None = field(default_factory=default_rps_cpus)  # hex mask, None: untouched
+    delay: str | None = None  # "20ms": the transport hosts' delay line, each way (lab/middlebox)
+    loss: float = 0.0  # % dropped at random by the delay line, each way
+    transport_hosts: bool = False  # h0/h1 namespaces for transport flows (on with delay/loss)
 
     def validated(self) -> LabConfig:
         """Return self if every field is valid, else raise :class:`BadInput`."""
@@ -182,6 +188,9 @@ def validate(cfg: LabConfig) -> None:
         )
     if cfg.tbf is not None:
         parse_tbf(cfg.tbf)
+    from tgen_tui.lab import middlebox
+
+    middlebox.validate(cfg.delay, cfg.loss)
     if cfg.rps_cpus is not None and not _MASK_RE.match(cfg.rps_cpus):
         raise BadInput(f"rps_cpus must be a hex CPU mask such as 1, 3 or ff, got {cfg.rps_cpus!r}")
     if cfg.topology == "direct":

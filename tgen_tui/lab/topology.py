@@ -20,7 +20,7 @@ from tgen_tui.diagnostics import BadInput, EnvironmentProblem, TgenError
 from tgen_tui.dut import conntrack as dut_ct
 from tgen_tui.dut import settings as dut_settings
 from tgen_tui.dut.channel import DutChannel
-from tgen_tui.lab import commands, nftables, router
+from tgen_tui.lab import commands, hosts, middlebox, nftables, router
 from tgen_tui.lab import conntrack as ct
 from tgen_tui.lab.config import DUT_FIELDS, SETTABLE_FIELDS, LabConfig, parse_tbf, validate
 from tgen_tui.lab.naming import (
@@ -258,6 +258,15 @@ def _apply_dut(cfg: LabConfig, state: dict) -> None:
         commands.run(["tc", "-n", d_ns, "qdisc", "replace", "dev", D1, "root", *spec.tc_args()])
     else:
         commands.run(["tc", "-n", d_ns, "qdisc", "del", "dev", D1, "root"], check=False)
+    tbf_args = parse_tbf(cfg.tbf).tc_args() if cfg.tbf else None
+    middlebox.apply(
+        cfg.prefix,
+        state,
+        hosts=cfg.transport_hosts,
+        delay=cfg.delay,
+        loss=cfg.loss,
+        tbf_args=tbf_args,
+    )
 
 
 def _rps_path(ifname: str) -> str:
@@ -325,6 +334,8 @@ def down(prefix: str = DEFAULT_PREFIX) -> None:
     """Remove everything the lab ``prefix`` made; safe to call when nothing is up."""
     commands.check_environment(("ip",))
     ct.forget(dut_netns(prefix))
+    middlebox.stop(prefix, _load_state(prefix) or {})
+    hosts.remove(prefix)
     commands.netns_delete(dut_netns(prefix))
     commands.netns_delete(tester_netns(prefix))
     state = _load_state(prefix)
@@ -461,6 +472,8 @@ def status(prefix: str = DEFAULT_PREFIX) -> dict:
     if topology in DUT_TOPOLOGIES:
         expected_ok = expected_ok and all(d_ifs.get(n, {}).get("state") == "UP" for n in (D0, D1))
         result["dut"] = _dut_view(d_ns, cfg_d, has_d, d_ifs)
+        result["transport_hosts"] = hosts.describe(prefix) if hosts.exists(prefix) else None
+        result["delay_line"] = middlebox.status(prefix, state)
     result["up"] = bool(has_t and expected_ok and topology)
     return result
 
@@ -474,6 +487,8 @@ LAB_REPORT_KEYS = (
     "tbf",
     "rps_cpus",
     "nat_ports",
+    "delay",
+    "loss",
 )
 
 

@@ -25,6 +25,7 @@ from pydantic import (
     model_validator,
 )
 
+from tgen_tui.profiles.transport import TransportHost, TransportStream, check_transport
 from tgen_tui.profiles.units import (
     line_rate_fps,
     parse_bitrate,
@@ -777,12 +778,23 @@ class Profile(Strict):
         None, description="Default run duration, e.g. 30s (tgen run --duration overrides)"
     )
     ports: dict[str, Port] = Field(min_length=1)
-    streams: list[Stream] = Field(min_length=1)
+    streams: list[Stream] = Field(
+        description="Raw-frame streams: at least one, or [] with transport: flows"
+    )
     dut: Dut | None = None
+    hosts: dict[str, TransportHost] = Field(
+        default_factory=dict, description="Per port: where its kernel sockets live (transport)"
+    )
+    transport: list[TransportStream] = Field(
+        default_factory=list, description="Kernel TCP/UDP flows between ports' hosts"
+    )
 
     @model_validator(mode="after")
     def _cross(self):
         problems: list[str] = []  # one "path: message" line each; the loader positions them
+        if not self.streams and not self.transport:
+            problems.append("streams: give at least one stream (or transport: flows)")
+        problems += check_transport(self)
         names: set[str] = set()
         for i, s in enumerate(self.streams):
             where = f"streams[{i}]"

@@ -58,6 +58,15 @@ CATALOGUE: dict[str, Metric] = {
         Metric("conntrack_peak", "conntrack peak", "entries", None, "DUT conntrack peak count"),
         Metric("conntrack_rise", "conntrack rise", "entries", None, "conntrack rise in the run"),
         Metric("duration_s", "duration", "s", None, "how long the run sent"),
+        Metric("goodput_bps", "goodput", "bit/s", "higher", "transport: bytes received x 8 / s"),
+        Metric("rtt_ms", "rtt", "ms", None, "transport: TCP smoothed RTT, mean over flows"),
+        Metric("retransmits", "retransmits", "segments", None, "transport: TCP retransmits"),
+        Metric(
+            "retransmit_pct", "retransmitted", "%", "lower", "transport: TCP retransmitted share"
+        ),
+        Metric("fairness_jain", "Jain's fairness", "", None, "transport: over the TCP flows"),
+        Metric("tcp_goodput_bps", "tcp goodput", "bit/s", None, "transport: TCP flows' sum"),
+        Metric("udp_loss_pct", "udp loss", "%", None, "transport: UDP datagrams lost"),
     )
 }
 
@@ -65,6 +74,7 @@ CATALOGUE: dict[str, Metric] = {
 # covered by loss_pct or named with --metric; tail latencies (p99.9, max) are single
 # extreme samples, too noisy to judge a build by.
 CHECKED = ["rx_pps", "tx_pps", "loss_pct", "achieved_pct", "p50_ns", "p99_ns"]
+CHECKED += ["goodput_bps", "retransmit_pct"]  # transport runs (tgen_tui.engine.transport_stats)
 # Latency is judged only with repeats on both sides unless named with --metric: one run's
 # percentile moves by several times on a busy tester (147 us -> 524 us seen between two
 # identical 1 s runs in the lab).
@@ -99,6 +109,10 @@ def format_value(unit: str, v: float | None) -> str:
         return fmt.count(v)
     if unit == "s":
         return fmt.seconds(v)
+    if unit == "bit/s":
+        return fmt.bps(v)
+    if unit == "ms":
+        return f"{v:.3f} ms"
     return f"{v:.6g}"
 
 
@@ -187,6 +201,7 @@ def extract(result: dict) -> list[tuple[str, str, str, float]]:
         run["dup"] = sum(_num(s.get("duplicates")) or 0.0 for s in sv)
         for k in ("p50_ns", "p99_ns", "p999_ns", "avg_ns", "max_ns", "jitter_ns"):
             run[k] = _worst([v.get(k) for v in lat_by_stream.values()])
+    rows += _transport_rows(result.get("transport"))
     dut = result.get("dut") or {}
     if isinstance(dut, dict):
         run["conntrack_peak"] = _num(dut.get("conntrack_peak"))
@@ -196,6 +211,26 @@ def extract(result: dict) -> list[tuple[str, str, str, float]]:
     for k, v in (result.get("metrics") or {}).items():
         run[str(k)] = _num(v)
     rows += [("run", "", k, v) for k, v in run.items() if v is not None]
+    return rows
+
+
+_TRANSPORT_STREAM_METRICS = (
+    "goodput_bps", "rtt_ms", "retransmits", "retransmit_pct", "loss_pct", "jitter_ms",
+    "mathis_bps", "mathis_ratio",
+)  # fmt: skip
+
+
+def _transport_rows(tr) -> list[tuple[str, str, str, float]]:
+    """Per transport stream rows (``tgen run`` of a profile with transport: streams)."""
+    if not isinstance(tr, dict) or not isinstance(tr.get("streams"), dict):
+        return []
+    rows = []
+    for name, s in tr["streams"].items():
+        if isinstance(s, dict):
+            for k in _TRANSPORT_STREAM_METRICS:
+                v = _num(s.get(k))
+                if v is not None:
+                    rows.append(("stream", str(name), k, v))
     return rows
 
 

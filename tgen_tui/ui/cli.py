@@ -127,6 +127,14 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from tgen_tui.ui.keymap import load_keymap
 
     keymap = load_keymap(args.keymap)
+    if args.profile and not getattr(args, "fake", False):
+        from tgen_tui.profiles.loader import load_profile
+
+        prof = load_profile(args.profile)
+        if prof.transport:  # kernel TCP/UDP flows: their own console (ui/transport_app.py)
+            from tgen_tui.ui.transport_app import run_transport_console
+
+            return run_transport_console(args, prof)
     build = make_host_builder(args)
     host = compiled = None
     if args.profile:

@@ -1,0 +1,129 @@
+"""Transport streams: kernel TCP/UDP flows between the tester sides, through the DUT.
+
+A profile's ``hosts:`` gives each tester port an address for its kernel sockets (the lab
+makes one namespace per side: ``tgen lab status`` lists them as transport hosts), and
+``transport:`` lists the flows::
+
+    hosts:
+      p0: {netns: tgen-h0, ipv4: 198.18.100.2}
+      p1: {netns: tgen-h1, ipv4: 198.19.100.2}
+    transport:
+      - {name: bulk, port: p0, rx_port: p1, protocol: tcp, cc: cubic, parallel: 2}
+      - {name: bg, port: p0, rx_port: p1, protocol: udp, rate: 2M, schedule: {on: 2s, off: 3s}}
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from tgen_tui.profiles.units import parse_bitrate, parse_duration
+
+Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
+BitRate = Annotated[float, BeforeValidator(parse_bitrate), Field(ge=1.0)]
+
+_CC = re.compile(r"^[a-z0-9_]{1,15}$")
+FIRST_PORT = 5201
+MAX_MESSAGE = 1 << 20
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class TransportSchedule(_Strict):
+    """Start and stop (from the run's start), and optional on/off periods."""
+
+    start: Seconds = Field(0.0, description="Start sending after, e.g. 2s")
+    stop: Seconds | None = Field(None, description="Stop sending at, e.g. 20s")
+    on: Seconds = Field(0.0, description="On period of an on/off cycle (0 = always on)")
+    off: Seconds = Field(0.0, description="Off period of an on/off cycle")
+
+    @model_validator(mode="after")
+    def _order(self):
+        if self.stop is not None and self.stop <= self.start:
+            raise ValueError(f"stop ({self.stop:g} s) must be after start ({self.start:g} s)")
+        if (self.on > 0) != (self.off > 0):
+            raise ValueError("on and off go together: give both or neither")
+        return self
+
+
+class TransportHost(_Strict):
+    """Where a tester port's kernel sockets live, and their address."""
+
+    netns: str | None = Field(None, description="Namespace of the sockets (the lab's: tgen-h0)")
+    ipv4: str = Field(description="Address to bind, e.g. 198.18.100.2")
+
+    @field_validator("ipv4")
+    @classmethod
+    def _addr(cls, v: str) -> str:
+        try:
+            ipaddress.IPv4Address(v)
+        except ValueError:
+            raise ValueError(f"{v!r} is not an IPv4 address") from None
+        return v
+
+
+class TransportStream(_Strict):
+    """Kernel socket flows from ``port``'s host to ``rx_port``'s host."""
+
+    name: str = Field(min_length=1, max_length=64)
+    port: str = Field(description="Sending side (a key of ports: and hosts:)")
+    rx_port: str = Field(description="Receiving side (a key of ports: and hosts:)")
+    enabled: bool = True
+    protocol: Literal["tcp", "udp"] = "tcp"
+    cc: str = Field(
+        "cubic", description="TCP congestion control (reno, cubic, bbr: what the kernel has)"
+    )
+    parallel: int = Field(1, ge=1, le=64, description="Parallel flows (each its own socket)")
+    message: int | None = Field(
+        None,
+        ge=16,
+        le=MAX_MESSAGE,
+        description="Bytes per send call: TCP write size (default 128 KiB), UDP payload "
+        "(default 1400)",
+    )
+    rate: BitRate | None = Field(None, description="UDP payload rate per flow, e.g. 2M")
+    schedule: TransportSchedule = Field(default_factory=TransportSchedule)
+    dst_port: int | None = Field(
+        None, ge=1, le=65535, description="First receiving port (default: 5201 + flow number)"
+    )
+
+    @model_validator(mode="after")
+    def _rules(self):
+        if not _CC.match(self.cc):
+            raise ValueError(f"cc: {self.cc!r} is not a congestion control name")
+        if self.protocol == "udp" and self.rate is None:
+            raise ValueError("rate: a UDP transport stream needs a rate, e.g. rate: 2M")
+        if self.protocol == "tcp" and self.rate is not None:
+            raise ValueError("rate: TCP sends as fast as its congestion control allows")
+        return self
+
+    @property
+    def message_bytes(self) -> int:
+        return self.message or (131072 if self.protocol == "tcp" else 1400)
+
+
+def check_transport(profile) -> list[str]:
+    """Cross-field problems of ``hosts:``/``transport:`` as "path: message" lines."""
+    problems: list[str] = []
+    names = {s.name for s in profile.streams}
+    for i, t in enumerate(profile.transport):
+        where = f"transport[{i}]"
+        if t.name in names:
+            problems.append(f"{where}.name: duplicate stream name {t.name!r}")
+        names.add(t.name)
+        for key in ("port", "rx_port"):
+            p = getattr(t, key)
+            if p not in profile.ports:
+                problems.append(
+                    f"{where}.{key}: unknown port {p!r} (ports: {', '.join(profile.ports)})"
+                )
+            elif p not in profile.hosts:
+                problems.append(f"{where}.{key}: port {p!r} has no address: add it under hosts:")
+        if t.port == t.rx_port:
+            problems.append(f"{where}.rx_port: must differ from port")
+    return problems
