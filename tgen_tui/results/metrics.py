@@ -58,6 +58,13 @@ CATALOGUE: dict[str, Metric] = {
         Metric("conntrack_peak", "conntrack peak", "entries", None, "DUT conntrack peak count"),
         Metric("conntrack_rise", "conntrack rise", "entries", None, "conntrack rise in the run"),
         Metric("duration_s", "duration", "s", None, "how long the run sent"),
+        Metric(
+            "loss_unexplained",
+            "unexplained loss",
+            "frames",
+            "lower",
+            "lost frames no drop counter explains (per stream; loss_cause.<cause>: explained)",
+        ),
     )
 }
 
@@ -123,6 +130,20 @@ def _worst(values: list[float | None]) -> float | None:
     return max(vals) if vals else None
 
 
+def loss_cause_metrics(s: dict) -> dict[str, float | None]:
+    """A stream's attribution as metrics: ``loss_unexplained`` and ``loss_cause.<cause>``
+    (frames, summed over the counters of that cause)."""
+    out: dict[str, float | None] = {}
+    causes = s.get("loss_causes")
+    if isinstance(causes, list):
+        out["loss_unexplained"] = _num(s.get("loss_unexplained"))
+        for c in causes:
+            if isinstance(c, dict) and c.get("cause"):
+                k = f"loss_cause.{c['cause']}"
+                out[k] = (out.get(k) or 0.0) + (_num(c.get("frames")) or 0.0)
+    return out
+
+
 def extract(result: dict) -> list[tuple[str, str, str, float]]:
     """Every metric of a result document as ``(scope, name, metric, value)`` rows."""
     rows: list[tuple[str, str, str, float]] = []
@@ -162,6 +183,7 @@ def extract(result: dict) -> list[tuple[str, str, str, float]]:
             "ooo": _num(s.get("out_of_order")),
             "dup": _num(s.get("duplicates")),
         }
+        vals.update(loss_cause_metrics(s))
         lats = {f"{k}_ns": _num(lat.get(k)) for k in ("min", "avg", "p50", "p99", "p999", "max")}
         lats["jitter_ns"] = _num(lat.get("jitter"))
         lat_by_stream[sname] = lats

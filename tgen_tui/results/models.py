@@ -69,6 +69,15 @@ class PortResult(Part):
     achieved_pct: Num | None = None
 
 
+class LossCauseResult(Part):
+    """Frames of a stream's loss that one drop counter explains (engine/losscauses.py)."""
+
+    cause: str
+    counter: str
+    where: str
+    frames: int = 0
+
+
 class StreamResult(Part):
     name: str | None = None
     tx_frames: int = 0
@@ -79,6 +88,8 @@ class StreamResult(Part):
     duplicates: int = 0
     latency_ns: Latency = Field(default_factory=Latency)
     latency_source: str | None = None
+    loss_causes: list[LossCauseResult] | None = None  # lost frames matched to drop counters
+    loss_unexplained: int | None = None  # lost frames no counter explains
 
 
 class DutResult(Part):
