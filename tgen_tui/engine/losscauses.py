@@ -178,7 +178,6 @@ class LossCauses:
             self.reader.close()
 
 
-
 def counters_note(d: DutStats) -> str | None:
     """Errors reading the counters, and counted drops beyond the loss: said, never hidden."""
     notes = list(d.counters_errors)
