@@ -165,7 +165,7 @@ def split(total: int, weights: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
-def _rank(key: Key) -> int:
+def rank(key: Key) -> int:
     return CAUSE_ORDER.index(key[0]) if key[0] in CAUSE_ORDER else len(CAUSE_ORDER)
 
 
@@ -176,7 +176,7 @@ def attribute(
     remaining = {s: max(0, int(lost.get(s, 0))) for s in paths}
     keys = [k for k, d in deltas.items() if d > 0 and is_loss_cause(k)]
     elig = {k: [s for s in paths if on_path(k, paths[s])] for k in keys}
-    keys.sort(key=lambda k: (len(elig[k]), _rank(k), k))
+    keys.sort(key=lambda k: (len(elig[k]), rank(k), k))
     got: dict[str, list[LossCause]] = {s: [] for s in paths}
     matched: dict[Key, int] = {}
     excess: dict[Key, int] = {}

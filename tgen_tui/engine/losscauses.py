@@ -29,6 +29,7 @@ HOST_NOTE = (
     "counters are host-wide too)"
 )
 SSH_NOTE = "the DUT's own CPUs"
+CPU_SPAN = 0.5  # s: the shortest span the DUT's CPU figures are taken over
 #: the counter the fake engine's simulated DUT drops its frames with
 FAKE_RULE: Key = ("nft_rule_drop", "nft ip tgen_lab fwd_drop handle 4 drop", "dut")
 
@@ -80,6 +81,8 @@ class LossCauses:
         self.channel = channel
         self.reader = DutCounters(channel) if channel else None
         self.base: CounterReading | None = None
+        self._cpu_ref: CounterReading | None = None
+        self._cpu_last: tuple = ()
         self.prev: CounterReading | None = None
         self.paths: dict[str, A.StreamPath] = {
             p.name: A.StreamPath(
@@ -161,17 +164,28 @@ class LossCauses:
                 att.excess.get(k, 0),
                 is_loss_cause(k),
             )
-            for k in sorted(deltas, key=lambda k: (A._rank(k), k))
+            for k in sorted(deltas, key=lambda k: (A.rank(k), k))
+            if deltas[k] or rates.get(k)  # the counters that moved
         )
-        cpu = cpu_between(self.prev.cpu, reading.cpu) if self.prev is not None else ()
         return replace(
             d,
             counters=rows,
-            cpu=cpu,
+            cpu=self._cpu(reading),
             cpu_note=reading.cpu_note or (HOST_NOTE if reading.host_wide else SSH_NOTE),
             counters_errors=reading.errors,
             counters_excess=sum(att.excess.values()),
         )
+
+    def _cpu(self, reading: CounterReading) -> tuple:
+        """Per-core CPU over at least :data:`CPU_SPAN` s (``/proc/stat`` counts 100 ticks a
+        second: a 0.1 s interval would give 10 % steps); the last figures in between."""
+        ref = self._cpu_ref
+        if ref is None or len(ref.cpu) != len(reading.cpu):
+            self._cpu_ref = reading
+        elif reading.t - ref.t >= CPU_SPAN:
+            self._cpu_last = cpu_between(ref.cpu, reading.cpu)
+            self._cpu_ref = reading
+        return self._cpu_last
 
     def close(self) -> None:
         if self.reader is not None:
