@@ -15,6 +15,7 @@ Tester counters that are not loss (frames due but not sent: ``backlog``; send re
 from __future__ import annotations
 
 import ipaddress
+import os
 from dataclasses import asdict, replace
 
 from tgen_tui.dut import attribution as A
@@ -29,6 +30,8 @@ HOST_NOTE = (
     "counters are host-wide too)"
 )
 SSH_NOTE = "the DUT's own CPUs"
+#: ``TGEN_DUT_COUNTERS=off``: read no DUT counters (the tester's are still matched)
+OFF_ENV = "TGEN_DUT_COUNTERS"
 CPU_SPAN = 0.5  # s: the shortest span the DUT's CPU figures are taken over
 #: the counter the fake engine's simulated DUT drops its frames with
 FAKE_RULE: Key = ("nft_rule_drop", "nft ip tgen_lab fwd_drop handle 4 drop", "dut")
@@ -79,7 +82,8 @@ class LossCauses:
         self.programs = programs
         self.ports = ports
         self.channel = channel
-        self.reader = DutCounters(channel) if channel else None
+        off = os.environ.get(OFF_ENV, "").lower() in ("0", "off", "no")
+        self.reader = DutCounters(channel) if channel and not off else None
         self.base: CounterReading | None = None
         self._cpu_ref: CounterReading | None = None
         self._cpu_last: tuple = ()
