@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from tgen_tui.methodology.drops import trial_fields
 from tgen_tui.methodology.dut import DutControl
 from tgen_tui.methodology.search import LossTolerance, TrialResult, judge
 from tgen_tui.packets.compile import CompiledProfile
@@ -186,6 +187,7 @@ class TrialRunner:
             self._last_end = time.monotonic()
             self.trials_run += 1
         self._account(t, final, expected, w)
+        t.extra.update(trial_fields(final, list(expected)))  # loss causes, drop counters
         self._check_host(t, host_backlog_drops() - backlog_drops_before)
         self._check_sender(t)
         ct_after = await self._count()
