@@ -145,3 +145,10 @@ def test_cpu_shares() -> None:
     cpu = K.cpu_between(a, b)
     assert [c.core for c in cpu] == [0, 1]
     assert cpu[0] == K.CoreCpu(0, softirq_pct=10.0, system_pct=20.0, user_pct=10.0, idle_pct=60.0)
+
+
+def test_qdisc_handles_as_tc_prints_them() -> None:
+    from tgen_tui.dut.qdisc import handle_text
+
+    assert handle_text(0x80430000) == "8043:" and handle_text(0x10010) == "1:10"
+    assert handle_text(0) == "0:"

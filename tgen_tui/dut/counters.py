@@ -20,8 +20,11 @@ What is read (the names are the kernel's, so a reader can find them with ``nstat
 How, and what it costs (see ``benchmarks/dut_counters_cost.py`` for the figures):
 
 - namespace: the ``/proc`` files through fds opened in the namespace once (a ``pread``
-  each, no process); ``tc`` and ``nft`` through one long-lived ``sh`` in the namespace
-  (:class:`~tgen_tui.dut.shell.RemoteShell`), one request per read. The neighbour tables'
+  each, no process); the qdiscs through one rtnetlink dump (:mod:`tgen_tui.dut.qdisc`,
+  no process); ``nft`` through one long-lived ``sh`` in the namespace
+  (:class:`~tgen_tui.dut.shell.RemoteShell`), one request per read, and only while a
+  counted drop/reject rule exists (the ruleset is re-listed every :attr:`DutCounters.
+  REDISCOVER` reads to find new ones). The neighbour tables'
   statistics exist only in the initial namespace and are global, and softnet_stat and
   ``/proc/stat`` are the host's: in the netns lab these are **the host's** counters and
   CPUs, shared with every other namespace on it (``host_wide`` says which).
@@ -42,6 +45,7 @@ from dataclasses import dataclass, field
 
 from tgen_tui.diagnostics import EnvironmentProblem
 from tgen_tui.dut.channel import DutChannel, pread_all
+from tgen_tui.dut.qdisc import QdiscReader
 from tgen_tui.dut.shell import RemoteShell
 
 # (cause, counter, where): cause says what it means, counter is the kernel's name, where
@@ -261,10 +265,16 @@ class CounterReading:
 
 
 def counters_from(
-    files: dict[str, str | None], tc: str | None, nft: str | None, *, host_scope: str
+    files: dict[str, str | None],
+    tc: str | None,
+    nft: str | None,
+    *,
+    host_scope: str,
+    qdiscs: dict[tuple[str, str, str], tuple[int, int]] | None = None,
 ) -> tuple[dict[Key, int], list[str]]:
     """Counter values from the texts of one read. ``host_scope``: the ``where`` of the
-    host-wide sources (``"host"`` in a namespace, ``"dut"`` over ssh)."""
+    host-wide sources (``"host"`` in a namespace, ``"dut"`` over ssh); ``qdiscs``: read
+    through netlink (:mod:`tgen_tui.dut.qdisc`) instead of ``tc``'s text."""
     v: dict[Key, int] = {}
     errors: list[str] = []
 
@@ -307,7 +317,8 @@ def counters_from(
                 v[key] = st["unresolved_discards"]
 
     def qdisc() -> None:
-        for (dev_, kind, handle), (drops, over) in parse_tc(tc or "[]").items():
+        items = qdiscs if qdiscs is not None else parse_tc(tc or "[]")
+        for (dev_, kind, handle), (drops, over) in items.items():
             if kind == "noqueue" or dev_ == "lo":
                 continue  # no queue: nothing to drop
             v[("qdisc_drop", f"qdisc {kind} {handle} drops", dev_)] = drops
@@ -363,6 +374,7 @@ class DutCounters:
         else:
             argv = [*shlex.split(channel.ssh or ""), "sh"]
         self.shell = RemoteShell(argv)
+        self.qdisc = QdiscReader(channel.netns)
         self._host_fds: dict[str, int] = {}
         self._chains: list[tuple[str, str, str]] | None = None
         self._reads = 0
@@ -378,13 +390,15 @@ class DutCounters:
         with self._lock:
             t = time.monotonic()
             errors: list[str] = []
+            qdiscs = None
             if self.netns:
                 files = self._netns_files(errors)
+                qdiscs = self._qdiscs(errors)
                 tc, nft = self._tc_nft(errors, with_files=False)[1:]
             else:
                 files, tc, nft = self._tc_nft(errors, with_files=True)
             scope = "host" if self.netns else "dut"
-            values, errs = counters_from(files, tc, nft, host_scope=scope)
+            values, errs = counters_from(files, tc, nft, host_scope=scope, qdiscs=qdiscs)
             cpu = parse_proc_stat(files.get(PROC_STAT) or "")
             self._reads += 1
             return CounterReading(t, values, cpu, tuple(errors + errs), self.host_wide)
@@ -408,12 +422,21 @@ class DutCounters:
                 files[p] = None
         return files
 
+    def _qdiscs(self, errors: list[str]) -> dict[tuple[str, str, str], tuple[int, int]] | None:
+        try:
+            return self.qdisc.read()
+        except OSError as e:
+            errors.append(f"qdisc (netlink): {e}")
+            return None
+
     def _script(self, with_files: bool) -> str:
         parts = []
         if with_files:
             paths = [p.replace("/thread-self/", "/self/") for p in NETNS_FILES] + list(HOST_FILES)
             parts.append("grep -sH '' " + " ".join(shlex.quote(p) for p in paths))
-        parts.append("tc -s -j qdisc 2>/dev/null || echo '[]'")
+            parts.append("tc -s -j qdisc 2>/dev/null || echo '[]'")
+        else:
+            parts.append("echo '[]'")  # the namespace's qdiscs come through netlink
         if self._chains is None or self._reads % self.REDISCOVER == 0:
             parts.append("nft -j list ruleset 2>/dev/null; echo")
             self._discover = True
@@ -426,6 +449,8 @@ class DutCounters:
     def _tc_nft(
         self, errors: list[str], *, with_files: bool
     ) -> tuple[dict[str, str | None], str | None, str | None]:
+        if not with_files and self._chains == [] and self._reads % self.REDISCOVER:
+            return {}, None, None  # no counted drop rule, nothing else to ask the shell
         try:
             out = self.shell.run(self._script(with_files), timeout=10.0)
         except EnvironmentProblem as e:
@@ -443,6 +468,7 @@ class DutCounters:
 
     def close(self) -> None:
         self.shell.close()
+        self.qdisc.close()
         for fd in self._host_fds.values():
             try:
                 os.close(fd)
