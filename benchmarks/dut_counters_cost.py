@@ -8,7 +8,8 @@ to list) and removes it afterwards. Run as root:
 1. **Per read** (:class:`tgen_tui.dut.counters.DutCounters`, ``reads`` reads 100 ms apart):
    wall ms (median, p90) and CPU ms (this process + the long-lived DUT shell and the
    ``tc``/``nft`` it runs), for
-   - ``netns``: ``/proc`` through namespace fds + one shell request (tc, nft);
+   - ``netns``: ``/proc`` through namespace fds, qdiscs and nft rules through netlink
+     sockets opened in the namespace (no process);
    - ``prefix``: the command-prefix path through ``ip netns exec NS sh -c`` (everything in
      one request to one long-lived shell);
    - ``ssh``: the same over a real sshd in the DUT namespace on loopback (when installed);
@@ -61,7 +62,7 @@ def per_read(channel, reads: int) -> dict:
     r = DutCounters(channel)
     r.read()  # start the shell, discover the drop chains
     me = psutil.Process()
-    shell = r.shell._p.pid if r.shell._p else None
+    shell = r.shell._p.pid if r.shell is not None and r.shell._p else None
     walls = []
     c0 = me.cpu_times()
     s0 = _tree_cpu(shell) if shell else 0.0
@@ -83,10 +84,10 @@ def per_read(channel, reads: int) -> dict:
         "wall_ms_p90": round(walls[int(0.9 * (len(walls) - 1))], 3),
         "cpu_ms_per_read": round(1000 * cpu / reads, 3),
         "cpu_counts": "this process + the local shell process and the children it waited for "
-        "(netns: tc and nft included; prefix/ssh: the remote side's sh, tc and nft are not, "
+        "(netns: no process; prefix/ssh: the remote side's sh, tc and nft are not counted, "
         "over ssh they run on the DUT)",
         "cpu_pct_of_core_at_10hz": round(100 * cpu / reads * 10, 2),
-        "shell_starts": r.shell.starts,
+        "shell_starts": r.shell.starts if r.shell is not None else 0,
     }
 
 
@@ -151,15 +152,20 @@ def console_cpu(prefix: str, seconds: float, off: bool) -> dict:
     text = text.replace("tgen-tester", f"{prefix}-tester").replace("tgen-dut", f"{prefix}-dut")
     prof = Path(f"/tmp/{prefix}-lab.yaml")
     prof.write_text(text)
-    session = f"{prefix}-ui"
+    session = f"{prefix}-{'off' if off else 'on'}"
     env = "TGEN_DUT_COUNTERS=off " if off else ""
     tgen = ROOT / ".venv" / "bin" / "tgen"
-    tmux("new", "-d", "-s", session, "-x", "160", "-y", "48", f"env {env}{tgen} tui {prof}")
+    cmd = f"env {env}{tgen} tui {prof}; sleep 30"  # the pane stays: a failure can be read
+    tmux("new", "-d", "-s", session, "-x", "160", "-y", "48", cmd)
+    pid = None
     try:
         deadline = time.time() + 30
         while "port 0:p0" not in tmux("capture-pane", "-p", "-t", session):
             if time.time() > deadline:
-                raise RuntimeError("the console did not come up")
+                raise RuntimeError(
+                    "the console did not come up: "
+                    + tmux("capture-pane", "-p", "-t", session)[-600:]
+                )
             time.sleep(0.2)
         pid = next(
             p.pid
@@ -183,8 +189,17 @@ def console_cpu(prefix: str, seconds: float, off: bool) -> dict:
         tmux("send-keys", "-t", session, "q")
         time.sleep(0.5)
         tmux("send-keys", "-t", session, "y")
-        time.sleep(1.0)
     finally:
+        # wait for the console to quit (2-3 s) before the pane goes: a console whose
+        # terminal is closed while it shuts down can hang in Textual's writer thread; and
+        # its port locks must be gone before the next console starts
+        if pid is not None:
+            try:
+                psutil.Process(pid).wait(timeout=20)
+            except psutil.TimeoutExpired:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
         subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
         prof.unlink(missing_ok=True)
     own = (c1.user - c0.user) + (c1.system - c0.system)
@@ -202,6 +217,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reads", type=int, default=50)
     ap.add_argument("--cpu-seconds", type=float, default=8.0)
+    ap.add_argument("--console-repeats", type=int, default=2)
     args = ap.parse_args()
     from tgen_tui.dut.channel import DutChannel
     from tgen_tui.lab import topology
@@ -231,15 +247,16 @@ def main() -> int:
                 sshd[0].wait(timeout=10)
             else:
                 out["ssh"] = "sshd not installed"
-        out["console_on"] = console_cpu(prefix, args.cpu_seconds, off=False)
-        out["console_off"] = console_cpu(prefix, args.cpu_seconds, off=True)
+        for i in range(args.console_repeats):  # alternated: the load on the machine drifts
+            out[f"console_on_{i}"] = console_cpu(prefix, args.cpu_seconds, off=False)
+            out[f"console_off_{i}"] = console_cpu(prefix, args.cpu_seconds, off=True)
     finally:
         topology.down(prefix)
     out["load_avg_after"] = os.getloadavg()
     RESULT.parent.mkdir(parents=True, exist_ok=True)
     RESULT.write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps({k: v for k, v in out.items() if not k.startswith("console")}, indent=2))
-    for k in ("console_on", "console_off"):
+    for k in [k for k in out if k.startswith("console")]:
         print(k, {x: y for x, y in out[k].items() if x != "screen"})
     return 0
 

@@ -183,3 +183,35 @@ def test_router_without_arp_responder_is_neighbour_unresolved() -> None:
     within 1 %, as test_unresolved_neighbour_is_arp_cache_unresolved_discards shows on
     the NAT lab today."""
     pytest.skip("written after the merge of issue 19 (router topology, respond: false)")
+
+
+def test_netlink_readers_name_and_count_as_nft_and_tc_do(lab) -> None:
+    """The namespace's rules and qdiscs through netlink (no process) equal what ``nft -j``
+    and ``tc -s -j`` print (the ssh channel's source), names included."""
+    from tgen_tui.dut.counters import parse_nft, parse_tc
+    from tgen_tui.dut.nftnl import NftReader
+    from tgen_tui.dut.qdisc import QdiscReader
+
+    topo.set_dut(lab, drop_percent=1.0, tbf="3mbit,20ms")
+    ns = topo.dut_netns(lab)
+    nft = ["ip", "netns", "exec", ns, "nft"]
+    subprocess.run(
+        [*nft, "add rule ip tgen_lab fwd_drop ip daddr 198.19.9.9 counter reject"
+         ' comment "no entry"'],
+        check=True,
+    )  # fmt: skip
+    subprocess.run([*nft, "add rule ip tgen_lab fwd_drop ip daddr 198.19.9.8 counter"], check=True)
+    q, r = QdiscReader(ns), NftReader(ns)
+    try:
+        text = subprocess.run([*nft, "-j", "list", "ruleset"], capture_output=True, text=True)
+        rules = r.read()
+        assert rules == parse_nft(text.stdout)
+        assert any(n.endswith('reject "no entry"') for n in rules) and len(rules) == 2
+        assert r.read([("ip", "tgen_lab", "fwd_drop")]) == rules
+        assert r.read([("ip", "tgen_lab", "no_such_chain")]) == {}
+        tc = ["ip", "netns", "exec", ns, "tc", "-s", "-j", "qdisc"]
+        assert q.read() == parse_tc(subprocess.run(tc, capture_output=True, text=True).stdout)
+    finally:
+        q.close()
+        r.close()
+        topo.set_dut(lab, drop_percent=0.0, tbf=None)  # a new table: the added rules go

@@ -19,12 +19,12 @@ What is read (the names are the kernel's, so a reader can find them with ``nstat
 
 How, and what it costs (see ``benchmarks/dut_counters_cost.py`` for the figures):
 
-- namespace: the ``/proc`` files through fds opened in the namespace once (a ``pread``
-  each, no process); the qdiscs through one rtnetlink dump (:mod:`tgen_tui.dut.qdisc`,
-  no process); ``nft`` through one long-lived ``sh`` in the namespace
-  (:class:`~tgen_tui.dut.shell.RemoteShell`), one request per read, and only while a
-  counted drop/reject rule exists (the ruleset is re-listed every :attr:`DutCounters.
-  REDISCOVER` reads to find new ones). The neighbour tables'
+- namespace: no process at all. The ``/proc`` files through fds opened in the namespace
+  once (a ``pread`` each); the qdiscs through one rtnetlink dump
+  (:mod:`tgen_tui.dut.qdisc`) and the rules through one nfnetlink dump per chain that
+  holds a counted drop/reject rule (:mod:`tgen_tui.dut.nftnl`; every rule is listed
+  every :attr:`DutCounters.REDISCOVER` reads to find new chains), on sockets opened in
+  the namespace once. The neighbour tables'
   statistics exist only in the initial namespace and are global, and softnet_stat and
   ``/proc/stat`` are the host's: in the netns lab these are **the host's** counters and
   CPUs, shared with every other namespace on it (``host_wide`` says which).
@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from tgen_tui.diagnostics import EnvironmentProblem
 from tgen_tui.dut.channel import DutChannel, pread_all
+from tgen_tui.dut.nftnl import NftReader
 from tgen_tui.dut.qdisc import QdiscReader
 from tgen_tui.dut.shell import RemoteShell
 
@@ -271,10 +272,12 @@ def counters_from(
     *,
     host_scope: str,
     qdiscs: dict[tuple[str, str, str], tuple[int, int]] | None = None,
+    rules: dict[str, int] | None = None,
 ) -> tuple[dict[Key, int], list[str]]:
     """Counter values from the texts of one read. ``host_scope``: the ``where`` of the
     host-wide sources (``"host"`` in a namespace, ``"dut"`` over ssh); ``qdiscs``: read
-    through netlink (:mod:`tgen_tui.dut.qdisc`) instead of ``tc``'s text."""
+    through netlink (:mod:`tgen_tui.dut.qdisc`) instead of ``tc``'s text, ``rules`` (nft
+    rule name -> packets) through netlink (:mod:`tgen_tui.dut.nftnl`) instead of ``nft``'s."""
     v: dict[Key, int] = {}
     errors: list[str] = []
 
@@ -324,8 +327,9 @@ def counters_from(
             v[("qdisc_drop", f"qdisc {kind} {handle} drops", dev_)] = drops
             v[("qdisc_overlimit", f"qdisc {kind} {handle} overlimits", dev_)] = over
 
-    def rules() -> None:
-        for name, packets in parse_nft(nft or "{}").items():
+    def nft_rules() -> None:
+        items = rules if rules is not None else parse_nft(nft or "{}")
+        for name, packets in items.items():
             cause = "nft_rule_reject" if name.split('"')[0].rstrip().endswith("reject") else None
             v[(cause or "nft_rule_drop", name, "dut")] = packets
 
@@ -336,7 +340,7 @@ def counters_from(
         ("softnet_stat", softnet),
         ("neighbour", neigh),
         ("tc", qdisc),
-        ("nft", rules),
+        ("nft", nft_rules),
     ):
         guard(what, fn)
     return v, errors
@@ -363,18 +367,16 @@ _SEP = "--tgen-counters-part--"
 class DutCounters:
     """Reads :class:`CounterReading` from a DUT channel; cheap enough for every interval."""
 
-    #: re-list the ruleset for drop chains every this many reads (a ``lab set`` adds some)
+    #: re-list every rule for drop chains every this many reads (a ``lab set`` adds some)
     REDISCOVER = 50
 
     def __init__(self, channel: DutChannel) -> None:
         self.channel = channel
         self.netns = channel.netns
-        if channel.netns:
-            argv = ["ip", "netns", "exec", channel.netns, "sh"]
-        else:
-            argv = [*shlex.split(channel.ssh or ""), "sh"]
-        self.shell = RemoteShell(argv)
-        self.qdisc = QdiscReader(channel.netns)
+        # a namespace: /proc fds and netlink, no process; a prefix: one long-lived shell
+        self.shell = RemoteShell([*shlex.split(channel.ssh or ""), "sh"]) if channel.ssh else None
+        self.qdisc = QdiscReader(channel.netns) if channel.netns else None
+        self.nft = NftReader(channel.netns) if channel.netns else None
         self._host_fds: dict[str, int] = {}
         self._chains: list[tuple[str, str, str]] | None = None
         self._reads = 0
@@ -386,19 +388,22 @@ class DutCounters:
             return ("softnet_stat", "arp_cache", "ndisc_cache", "cpu")
         return ()
 
+    def _discovering(self) -> bool:
+        return self._chains is None or self._reads % self.REDISCOVER == 0
+
     def read(self) -> CounterReading:
         with self._lock:
             t = time.monotonic()
             errors: list[str] = []
-            qdiscs = None
             if self.netns:
                 files = self._netns_files(errors)
-                qdiscs = self._qdiscs(errors)
-                tc, nft = self._tc_nft(errors, with_files=False)[1:]
+                qdiscs, rules = self._netlink(errors)
+                values, errs = counters_from(
+                    files, None, None, host_scope="host", qdiscs=qdiscs, rules=rules
+                )
             else:
-                files, tc, nft = self._tc_nft(errors, with_files=True)
-            scope = "host" if self.netns else "dut"
-            values, errs = counters_from(files, tc, nft, host_scope=scope, qdiscs=qdiscs)
+                files, tc, nft = self._remote(errors)
+                values, errs = counters_from(files, tc, nft, host_scope="dut")
             cpu = parse_proc_stat(files.get(PROC_STAT) or "")
             self._reads += 1
             return CounterReading(t, values, cpu, tuple(errors + errs), self.host_wide)
@@ -422,53 +427,57 @@ class DutCounters:
                 files[p] = None
         return files
 
-    def _qdiscs(self, errors: list[str]) -> dict[tuple[str, str, str], tuple[int, int]] | None:
+    def _netlink(self, errors: list[str]) -> tuple[dict | None, dict[str, int] | None]:
+        assert self.qdisc is not None and self.nft is not None
+        qdiscs, rules = None, None
         try:
-            return self.qdisc.read()
+            qdiscs = self.qdisc.read()
         except OSError as e:
             errors.append(f"qdisc (netlink): {e}")
-            return None
+        try:
+            if self._discovering():
+                rules = self.nft.read()
+                self._chains = sorted({tuple(n.split()[1:4]) for n in rules})  # type: ignore[misc]
+            else:
+                rules = self.nft.read(self._chains) if self._chains else {}
+        except OSError as e:
+            errors.append(f"nftables (netlink): {e}")
+        return qdiscs, rules
 
-    def _script(self, with_files: bool) -> str:
-        parts = []
-        if with_files:
-            paths = [p.replace("/thread-self/", "/self/") for p in NETNS_FILES] + list(HOST_FILES)
-            parts.append("grep -sH '' " + " ".join(shlex.quote(p) for p in paths))
-            parts.append("tc -s -j qdisc 2>/dev/null || echo '[]'")
-        else:
-            parts.append("echo '[]'")  # the namespace's qdiscs come through netlink
-        if self._chains is None or self._reads % self.REDISCOVER == 0:
+    def _script(self) -> str:
+        paths = [p.replace("/thread-self/", "/self/") for p in NETNS_FILES] + list(HOST_FILES)
+        parts = [
+            "grep -sH '' " + " ".join(shlex.quote(p) for p in paths),
+            "tc -s -j qdisc 2>/dev/null || echo '[]'",
+        ]
+        if self._discovering():
             parts.append("nft -j list ruleset 2>/dev/null; echo")
-            self._discover = True
         else:
-            self._discover = False
-            lists = [f"nft -j list chain {f} {t} {c}" for f, t, c in self._chains]
+            lists = [f"nft -j list chain {f} {t} {c}" for f, t, c in self._chains or []]
             parts.append("; ".join(f"{x} 2>/dev/null; echo" for x in lists) or "echo")
         return f"; echo {_SEP}; ".join(parts)
 
-    def _tc_nft(
-        self, errors: list[str], *, with_files: bool
-    ) -> tuple[dict[str, str | None], str | None, str | None]:
-        if not with_files and self._chains == [] and self._reads % self.REDISCOVER:
-            return {}, None, None  # no counted drop rule, nothing else to ask the shell
+    def _remote(self, errors: list[str]) -> tuple[dict[str, str | None], str | None, str | None]:
+        """One request to the remote shell: the files, ``tc`` and ``nft``."""
+        assert self.shell is not None
+        discover = self._discovering()
         try:
-            out = self.shell.run(self._script(with_files), timeout=10.0)
+            out = self.shell.run(self._script(), timeout=10.0)
         except EnvironmentProblem as e:
             errors.append(str(e))
             return {}, None, None
         parts = out.split(f"\n{_SEP}\n")
-        files: dict[str, str | None] = {}
-        if with_files:
-            files = _grep_files(parts.pop(0) if parts else "")
-        tc = parts[0] if parts else None
-        nft = _merge_nft(parts[1] if len(parts) > 1 else "")
-        if self._discover and nft is not None:
+        files = _grep_files(parts[0] if parts else "")
+        tc = parts[1] if len(parts) > 1 else None
+        nft = _merge_nft(parts[2] if len(parts) > 2 else "")
+        if discover and nft is not None:
             self._chains = drop_chains(nft)
         return files, tc, nft
 
     def close(self) -> None:
-        self.shell.close()
-        self.qdisc.close()
+        for r in (self.shell, self.qdisc, self.nft):
+            if r is not None:
+                r.close()
         for fd in self._host_fds.values():
             try:
                 os.close(fd)
