@@ -152,3 +152,18 @@ def test_qdisc_handles_as_tc_prints_them() -> None:
 
     assert handle_text(0x80430000) == "8043:" and handle_text(0x10010) == "1:10"
     assert handle_text(0) == "0:"
+
+
+def test_an_unreachable_prefix_fails_fast_and_backs_off() -> None:
+    """A prefix that cannot run: the read says so, and the next reads do not try again
+    (nor wait) until RETRY_S has passed."""
+    from tgen_tui.dut.channel import DutChannel
+
+    r = K.DutCounters(DutChannel(ssh="/nonexistent/ssh-command"))
+    try:
+        a = r.read()
+        assert a.values == {} and len(a.errors) == 1 and "cannot start" in a.errors[0]
+        b = r.read()
+        assert "next try in" in b.errors[0] and r.shell is not None and r.shell.starts == 0
+    finally:
+        r.close()

@@ -369,6 +369,9 @@ class DutCounters:
 
     #: re-list every rule for drop chains every this many reads (a ``lab set`` adds some)
     REDISCOVER = 50
+    #: a remote read that takes longer fails; the next is tried this long after a failure
+    TIMEOUT_S = 3.0
+    RETRY_S = 10.0
 
     def __init__(self, channel: DutChannel) -> None:
         self.channel = channel
@@ -380,6 +383,8 @@ class DutCounters:
         self._host_fds: dict[str, int] = {}
         self._chains: list[tuple[str, str, str]] | None = None
         self._reads = 0
+        self._failed_at = -1e9
+        self._failure = ""
         self._lock = threading.Lock()
 
     @property
@@ -460,10 +465,15 @@ class DutCounters:
     def _remote(self, errors: list[str]) -> tuple[dict[str, str | None], str | None, str | None]:
         """One request to the remote shell: the files, ``tc`` and ``nft``."""
         assert self.shell is not None
+        wait = self._failed_at + self.RETRY_S - time.monotonic()
+        if wait > 0:  # an unreachable DUT must not hold up every sample for the timeout
+            errors.append(f"{self._failure} (next try in {wait:.0f} s)")
+            return {}, None, None
         discover = self._discovering()
         try:
-            out = self.shell.run(self._script(), timeout=10.0)
+            out = self.shell.run(self._script(), timeout=self.TIMEOUT_S)
         except EnvironmentProblem as e:
+            self._failed_at, self._failure = time.monotonic(), str(e)
             errors.append(str(e))
             return {}, None, None
         parts = out.split(f"\n{_SEP}\n")
