@@ -95,3 +95,11 @@ def test_why_line() -> None:
     )
     assert why_line(0, (), 0) == "no loss"
     assert why_line(5, (), 5) == "lost 5: no counter moved; unexplained 5"
+
+
+def test_the_tester_hosts_backlog_is_on_every_path() -> None:
+    host = ("backlog_drop", "softnet_stat dropped", "tester host")
+    direct = StreamPath("y", rx_port="p1", through_dut=False)
+    assert on_path(host, UP) and on_path(host, DOWN) and on_path(host, direct)
+    att = attribute({"up": 30, "down": 10}, {host: 40}, PATHS)
+    assert _frames(att, "up") == {host: 30} and _frames(att, "down") == {host: 10}

@@ -136,6 +136,8 @@ class Attribution:
 def on_path(key: Key, path: StreamPath) -> bool:
     """Whether the counter ``key`` counts where ``path`` goes (rule 1)."""
     cause, counter, where = key
+    if where == "tester host":  # the tester host's own (softnet backlog): every stream
+        return True
     if where.startswith("tester "):
         return path.rx_port == where.removeprefix("tester ")
     if not path.through_dut:

@@ -16,11 +16,19 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import time
 from dataclasses import asdict, replace
 
 from tgen_tui.dut import attribution as A
-from tgen_tui.dut.channel import DutChannel
-from tgen_tui.dut.counters import CounterReading, DutCounters, Key, cpu_between, is_loss_cause
+from tgen_tui.dut.channel import DutChannel, pread_all
+from tgen_tui.dut.counters import (
+    CounterReading,
+    DutCounters,
+    Key,
+    cpu_between,
+    is_loss_cause,
+    parse_softnet,
+)
 from tgen_tui.dut.paths import dut_addresses, peer_interfaces
 from tgen_tui.engine.snapshot import DutStats, PortStats, StatsSnapshot
 from tgen_tui.packets.program import StreamProgram
@@ -33,6 +41,9 @@ SSH_NOTE = "the DUT's own CPUs"
 #: ``TGEN_DUT_COUNTERS=off``: read no DUT counters (the tester's are still matched)
 OFF_ENV = "TGEN_DUT_COUNTERS"
 CPU_SPAN = 0.5  # s: the shortest span the DUT's CPU figures are taken over
+#: this host's backlog drops, when the DUT reader does not read them (ssh, no DUT)
+TESTER_SOFTNET: Key = ("backlog_drop", "softnet_stat dropped", "tester host")
+SOFTNET_PATH = "/proc/net/softnet_stat"
 #: the counter the fake engine's simulated DUT drops its frames with
 FAKE_RULE: Key = ("nft_rule_drop", "nft ip tgen_lab fwd_drop handle 4 drop", "dut")
 
@@ -85,6 +96,7 @@ class LossCauses:
         off = os.environ.get(OFF_ENV, "").lower() in ("0", "off", "no")
         self.reader = DutCounters(channel) if channel and not off else None
         self.base: CounterReading | None = None
+        self._softnet: int | None = None
         self._cpu_ref: CounterReading | None = None
         self._cpu_last: tuple = ()
         self.prev: CounterReading | None = None
@@ -118,9 +130,25 @@ class LossCauses:
         """A new baseline (a full clear)."""
         self.base = self.prev = self.read()
 
-    def read(self) -> CounterReading | None:
-        """One reading of the DUT (blocking; the sampler calls it from a thread)."""
-        return self.reader.read() if self.reader is not None else None
+    def read(self) -> CounterReading:
+        """One reading of the DUT (blocking; the sampler calls it from a thread), plus this
+        host's softnet backlog drops when the DUT reader does not see this host's."""
+        if self.reader is not None:
+            r = self.reader.read()
+        else:
+            note = "not read (TGEN_DUT_COUNTERS=off)" if self.channel is not None else None
+            r = CounterReading(time.monotonic(), cpu_note=note)
+        if self.reader is None or not self.channel or not self.channel.netns:
+            try:
+                r.values[TESTER_SOFTNET] = parse_softnet(pread_all(self._softnet_fd()))
+            except OSError as e:
+                r = replace(r, errors=(*r.errors, f"tester softnet_stat: {e}"))
+        return r
+
+    def _softnet_fd(self) -> int:
+        if self._softnet is None:
+            self._softnet = os.open(SOFTNET_PATH, os.O_RDONLY | os.O_CLOEXEC)
+        return self._softnet
 
     def apply(self, snap: StatsSnapshot, reading: CounterReading | None) -> StatsSnapshot:
         """``snap`` with each stream's causes, and the counters table and CPU in ``dut``."""
@@ -194,6 +222,9 @@ class LossCauses:
     def close(self) -> None:
         if self.reader is not None:
             self.reader.close()
+        if self._softnet is not None:
+            os.close(self._softnet)
+            self._softnet = None
 
 
 def counters_note(d: DutStats) -> str | None:
