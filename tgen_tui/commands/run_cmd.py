@@ -158,6 +158,23 @@ def _lat_cell(v: float | None) -> str:
     return fmt.ns(v).replace(" ", "")
 
 
+def loss_lines(result: dict) -> list[str]:
+    """``why up: lost 912: 640 nft rule drop on dut (...); unexplained 0``, per stream
+    with loss or causes."""
+    from tgen_tui.dut.attribution import LossCause, why_line
+
+    out = []
+    for name, s in result["streams"].items():
+        causes = tuple(LossCause(**c) for c in s.get("loss_causes") or ())
+        if s.get("lost") or causes:
+            line = why_line(s["lost"], causes, s.get("loss_unexplained", 0))
+            out.append(f"why {name}: {line}")
+    note = (result.get("dut") or {}).get("counters_note")
+    if note:
+        out.append(f"DUT counters: {note}")
+    return out
+
+
 def summary_table(result: dict) -> str:
     """Plain-text per-port and per-stream tables with units."""
     from tgen_tui.engine.figures import l2_bps
@@ -216,6 +233,7 @@ def summary_table(result: dict) -> str:
         lines.append(
             f"DUT conntrack peak {d['conntrack_peak']:,} of max {d['conntrack_max'] or 0:,}{full}"
         )
+    lines += loss_lines(result)
     for h in (result.get("cluster") or {}).get("hosts", []):
         clock = (
             f"clock offset {h['clock_offset_ns'] / 1e3:+.1f} us +/- {h['uncertainty_ns'] / 1e3:.1f} us"

@@ -21,6 +21,7 @@ from tgen_tui import __version__
 from tgen_tui.dut.channel import DutChannel
 from tgen_tui.dut.settings import dut_settings
 from tgen_tui.engine import figures as F
+from tgen_tui.engine.losscauses import loss_fields
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN
@@ -107,6 +108,7 @@ def build_result(
             "mem_available_bytes": snap.dut.mem_available_bytes,
             "settings": dut_settings(dut_channel),
             "error": snap.dut.error,
+            **loss_fields(snap),
         }
     doc = {
         "tool": "tgen-tui",

@@ -19,6 +19,7 @@ import trio
 from tgen_tui.dut.settings import dut_settings
 from tgen_tui.engine import stats
 from tgen_tui.engine.events import fan_out
+from tgen_tui.engine.losscauses import LossCauses
 from tgen_tui.engine.portcontrol import PortControl
 from tgen_tui.engine.probes import DutProbe
 from tgen_tui.engine.setup import Setup
@@ -46,6 +47,14 @@ class Sampler:
             DutProbe(setup.dut_netns, setup.dut_ssh) if (setup.dut_netns or setup.dut_ssh) else None
         )
         self.acc = stats.Accumulator(setup.sample_context(self.dut_source))
+        old: LossCauses | None = self.__dict__.get("losses")
+        if old is not None:
+            old.close()
+        self.losses: LossCauses = LossCauses(
+            setup.programs,
+            [(p.name, p.netns, p.interface) for p in setup.ports.values() if p.host is None],
+            self.dut.channel if self.dut else None,
+        )
         self.dut_settings: tuple[tuple[str, str], ...] = ()
         self._last_link = 0.0
 
@@ -63,6 +72,7 @@ class Sampler:
         self.acc.prime(await self.transport.interfaces())
         await self._baseline_dut()
         self.dut_settings = await trio.to_thread.run_sync(self._read_dut_settings)
+        await trio.to_thread.run_sync(self.losses.prime)
 
     async def _read_links(self) -> None:
         self._last_link = time.monotonic()
@@ -88,6 +98,7 @@ class Sampler:
         self.acc.clear(await self.transport.interfaces(), ports, streams)
         if ports is None and streams is None:
             await self._baseline_dut()
+            await trio.to_thread.run_sync(self.losses.rebase)
         return self.acc.tx_raw_base
 
     # ------------------------------------------------------------------ sampling
@@ -120,12 +131,14 @@ class Sampler:
         ifc = await self.transport.interfaces()
         cores = await trio.to_thread.run_sync(self.transport.cores)
         dut_reading = await trio.to_thread.run_sync(self.dut.read) if self.dut else None
+        counters = await trio.to_thread.run_sync(self.losses.read)
         if time.monotonic() - self._last_link >= LINK_EVERY:
             await self._read_links()
         live = await trio.to_thread.run_sync(self._live)
         rd = stats.Readings(ifc, cores, dut_reading, self.dut_settings)
         snap = self.acc.sample(rd, live, final=final)
         snap = self.transport.adjust(snap)  # latency notes of streams across hosts
+        snap = self.losses.apply(snap, counters)  # loss causes, DUT counters and CPU
         self.latest = snap
         fan_out(self.subscribers, snap)
         return snap
@@ -151,6 +164,7 @@ class Sampler:
     def close(self) -> None:
         """The set-up's workers are gone: unmap their counter blocks."""
         self.acc.close()
+        self.losses.close()
 
     def close_subscribers(self) -> None:
         for ch in self.subscribers:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from tgen_tui.dut.attribution import CounterRow, LossCause
+from tgen_tui.dut.counters import CoreCpu
+
 
 @dataclass(frozen=True)
 class Latency:
@@ -98,6 +101,10 @@ class StreamStats:
     # frames without a latency: sampled frames whose kernel tx time never came, or
     # signature frames sent too long ago to widen their 32-bit stamp safely
     latency_unstamped: int = 0
+    # the lost frames matched to drop counters on the stream's path (dut/attribution.py),
+    # and what no counter explains: shown always, never hidden
+    loss_causes: tuple[LossCause, ...] = ()
+    loss_unexplained: int = 0
 
     @property
     def latency_source(self) -> str:
@@ -141,6 +148,12 @@ class DutStats:
     mem_available_bytes: int | None = None
     error: str | None = None
     settings: tuple[tuple[str, str], ...] = ()  # e.g. (("conntrack_buckets", "65536"), ...)
+    # drop counters since the baseline (DUT and tester), how much of each explains loss
+    counters: tuple[CounterRow, ...] = ()
+    cpu: tuple[CoreCpu, ...] = ()  # per core over the last interval
+    cpu_note: str | None = None  # netns lab: "the host's CPUs..."; ssh: "the DUT's own CPUs"
+    counters_errors: tuple[str, ...] = ()  # what could not be read this interval
+    counters_excess: int = 0  # counted drops beyond the loss (other traffic on the DUT)
 
     @property
     def fill_pct(self) -> float | None:

@@ -14,6 +14,7 @@ import time
 from pydantic import ValidationError
 
 from tgen_tui import __version__
+from tgen_tui.methodology.drops import drops_summary, unexplained_total
 from tgen_tui.methodology.run import RunState
 from tgen_tui.methodology.search import RepeatedSearch, TrialResult
 from tgen_tui.methodology.stats import summary
@@ -89,6 +90,10 @@ def common_fields(state: RunState, partial: bool, signal_name: str | None) -> di
         doc["dut_hooks"] = {"runs": hooks.counts(), "records": hooks.to_doc()}
     if signal_name:
         doc["signal"] = signal_name
+    trials = procedure(state.test).trials(state)
+    if any((t.get("extra") or {}).get("drops") is not None for t in trials):
+        doc["drops"] = drops_summary(trials)  # NFVbench-style: per interface and counter
+        doc["loss_unexplained"] = unexplained_total(trials)
     return doc
 
 

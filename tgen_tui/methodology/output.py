@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from tgen_tui.methodology.drops import drops_table
 from tgen_tui.methodology.report import markdown_table, summary_rows
 from tgen_tui.results.plot import chart
 
@@ -38,7 +39,7 @@ def tables(doc: dict) -> list[Table]:
     """(title, header, columns, rows) for the doc's test."""
     from tgen_tui.methodology.registry import procedure
 
-    return procedure(doc.get("test", "")).tables(doc)
+    return procedure(doc.get("test", "")).tables(doc) + drops_table(doc)
 
 
 DUT_KEYS = ("source", "kernel", "cpus", "conntrack_max", "conntrack_buckets", "udp_timeout_s")

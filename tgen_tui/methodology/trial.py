@@ -23,6 +23,7 @@ from typing import Any
 
 import trio
 
+from tgen_tui.methodology.drops import trial_fields
 from tgen_tui.methodology.dut import DutControl
 from tgen_tui.methodology.search import LossTolerance, TrialResult, judge
 from tgen_tui.packets.compile import CompiledProfile
@@ -193,6 +194,7 @@ class TrialRunner:
         if hook_runs:
             t.extra["dut_hooks"] = hook_runs
         self._account(t, final, expected, w)
+        t.extra.update(trial_fields(final, list(expected)))  # loss causes, drop counters
         self._check_host(t, host_backlog_drops() - backlog_drops_before)
         self._check_sender(t)
         ct_after = await self._count()

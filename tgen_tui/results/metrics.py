@@ -67,6 +67,13 @@ CATALOGUE: dict[str, Metric] = {
         Metric("fairness_jain", "Jain's fairness", "", None, "transport: over the TCP flows"),
         Metric("tcp_goodput_bps", "tcp goodput", "bit/s", None, "transport: TCP flows' sum"),
         Metric("udp_loss_pct", "udp loss", "%", None, "transport: UDP datagrams lost"),
+        Metric(
+            "loss_unexplained",
+            "unexplained loss",
+            "frames",
+            "lower",
+            "lost frames no drop counter explains (per stream; loss_cause.<cause>: explained)",
+        ),
     )
 }
 
@@ -137,6 +144,20 @@ def _worst(values: list[float | None]) -> float | None:
     return max(vals) if vals else None
 
 
+def loss_cause_metrics(s: dict) -> dict[str, float | None]:
+    """A stream's attribution as metrics: ``loss_unexplained`` and ``loss_cause.<cause>``
+    (frames, summed over the counters of that cause)."""
+    out: dict[str, float | None] = {}
+    causes = s.get("loss_causes")
+    if isinstance(causes, list):
+        out["loss_unexplained"] = _num(s.get("loss_unexplained"))
+        for c in causes:
+            if isinstance(c, dict) and c.get("cause"):
+                k = f"loss_cause.{c['cause']}"
+                out[k] = (out.get(k) or 0.0) + (_num(c.get("frames")) or 0.0)
+    return out
+
+
 def extract(result: dict) -> list[tuple[str, str, str, float]]:
     """Every metric of a result document as ``(scope, name, metric, value)`` rows."""
     rows: list[tuple[str, str, str, float]] = []
@@ -176,6 +197,7 @@ def extract(result: dict) -> list[tuple[str, str, str, float]]:
             "ooo": _num(s.get("out_of_order")),
             "dup": _num(s.get("duplicates")),
         }
+        vals.update(loss_cause_metrics(s))
         lats = {f"{k}_ns": _num(lat.get(k)) for k in ("min", "avg", "p50", "p99", "p999", "max")}
         lats["jitter_ns"] = _num(lat.get("jitter"))
         lat_by_stream[sname] = lats

@@ -72,6 +72,15 @@ class PortResult(Part):
     gateway6_mac: str | None = None  # resolved by IPv6 Neighbour Discovery
 
 
+class LossCauseResult(Part):
+    """Frames of a stream's loss that one drop counter explains (engine/losscauses.py)."""
+
+    cause: str
+    counter: str
+    where: str
+    frames: int = 0
+
+
 class StreamResult(Part):
     name: str | None = None
     tx_frames: int = 0
@@ -90,6 +99,8 @@ class StreamResult(Part):
     setup_latency_ns: dict[str, Any] | None = None
     learned: int | None = None
     learned_samples: list[str] | None = None
+    loss_causes: list[LossCauseResult] | None = None  # lost frames matched to drop counters
+    loss_unexplained: int | None = None  # lost frames no counter explains
 
 
 class DutResult(Part):

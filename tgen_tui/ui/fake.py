@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from tgen_tui.dut.counters import CounterReading
 from tgen_tui.dut.probe import DutProbe, DutReading
 from tgen_tui.engine import stats
 from tgen_tui.engine.api import (
@@ -42,6 +43,7 @@ from tgen_tui.engine.api import (
     StreamPaused,
 )
 from tgen_tui.engine.controller import EngineOptions
+from tgen_tui.engine.losscauses import LossCauses, simulated_reading
 from tgen_tui.engine.portcontrol import clear_targets, seq_floors
 from tgen_tui.engine.probes import IfCounters
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
@@ -370,6 +372,8 @@ class FakeEngine:
         self._acc.prime(self._sim.interfaces())
         reading = self._dut()
         self._acc.ct_start = reading.count if reading is not None else None
+        self._losses = LossCauses(setup.programs, [], None, through_dut=reading is not None)
+        self._losses.base = self._losses.prev = self._counters(drops=0)
         self._snap: StatsSnapshot | None = None
         self._snap_at = 0.0
         self._dirty = True
@@ -385,6 +389,12 @@ class FakeEngine:
 
     def _dut(self) -> DutReading | None:
         return self._sim.dut(self._flows) if self._dut_source != "none" else None
+
+    def _counters(self, drops: int) -> CounterReading | None:
+        """The simulated DUT's drop counter (every lost frame: one nft rule) and CPU."""
+        if self._dut_source == "none":
+            return None
+        return simulated_reading(self._now(), drops, self._sim.cores())
 
     def _live(self) -> stats.LiveState:
         return stats.LiveState(
@@ -412,7 +422,9 @@ class FakeEngine:
             ("udp_stream_timeout", "120"),
         )
         rd = stats.Readings(self._sim.interfaces(), self._sim.cores(), self._dut(), settings)
-        self._snap = self._acc.sample(rd, self._live())
+        snap = self._acc.sample(rd, self._live())
+        drops = sum(s.tx_frames - s.rx_frames for s in snap.streams if s.rx_port)
+        self._snap = self._losses.apply(snap, self._counters(max(0, drops)))
         self._snap_at, self._dirty = now, False
         return self._snap
 

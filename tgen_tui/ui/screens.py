@@ -24,6 +24,7 @@ from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot
 from tgen_tui.ui.actions import bindings, help_rows
+from tgen_tui.ui.dut_counters import DutCounters, stream_why
 from tgen_tui.ui.widgets import ConntrackGauge, Grid, OrderedFooter, Spark, TextWidget, state_text
 
 COL = 13  # width of a port column on the Main screen
@@ -351,6 +352,7 @@ class StreamsScreen(ViewScreen):
             f"  due {fmt.count(s.due_frames)}",
             f"  loss      lost {fmt.count(s.lost)} ({fmt.pct(s.loss_pct, 3)})"
             f"  out of order {fmt.count(s.out_of_order)}  duplicates {fmt.count(s.duplicates)}",
+            f"  why       {stream_why(s)}",
             f"  latency   min {fmt.ns(lat.min)}  avg {fmt.ns(lat.avg)}  p50 {fmt.ns(lat.p50)}",
             f"            p99 {fmt.ns(lat.p99)}  p99.9 {fmt.ns(lat.p999)}  max {fmt.ns(lat.max)}",
             f"  floor     {fmt.ns(self._floor)} (the tester's own, back to back: tgen calibrate)"
@@ -395,6 +397,7 @@ class DutScreen(ViewScreen):
         yield Label("conntrack entries (history, 10 Hz)", id="ct-label", classes="dim")
         yield Vertical(id="ct-history")
         yield DataTable(id="dut", cursor_type="none", show_header=False)
+        yield DutCounters(id="dut-counters")
         yield OrderedFooter()
 
     def setup(self, desc: EngineDescription) -> None:
@@ -439,6 +442,7 @@ class DutScreen(ViewScreen):
     def update_view(self, snap: StatsSnapshot) -> None:
         d = snap.dut
         self.query_one("#gauge", ConntrackGauge).show(d)
+        self.query_one("#dut-counters", DutCounters).show(d)
         box = self.query_one("#ct-history", Vertical)
         rows = 6 if self.app.size.height >= 40 else 2
         if len(box.children) != rows:

@@ -1,0 +1,267 @@
+"""Every lost frame explained: the sampler's side of loss attribution.
+
+:class:`LossCauses` reads the DUT's drop counters and CPU (:mod:`tgen_tui.dut.counters`)
+once per sampling interval, adds the tester's own (RX ring drops and interface drops of
+each receiving port, from the snapshot), and matches each stream's lost frames to the
+counter deltas since the baseline (:mod:`tgen_tui.dut.attribution`). The snapshot it
+returns carries ``loss_causes`` and ``loss_unexplained`` per stream, and the counters
+table and per-core CPU in ``dut``. The figures are cumulative since the last full clear,
+like ``lost`` itself; the table also gives each counter's rate over the last interval.
+
+Tester counters that are not loss (frames due but not sent: ``backlog``; send retries:
+``tx_errors``) appear in the table for the reader, never as a cause.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import time
+from dataclasses import asdict, replace
+
+from tgen_tui.dut import attribution as A
+from tgen_tui.dut.channel import DutChannel, pread_all
+from tgen_tui.dut.counters import (
+    CounterReading,
+    DutCounters,
+    Key,
+    cpu_between,
+    is_loss_cause,
+    parse_softnet,
+)
+from tgen_tui.dut.paths import dut_addresses, peer_interfaces
+from tgen_tui.engine.snapshot import DutStats, PortStats, StatsSnapshot
+from tgen_tui.packets.program import StreamProgram
+
+HOST_NOTE = (
+    "the host's CPUs (netns lab: the DUT shares the host; softnet and neighbour-table "
+    "counters are host-wide too)"
+)
+SSH_NOTE = "the DUT's own CPUs"
+#: ``TGEN_DUT_COUNTERS=off``: read no DUT counters (the tester's are still matched)
+OFF_ENV = "TGEN_DUT_COUNTERS"
+CPU_SPAN = 0.5  # s: the shortest span the DUT's CPU figures are taken over
+#: this host's backlog drops, when the DUT reader does not read them (ssh, no DUT)
+TESTER_SOFTNET: Key = ("backlog_drop", "softnet_stat dropped", "tester host")
+SOFTNET_PATH = "/proc/net/softnet_stat"
+#: the counter the fake engine's simulated DUT drops its frames with
+FAKE_RULE: Key = ("nft_rule_drop", "nft ip tgen_lab fwd_drop handle 4 drop", "dut")
+
+
+def tester_counters(ports: tuple[PortStats, ...]) -> dict[Key, int]:
+    """The tester's counters since the baseline, keyed like the DUT's (``where``: ``tester P``)."""
+    v: dict[Key, int] = {}
+    for p in ports:
+        w = f"tester {p.name}"
+        v[("tester_ring_drop", "rx ring tp_drops", w)] = p.rx_drops
+        v[("tester_if_drop", "rx_dropped", w)] = p.if_rx_dropped
+        v[("tester_backlog", "frames due, not sent", w)] = p.backlog
+        v[("tester_send_retry", "send retries", w)] = p.tx_errors
+    return v
+
+
+def _dst(p: StreamProgram) -> str | None:
+    """The stream's fixed destination address (None: none, or it varies)."""
+    t, o = p.template, p.l3_offset
+    try:
+        if p.l3 == 4:
+            b = t[o + 16 : o + 20]
+        elif p.l3 == 6:
+            b = t[o + 24 : o + 40]
+        else:
+            return None
+        if not any(b):
+            return None
+        return str(ipaddress.ip_address(b))
+    except ValueError:
+        return None
+
+
+class LossCauses:
+    """The per-set-up attribution state: reader, baseline, previous reading, paths."""
+
+    def __init__(
+        self,
+        programs: tuple[StreamProgram, ...],
+        ports: list[tuple[str, str | None, str]],
+        channel: DutChannel | None,
+        *,
+        through_dut: bool | None = None,
+    ) -> None:
+        """``through_dut``: whether the streams cross a DUT (default: when a channel is given;
+        the fake passes True with simulated readings)."""
+        self.programs = programs
+        self.ports = ports
+        self.channel = channel
+        off = os.environ.get(OFF_ENV, "").lower() in ("0", "off", "no")
+        self.reader = DutCounters(channel) if channel and not off else None
+        self.base: CounterReading | None = None
+        self._softnet: int | None = None
+        self._cpu_ref: CounterReading | None = None
+        self._cpu_last: tuple = ()
+        self.prev: CounterReading | None = None
+        self.paths: dict[str, A.StreamPath] = {
+            p.name: A.StreamPath(
+                p.name,
+                rx_port=p.rx_port,
+                through_dut=channel is not None if through_dut is None else through_dut,
+            )
+            for p in programs
+        }
+
+    def prime(self) -> None:
+        """Learn the paths (blocking: ``ip`` processes) and take the baseline."""
+        if self.channel is not None:
+            peers = peer_interfaces(self.ports, self.channel.netns)
+            local = dut_addresses(self.channel)
+            for p in self.programs:
+                dst = _dst(p)
+                self.paths[p.name] = A.StreamPath(
+                    p.name,
+                    dut_in=peers.get(p.port),
+                    dut_out=peers.get(p.rx_port or ""),
+                    rx_port=p.rx_port,
+                    through_dut=True,
+                    to_dut=(dst in local) if (dst is not None and local) else None,
+                )
+        self.rebase()
+
+    def rebase(self) -> None:
+        """A new baseline (a full clear)."""
+        self.base = self.prev = self.read()
+
+    def read(self) -> CounterReading:
+        """One reading of the DUT (blocking; the sampler calls it from a thread), plus this
+        host's softnet backlog drops when the DUT reader does not see this host's."""
+        if self.reader is not None:
+            r = self.reader.read()
+        else:
+            note = "not read (TGEN_DUT_COUNTERS=off)" if self.channel is not None else None
+            r = CounterReading(time.monotonic(), cpu_note=note)
+        if self.reader is None or not self.channel or not self.channel.netns:
+            try:
+                r.values[TESTER_SOFTNET] = parse_softnet(pread_all(self._softnet_fd()))
+            except OSError as e:
+                r = replace(r, errors=(*r.errors, f"tester softnet_stat: {e}"))
+        return r
+
+    def _softnet_fd(self) -> int:
+        if self._softnet is None:
+            self._softnet = os.open(SOFTNET_PATH, os.O_RDONLY | os.O_CLOEXEC)
+        return self._softnet
+
+    def apply(self, snap: StatsSnapshot, reading: CounterReading | None) -> StatsSnapshot:
+        """``snap`` with each stream's causes, and the counters table and CPU in ``dut``."""
+        deltas = tester_counters(snap.ports)
+        rates: dict[Key, float] = {}
+        base, prev = self.base, self.prev
+        if reading is not None and base is not None:
+            for k, v in reading.values.items():
+                deltas[k] = v - base.values.get(k, v)
+                if prev is not None and reading.t > prev.t:
+                    rates[k] = (v - prev.values.get(k, v)) / (reading.t - prev.t)
+        lost = {s.name: s.lost for s in snap.streams}
+        att = A.attribute(lost, deltas, self.paths)
+        streams = tuple(
+            replace(
+                s,
+                loss_causes=att.causes.get(s.name, ()),
+                loss_unexplained=att.unexplained.get(s.name, 0),
+            )
+            for s in snap.streams
+        )
+        snap = replace(snap, streams=streams)
+        if snap.dut is not None and reading is not None:
+            snap = replace(snap, dut=self._dut(snap.dut, reading, deltas, rates, att))
+        if reading is not None:
+            self.prev = reading
+        return snap
+
+    def _dut(
+        self,
+        d: DutStats,
+        reading: CounterReading,
+        deltas: dict[Key, int],
+        rates: dict[Key, float],
+        att: A.Attribution,
+    ) -> DutStats:
+        rows = tuple(
+            A.CounterRow(
+                k[0],
+                k[1],
+                k[2],
+                deltas[k],
+                round(rates.get(k, 0.0), 1),
+                att.matched.get(k, 0),
+                att.excess.get(k, 0),
+                is_loss_cause(k),
+            )
+            for k in sorted(deltas, key=lambda k: (A.rank(k), k))
+            if deltas[k] or rates.get(k)  # the counters that moved
+        )
+        return replace(
+            d,
+            counters=rows,
+            cpu=self._cpu(reading),
+            cpu_note=reading.cpu_note or (HOST_NOTE if reading.host_wide else SSH_NOTE),
+            counters_errors=reading.errors,
+            counters_excess=sum(att.excess.values()),
+        )
+
+    def _cpu(self, reading: CounterReading) -> tuple:
+        """Per-core CPU over at least :data:`CPU_SPAN` s (``/proc/stat`` counts 100 ticks a
+        second: a 0.1 s interval would give 10 % steps); the last figures in between."""
+        ref = self._cpu_ref
+        if ref is None or len(ref.cpu) != len(reading.cpu):
+            self._cpu_ref = reading
+        elif reading.t - ref.t >= CPU_SPAN:
+            self._cpu_last = cpu_between(ref.cpu, reading.cpu)
+            self._cpu_ref = reading
+        return self._cpu_last
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+        if self._softnet is not None:
+            os.close(self._softnet)
+            self._softnet = None
+
+
+def counters_note(d: DutStats) -> str | None:
+    """Errors reading the counters, and counted drops beyond the loss: said, never hidden."""
+    notes = list(d.counters_errors)
+    if d.counters_excess:
+        where = " or the host" if d.cpu_note == HOST_NOTE else ""
+        notes.append(
+            f"counters exceed the loss by {d.counters_excess:,} frames (other traffic on "
+            f"the DUT{where})"
+        )
+    return "; ".join(notes) or None
+
+
+def loss_fields(snap: StatsSnapshot) -> dict:
+    """What the JSON result's ``dut`` carries of the attribution: the counters table (rows
+    whose counter moved), the last interval's per-core CPU, the notes and the split rule."""
+    d = snap.dut
+    if d is None:
+        return {}
+    return {
+        "counters": [asdict(r) for r in d.counters if r.frames or r.matched],
+        "cpu": [asdict(c) for c in d.cpu],
+        "cpu_note": d.cpu_note,
+        "counters_note": counters_note(d),
+        "attribution_rule": A.SPLIT_RULE,
+    }
+
+
+def simulated_reading(t: float, dropped: int, cores: list[float]) -> CounterReading:
+    """The fake engine's DUT: ``dropped`` frames counted by one nftables rule, and CPU
+    ticks (100 per second) that give each core ``cores[i]`` % busy, a third in softirq."""
+    cpu = []
+    for pct in cores:
+        busy = round(t * pct)
+        soft = busy // 3
+        cpu.append((busy - soft, 0, 0, round(t * 100) - busy, 0, 0, soft, 0))
+    return CounterReading(
+        t, {FAKE_RULE: dropped}, tuple(cpu), cpu_note="simulated (--fake): no DUT is read"
+    )
