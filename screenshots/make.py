@@ -1,4 +1,4 @@
-"""Make the console's screenshots: every screen at 80x24 and 160x48, from the real app and
+"""Make the console's screenshots: every screen at 80x24, 120x36 and 160x48, from the real app and
 the real engine against a lab this script brings up (unique prefix) and removes.
 
     sudo .venv/bin/python screenshots/make.py            # writes screenshots/*.svg
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from tgen_tui.ui.actions import VIEW_KEYS  # noqa: E402
 
 VIEWS = VIEW_KEYS  # main, streams, dut, workers, log, help
-SIZES = [(80, 24), (160, 48)]
+SIZES = [(80, 24), (120, 36), (160, 48)]
 
 
 def seed_results(prefix: str, db: Path) -> None:
