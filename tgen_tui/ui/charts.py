@@ -162,19 +162,27 @@ class Chart(Widget):
         return out
 
     def _head(self, lines, window, note, styles, base, w) -> list[Strip]:
-        """The title line with the legend; the legend goes on a second line when the
-        title line cannot hold it."""
-        title = [Segment(f" {self.title} ({self.unit}) · {window} ", base + _style("bold"))]
-        legend: list[Segment] = [Segment(" ", base)]
-        for ln, st in zip(lines, styles, strict=True):
-            if ln.label:
-                legend += [Segment("━ ", st), Segment(ln.label + "  ", base)]
+        """The title line, then the legend: on the title line when it fits, else packed
+        into as few lines as it takes (at most 3), so no series goes unnamed."""
+        rows: list[list[Segment]] = [
+            [Segment(f" {self.title} ({self.unit}) · {window} ", base + _style("bold"))]
+        ]
+        items = [
+            [Segment("━ ", st), Segment(ln.label + "  ", base)]
+            for ln, st in zip(lines, styles, strict=True)
+            if ln.label
+        ]
         if note:
-            legend.append(Segment(note, base + _style("dim")))
-        one = Strip(title + legend[1:])
-        if one.cell_length <= w or len(legend) == 1:
-            return [one.crop(0, w)]
-        return [Strip(title).crop(0, w), Strip(legend).crop(0, w)]
+            items.append([Segment(note, base + _style("dim"))])
+        used = rows[0][0].cell_length
+        for item in items:
+            size = sum(seg.cell_length for seg in item)
+            if used + size > w and len(rows) < 3:
+                rows.append([Segment(" ", base)])
+                used = 1
+            rows[-1] += item
+            used += size
+        return [Strip(r).crop(0, w) for r in rows]
 
     def render_line(self, y: int) -> Strip:
         if y < len(self._strips):
@@ -253,8 +261,8 @@ def charts_fit(width: int, height: int) -> bool:
 
 
 def show_charts(screen: Widget, grid: Widget, height: int, ncols: int) -> bool:
-    """Lay out the Main screen for its size: the port table with the pps chart beside it
-    and three charts below, or (small) the table alone. Returns whether charts show."""
+    """Lay out the Main screen for its size: the port table with the Tx and Rx pps charts
+    beside it and three charts below, or (small) the table alone. Returns whether charts show."""
     on = charts_fit(screen.app.size.width, screen.app.size.height)
     lw, cw = getattr(grid, "label_width", 13), getattr(grid, "col_width", 14)
     grid.styles.width = lw + cw * ncols if on else "1fr"
@@ -268,7 +276,12 @@ def draw_main_charts(screen: Widget, hist: History, win: Window, snap: StatsSnap
     """The Main screen's four charts from the history rings (each redraws only if it moved)."""
     ports = [p.name for p in snap.ports]
     n = span(win)
-    screen.query_one("#chart-pps", Chart).plot(pps_lines(hist, ports, win), n, win.name)
+    for kind in ("tx", "rx"):  # one chart each: a port's Tx never hides under another's Rx
+        lines = [
+            Line(p, hist.values((kind, p), win), PALETTE[(2 * i) % len(PALETTE)])
+            for i, p in enumerate(ports)
+        ]
+        screen.query_one(f"#chart-{kind}", Chart).plot(lines, n, win.name)
     screen.query_one("#chart-lost", Chart).plot(lost_lines(hist, ports, win), n, win.name)
     streams = [s.name for s in snap.streams]
     screen.query_one("#chart-lat", Chart).plot(latency_lines(hist, streams, win), n, win.name)

@@ -152,7 +152,9 @@ class MainScreen(ViewScreen):
         yield self.compose_title()
         with Horizontal(id="main-top"):
             yield Grid(id="ports")
-            yield Chart("Tx / Rx rate", "pps", id="chart-pps")
+            with Vertical(id="chart-pps"):
+                yield Chart("Tx rate", "pps", id="chart-tx")
+                yield Chart("Rx rate", "pps", id="chart-rx")
         yield Vertical(id="sparks")
         with Horizontal(id="main-charts"):  # above 80x24; ui/charts.py
             yield Chart("Lost", "frames/s", id="chart-lost")
