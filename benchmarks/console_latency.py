@@ -124,6 +124,13 @@ def measure(prefix: str, samples: int, cpu_seconds: float) -> dict:
         }
         out["cpu_full_rate"] = cpu_window(proc, cpu_seconds)
         out["screen_at_end"] = tmux("capture-pane", "-p", "-t", session).splitlines()[:16]
+        # the same console folded to 80x24 (sparkline rows, no charts): the charts' cost
+        # as a ratio within this run
+        tmux("resize-window", "-t", session, "-x", "80", "-y", "24")
+        time.sleep(1.0)
+        out["cpu_full_rate_80x24_no_charts"] = cpu_window(proc, cpu_seconds)
+        tmux("resize-window", "-t", session, "-x", "160", "-y", "48")
+        time.sleep(0.5)
         tmux("send-keys", "-t", session, "q")
         time.sleep(0.5)
         tmux("send-keys", "-t", session, "y")
@@ -161,6 +168,7 @@ def main() -> int:
         "benchmark": "console_latency",
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": {
+            "hostname": platform.node(),
             "kernel": platform.release(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
@@ -169,7 +177,9 @@ def main() -> int:
         },
         "setup": {
             "profile": "profiles/lab.yaml; both ports started with S and set to 100 % of line rate with r",
-            "terminal": "tmux pane 160x48, Main screen, 10 Hz redraw",
+            "terminal": "tmux pane 160x48, Main screen with its charts (Tx/Rx pps, lost/s, "
+            "latency, conntrack; redrawn at ~3 Hz), 10 Hz redraw of the table; then 80x24 "
+            "(sparkline rows, no charts) for cpu_full_rate_80x24_no_charts",
             "latency": "tmux send-keys of a digit -> capture-pane first line shows 'port N:pN' (2 ms polling)",
             "cpu": "console process user+system (includes the engine controller in guest mode; excludes workers)",
         },
@@ -183,6 +193,9 @@ def main() -> int:
     )
     print(
         f"console CPU at full rate {c['cpu_pct_of_core']} % of a core; idle ports {res['cpu_idle_ports']['cpu_pct_of_core']} %"
+    )
+    print(
+        f"console CPU at full rate at 80x24 (no charts) {res['cpu_full_rate_80x24_no_charts']['cpu_pct_of_core']} %"
     )
     print("\n".join(res["screen_at_end"][:12]))
     return 0

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
@@ -65,18 +66,20 @@ def short(v: float) -> str:
 
 def columns(values: Sequence[float | None], span: int, dots: int) -> list[float | None]:
     """``values`` (the newest at the end) as ``dots`` points across a window of ``span``
-    samples: each point is the mean of its bucket; the window's missing past is None."""
-    n = len(values)
-    out: list[float | None] = []
-    for c in range(dots):
-        lo = c * span // dots - (span - n)
-        hi = max((c + 1) * span // dots - (span - n), lo + 1)
-        if hi <= 0:
-            out.append(None)
-            continue
-        got = [v for v in values[max(lo, 0) : hi] if v is not None]
-        out.append(sum(got) / len(got) if got else None)
-    return out
+    samples: each point is the mean of its bucket; the window's missing past is None.
+    Vectorised (numpy cumulative sums): it runs for every series of every chart."""
+    arr = np.array([np.nan if v is None else v for v in values[-span:]], dtype=float)
+    if len(arr) < span:
+        arr = np.concatenate((np.full(span - len(arr), np.nan), arr))
+    valid = ~np.isnan(arr)
+    csum = np.concatenate(([0.0], np.cumsum(np.where(valid, arr, 0.0))))
+    ccnt = np.concatenate(([0], np.cumsum(valid)))
+    edges = np.arange(dots + 1) * span // dots
+    lo = edges[:-1]
+    hi = np.maximum(edges[1:], lo + 1)
+    cnt = ccnt[hi] - ccnt[lo]
+    means = (csum[hi] - csum[lo]) / np.maximum(cnt, 1)
+    return [float(m) if c else None for m, c in zip(means.tolist(), cnt.tolist(), strict=True)]
 
 
 @lru_cache(maxsize=64)
@@ -97,6 +100,7 @@ class Chart(Widget):
         self.unit = unit
         self._strips: list[Strip] = []
         self._key: tuple | None = None
+        self._blank: Strip | None = None
 
     def plot(
         self,
@@ -116,7 +120,9 @@ class Chart(Widget):
         if key == self._key or w < AXIS + 4 or h < 4:
             return False
         self._key = key
-        self._strips = self._draw(lines, span, window, top, axis, note, w, h)
+        base = self.rich_style
+        strips = self._draw(lines, span, window, top, axis, note, w, h)
+        self._strips = [st.adjust_cell_length(w, base) for st in strips]
         self.refresh()
         return True
 
@@ -185,9 +191,13 @@ class Chart(Widget):
         return [Strip(r).crop(0, w) for r in rows]
 
     def render_line(self, y: int) -> Strip:
+        # strips are stored at the widget's width; rich_style is not read per line (it
+        # resolves the CSS each time: the largest cost of a repaint when profiled)
         if y < len(self._strips):
-            return self._strips[y].adjust_cell_length(self.size.width, self.rich_style)
-        return Strip.blank(self.size.width, self.rich_style)
+            return self._strips[y]
+        if self._blank is None or self._blank.cell_length != self.size.width:
+            self._blank = Strip.blank(self.size.width, self.rich_style)
+        return self._blank
 
 
 def _cells(mask: list[int], color: list[int], styles: list[Style], base: Style) -> list[Segment]:

@@ -155,7 +155,10 @@ class PortScreen(ViewScreen):
                 self._stream_cells(g, s)
         g.flush()
         self._tick += 1
-        if self._tick <= 3 or self._tick % 3 == 1:  # ~3 Hz; at once after a (re)build
+        every = 5 if self._charts_on else 3  # charts ~2 Hz, sparklines ~3 Hz
+        moved = getattr(self, "_chart_window", None) is not app.window  # g: at once
+        if self._tick <= 3 or self._tick % every == 1 or moved:  # and after a (re)build
+            self._chart_window = app.window
             self._history(port, app)
 
     @staticmethod

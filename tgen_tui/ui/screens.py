@@ -220,9 +220,11 @@ class MainScreen(ViewScreen):
                 t.set(row.key, p.name, row.show(v))
             t.set(row.key, "total", row.total_cell(values, snap))
         self._spark_tick = getattr(self, "_spark_tick", 0) + 1
-        if self._spark_tick % 3 == 1 and self._charts_on:  # charts at ~3 Hz
+        moved = getattr(self, "_chart_window", None) is not app.window  # g: at once
+        if self._charts_on and (self._spark_tick % 5 == 1 or moved):  # charts at ~2 Hz
+            self._chart_window = app.window
             draw_main_charts(self, app.history, app.window, snap)
-        elif self._spark_tick % 3 == 1:  # sparklines at ~3 Hz
+        elif self._spark_tick % 3 == 1 and not self._charts_on:  # sparklines at ~3 Hz
             self._sparks(snap, app.port_history)
         t.flush()
         self.query_one("#gauge", ConntrackGauge).show(snap.dut)
