@@ -6,7 +6,7 @@ the real engine against a lab this script brings up (unique prefix) and removes.
 
 Each size runs ``profiles/lab.yaml`` (its namespaces renamed to the script's lab), starts
 both ports from the keyboard (``S``), lets them send, stops p0 (``0`` ``t``), selects p1,
-then saves Main, Streams, DUT, Workers, Log, Help, Results and the editor, and quits with
+then saves Main, Streams, DUT, Workers, Log, Help, the port page, Results and the editor, and quits with
 ``q`` ``y``. The Results screen shows three short ``tgen run``s of the same lab stored as builds
 b1, b2 and b3 (b3 with 10 % random drop on the DUT, so it is marked worse).
 """
@@ -128,7 +128,10 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
-        "--seconds", type=float, default=4.0, help="how long both ports send before the shots"
+        "--seconds",
+        type=float,
+        default=12.0,
+        help="how long both ports send before the shots (the charts show this much history)",
     )
     ap.add_argument("--out", default=str(ROOT / "screenshots"))
     args = ap.parse_args()
