@@ -20,8 +20,12 @@ def test_rings_fine_coarse_and_lost_per_second() -> None:
     fine, coarse = WINDOWS
     tx = h.values(("tx", "p0"), fine)
     assert len(tx) == FINE and tx[-1] == 0.0 and tx[0] == 1000.0  # the oldest 10 s dropped out
-    assert h.values(("tx", "p0"), coarse)[:60] == [1000.0] * 60  # one mean a second
-    assert h.values(("tx", "p0"), coarse)[60:] == [0.0] * 10
+    assert h.times(fine)[0] == 10.1 and h.times(fine)[-1] == 70.0
+    # one mean a second: seconds 0..59 sent (second 0 has 9 samples, t 0.1..0.9); second 60
+    # has t 60.0 (the last sending sample) and 9 idle ones; second 70 is still open
+    pts = h.values(("tx", "p0"), coarse)
+    assert pts == [1000.0] * 60 + [100.0] + [0.0] * 9
+    assert h.times(coarse) == [s + 0.5 for s in range(70)]
     lost = h.values(("lost", "p0"), fine)
     assert round(lost[-1]) == 70
     assert h.values(("p50", "up"), fine)[-1] is None  # no latency yet: a gap, not a zero
@@ -35,8 +39,13 @@ def test_a_clear_is_not_negative_loss() -> None:
     assert h.values(("lost", "p0"), WINDOWS[0]) == [0.0, 0.0]
 
 
-def test_columns_place_short_history_at_the_right() -> None:
-    pts = columns([5.0, 7.0], span=600, dots=60)  # 0.2 s of a 60 s window
-    assert pts[:-1] == [None] * 59 and pts[-1] == 6.0
-    assert columns([1.0] * 600, span=600, dots=60) == [1.0] * 60
+def test_columns_place_samples_by_time() -> None:
+    # 0.2 s of a 60 s window: both samples in the last point
+    assert columns([5.0, 7.0], [10.0, 10.1], 60, 60) == [None] * 59 + [6.0]
+    t = [i / 10 for i in range(600)]
+    assert columns([1.0] * 600, t, 60, 60) == [1.0] * 60
+    # sampled at 2 Hz instead of 10 Hz: still 60 s wide, empty points between samples
+    t2 = [i / 2 for i in range(120)]
+    pts = columns([3.0] * 120, t2, 60, 240)
+    assert pts[-1] == 3.0 and pts.count(3.0) == 120 and pts.count(None) == 120
     assert [nice_top(v) for v in (0, 3, 20_001, 65_536)] == [1.0, 5.0, 50_000.0, 100_000.0]

@@ -33,6 +33,15 @@ from tgen_tui.ui.history import History, Window
 DOT = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
 PALETTE = ("green", "cyan", "yellow", "magenta", "bright_blue", "red", "white", "bright_green")
 AXIS = 9  # columns of the y axis labels (the widest is "999.9 k ")
+BRIDGE_S = 1.5  # a line crosses up to this much time without samples (a slow tick)
+
+
+@dataclass(frozen=True)
+class TimeBase:
+    """The times of a window's samples (engine seconds, oldest first) and its span."""
+
+    times: Sequence[float]
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -64,22 +73,23 @@ def short(v: float) -> str:
     return f"{v:.1f}".rstrip("0").rstrip(".") if v % 1 else f"{v:.0f}"
 
 
-def columns(values: Sequence[float | None], span: int, dots: int) -> list[float | None]:
-    """``values`` (the newest at the end) as ``dots`` points across a window of ``span``
-    samples: each point is the mean of its bucket; the window's missing past is None.
-    Vectorised (numpy cumulative sums): it runs for every series of every chart."""
-    arr = np.array([np.nan if v is None else v for v in values[-span:]], dtype=float)
-    if len(arr) < span:
-        arr = np.concatenate((np.full(span - len(arr), np.nan), arr))
-    valid = ~np.isnan(arr)
-    csum = np.concatenate(([0.0], np.cumsum(np.where(valid, arr, 0.0))))
-    ccnt = np.concatenate(([0], np.cumsum(valid)))
-    edges = np.arange(dots + 1) * span // dots
-    lo = edges[:-1]
-    hi = np.maximum(edges[1:], lo + 1)
-    cnt = ccnt[hi] - ccnt[lo]
-    means = (csum[hi] - csum[lo]) / np.maximum(cnt, 1)
-    return [float(m) if c else None for m, c in zip(means.tolist(), cnt.tolist(), strict=True)]
+def columns(
+    values: Sequence[float | None], times: Sequence[float], seconds: float, dots: int
+) -> list[float | None]:
+    """``values`` at ``times`` (oldest first) as ``dots`` points across the last
+    ``seconds`` up to the newest time: each point is the mean of the samples in its slice
+    of time, None where it has none. Vectorised (numpy): it runs for every series."""
+    n = min(len(values), len(times))
+    if n == 0 or dots <= 0:
+        return [None] * max(dots, 0)
+    v = np.array([np.nan if x is None else x for x in values[len(values) - n :]], dtype=float)
+    t = np.asarray(times[len(times) - n :], dtype=float)
+    idx = np.floor((t - (t[-1] - seconds)) * dots / seconds).astype(np.int64)
+    idx = np.minimum(idx, dots - 1)  # the newest sample is the last point
+    ok = (idx >= 0) & ~np.isnan(v)
+    sums = np.bincount(idx[ok], weights=v[ok], minlength=dots)
+    cnt = np.bincount(idx[ok], minlength=dots)
+    return [float(x) / c if c else None for x, c in zip(sums.tolist(), cnt.tolist(), strict=True)]
 
 
 @lru_cache(maxsize=64)
@@ -88,7 +98,7 @@ def _style(spec: str) -> Style:
 
 
 class Chart(Widget):
-    """A braille line chart. ``plot(lines, span, ...)`` draws; nothing else is needed."""
+    """A braille line chart. ``plot(lines, tb, ...)`` draws; nothing else is needed."""
 
     DEFAULT_CSS = """
     Chart { height: 1fr; width: 1fr; min-height: 4; }
@@ -105,32 +115,35 @@ class Chart(Widget):
     def plot(
         self,
         lines: Sequence[Line],
-        span: int,
+        tb: TimeBase,
         window: str,
         *,
         top: float | None = None,
         axis: Callable[[float], str] = short,
         note: str = "",
     ) -> bool:
-        """Draw ``lines`` over a window of ``span`` samples labelled ``window`` ("60 s").
+        """Draw ``lines`` at the times of ``tb`` over its seconds, labelled ``window``.
         ``top``: a fixed y-axis top (the conntrack max), else a 1-2-5 step above the data.
         Returns whether the picture changed."""
         w, h = self.size.width, self.size.height
-        key = (w, h, window, top, note, tuple((ln.label, tuple(ln.values)) for ln in lines))
+        last = tb.times[-1] if tb.times else None
+        key = (w, h, window, top, note, last, tuple((ln.label, tuple(ln.values)) for ln in lines))
         if key == self._key or w < AXIS + 4 or h < 4:
             return False
         self._key = key
         base = self.rich_style
-        strips = self._draw(lines, span, window, top, axis, note, w, h)
+        strips = self._draw(lines, tb, window, top, axis, note, w, h)
         self._strips = [st.adjust_cell_length(w, base) for st in strips]
         self.refresh()
         return True
 
-    def _draw(self, lines, span, window, top, axis, note, w, h) -> list[Strip]:
+    def _draw(self, lines, tb: TimeBase, window, top, axis, note, w, h) -> list[Strip]:
         styles = [self.rich_style + _style(ln.style) for ln in lines]
         head = self._head(lines, window, note, styles, self.rich_style, w)
         pw, ph = w - AXIS - 1, h - 1 - len(head)  # plot cells across and down
-        points = [columns(ln.values, span, 2 * pw) for ln in lines]
+        dots = 2 * pw
+        points = [columns(ln.values, tb.times, tb.seconds, dots) for ln in lines]
+        bridge = max(1, round(dots * BRIDGE_S / tb.seconds))  # empty points a line crosses
         peak = max((v for pts in points for v in pts if v is not None), default=0.0)
         top = top if top else nice_top(peak)
         mask = [[0] * pw for _ in range(ph)]
@@ -138,10 +151,14 @@ class Chart(Widget):
         levels = 4 * ph
         for i, pts in enumerate(points):
             prev: int | None = None
+            gap = 0
             for x, v in enumerate(pts):
-                if v is None:
-                    prev = None
+                if v is None:  # no sample here: a short gap is crossed, a long one breaks
+                    gap += 1
+                    if gap > bridge:
+                        prev = None
                     continue
+                gap = 0
                 lv = max(0, min(levels - 1, round(v / top * (levels - 1))))
                 lo, hi = (lv, lv) if prev is None else (min(lv, prev), max(lv, prev))
                 for level in range(lo, hi + 1):  # join to the previous point: a line
@@ -262,7 +279,7 @@ def draw_conntrack(chart: Chart, hist: History, win: Window) -> None:
         note = "no DUT probe (profile has no dut:)"
     else:
         note = "max unknown"
-    chart.plot([Line("", counts, "green")], span(win), win.name, top=mx, note=note)
+    chart.plot([Line("", counts, "green")], timebase(hist, win), win.name, top=mx, note=note)
 
 
 def charts_fit(width: int, height: int) -> bool:
@@ -285,7 +302,7 @@ def show_charts(screen: Widget, grid: Widget, height: int, ncols: int) -> bool:
 def draw_main_charts(screen: Widget, hist: History, win: Window, snap: StatsSnapshot) -> None:
     """The Main screen's four charts from the history rings (each redraws only if it moved)."""
     ports = [p.name for p in snap.ports]
-    n = span(win)
+    n = timebase(hist, win)
     for kind in ("tx", "rx"):  # one chart each: a port's Tx never hides under another's Rx
         lines = [
             Line(p, hist.values((kind, p), win), PALETTE[(2 * i) % len(PALETTE)])
@@ -298,9 +315,9 @@ def draw_main_charts(screen: Widget, hist: History, win: Window, snap: StatsSnap
     draw_conntrack(screen.query_one("#chart-ct", Chart), hist, win)
 
 
-def span(win: Window) -> int:
-    """Samples across a window: 10 a second in the fine ring, 1 a second in the coarse."""
-    return win.seconds if win.coarse else win.seconds * 10
+def timebase(hist: History, win: Window) -> TimeBase:
+    """The sample times of a window's ring and the seconds it spans."""
+    return TimeBase(hist.times(win), float(win.seconds))
 
 
 __all__ = [
@@ -318,5 +335,6 @@ __all__ = [
     "pps_lines",
     "short",
     "show_charts",
-    "span",
+    "TimeBase",
+    "timebase",
 ]

@@ -1,9 +1,12 @@
 """The console's history: ring buffers of the figures the charts draw.
 
-Every new snapshot (about 10 Hz) appends one sample to each series' fine ring (the last
-60 s); every tenth sample also appends their mean to the coarse ring (the last 10 min, one
-point a second). Opening a chart, or switching its window, shows the past at once. The
-rings live on the app, not on a screen, so they fill while another screen is shown.
+Every new snapshot (up to 10 Hz) appends one sample to each series' fine ring, with the
+snapshot's time ``t`` (engine seconds since the first start) in a shared time ring; each
+whole second of ``t`` also closes one point of the coarse ring (the mean of that second's
+samples), which holds 10 min. Charts place samples by their time, not by their position,
+so a console that samples less often under load still draws a true 60 s or 10 min axis.
+Opening a chart, or switching its window, shows the past at once. The rings live on the
+app, not on a screen, so they fill while another screen is shown.
 
 Series keys: ``("tx", port)``, ``("rx", port)`` pps; ``("lost", port)`` frames lost per
 second on the streams a port sends; ``("p50", stream)``, ``("p99", stream)`` latency in
@@ -17,9 +20,8 @@ from dataclasses import dataclass
 
 from tgen_tui.engine.snapshot import StatsSnapshot
 
-FINE = 600  # samples in the fine ring: 60 s at 10 Hz
-COARSE = 600  # points in the coarse ring: 10 min at 1 point a second
-PER_POINT = 10  # fine samples averaged into one coarse point
+FINE = 600  # samples in the fine ring: 60 s at 10 Hz (more time when sampled less often)
+COARSE = 600  # points in the coarse ring: 10 min at one point a second
 
 
 @dataclass(frozen=True)
@@ -48,13 +50,15 @@ class Series:
         self._n = 0
 
     def add(self, value: float | None, close_point: bool) -> None:
+        """Append a sample; ``close_point``: it starts a new second, so the samples of the
+        previous one become a coarse point first."""
+        if close_point:
+            self.coarse.append(self._acc / self._n if self._n else None)
+            self._acc, self._n = 0.0, 0
         self.fine.append(value)
         if value is not None:
             self._acc += value
             self._n += 1
-        if close_point:
-            self.coarse.append(self._acc / self._n if self._n else None)
-            self._acc, self._n = 0.0, 0
 
     def values(self, window: Window) -> deque[float | None]:
         return self.coarse if window.coarse else self.fine
@@ -65,8 +69,11 @@ class History:
 
     def __init__(self) -> None:
         self.series: dict[Key, Series] = {}
+        self.fine_t: deque[float] = deque(maxlen=FINE)  # the fine samples' times
+        self.coarse_t: deque[float] = deque(maxlen=COARSE)  # the coarse points' times
         self.samples = 0  # snapshots added
-        self.version = 0  # bumps on every add: a chart redraws only when it moved
+        self.points = 0  # coarse points closed
+        self._second: int | None = None
         self._lost: dict[str, tuple[float, int]] = {}  # port -> (t, lost) of the last snapshot
 
     def get(self, key: Key) -> Series:
@@ -75,17 +82,26 @@ class History:
             s = self.series[key] = Series()
             # a series that appears late (a reload) lines up with the others: gaps before it
             s.fine.extend([None] * min(max(self.samples - 1, 0), FINE))
-            s.coarse.extend([None] * min(max(self.samples - 1, 0) // PER_POINT, COARSE))
+            s.coarse.extend([None] * min(self.points, COARSE))
         return s
 
     def values(self, key: Key, window: Window) -> list[float | None]:
         s = self.series.get(key)
         return list(s.values(window)) if s is not None else []
 
+    def times(self, window: Window) -> list[float]:
+        return list(self.coarse_t if window.coarse else self.fine_t)
+
     def add(self, snap: StatsSnapshot) -> None:
         self.samples += 1
-        self.version += 1
-        close = self.samples % PER_POINT == 0
+        second = int(snap.t)
+        close = self._second is not None and second > self._second
+        if close:
+            self.points += 1
+            self.coarse_t.append(float(self._second) + 0.5)  # type: ignore[arg-type]
+        if self._second is None or second > self._second:
+            self._second = second
+        self.fine_t.append(snap.t)
         lost_by_port: dict[str, int] = {}
         for st in snap.streams:
             lost_by_port[st.port] = lost_by_port.get(st.port, 0) + st.lost

@@ -18,7 +18,7 @@ from textual.widgets import Label
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats
-from tgen_tui.ui.charts import Chart, charts_fit, latency_lines, lost_lines, pps_lines, span
+from tgen_tui.ui.charts import Chart, charts_fit, latency_lines, lost_lines, pps_lines, timebase
 from tgen_tui.ui.screens import ViewScreen
 from tgen_tui.ui.widgets import Grid, OrderedFooter, Spark, TextWidget, state_text
 
@@ -175,7 +175,7 @@ class PortScreen(ViewScreen):
                     vals = [v or 0.0 for v in hist.values((kind, port), win)]
                     found.first(Spark).set_data(vals)
             return
-        n = span(win)
+        n = timebase(hist, win)
         self.query_one("#pchart-pps", Chart).plot(pps_lines(hist, [port], win), n, win.name)
         self.query_one("#pchart-lost", Chart).plot(lost_lines(hist, [port], win), n, win.name)
         lat = latency_lines(hist, self._streams, win)
