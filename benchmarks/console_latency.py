@@ -65,6 +65,37 @@ def cpu_window(proc, seconds: float) -> dict:
     }
 
 
+def key_latency(session: str, samples: int) -> dict:
+    """Digits alternating 0/1, 150 ms apart: ms from send-keys to the title showing it."""
+    lat: list[float | None] = []
+    for i in range(samples):
+        n = i % 2 if i else 1
+        marker = f"port {n}:p{n}"
+        if marker in first_line(session):  # already there: press the other first
+            n = 1 - n
+            marker = f"port {n}:p{n}"
+        t0 = time.perf_counter()
+        tmux("send-keys", "-t", session, str(n))
+        seen = None
+        while time.perf_counter() - t0 < 2.0:
+            if marker in first_line(session):
+                seen = time.perf_counter()
+                break
+            time.sleep(0.002)
+        lat.append(None if seen is None else 1000 * (seen - t0))
+        time.sleep(0.15)
+    good = [x for x in lat if x is not None]
+    return {
+        "samples": len(lat),
+        "missed": len(lat) - len(good),
+        "median": round(statistics.median(good), 2) if good else None,
+        "p90": round(sorted(good)[int(0.9 * (len(good) - 1))], 2) if good else None,
+        "min": round(min(good), 2) if good else None,
+        "max": round(max(good), 2) if good else None,
+        "all": [None if x is None else round(x, 2) for x in lat],
+    }
+
+
 def measure(prefix: str, samples: int, cpu_seconds: float) -> dict:
     import psutil
 
@@ -95,35 +126,17 @@ def measure(prefix: str, samples: int, cpu_seconds: float) -> dict:
             tmux("send-keys", "-t", session, "100%", "Enter")
             time.sleep(0.3)
         time.sleep(2.0)
-        lat: list[float | None] = []
-        for i in range(samples):
-            n = i % 2 if i else 1
-            marker = f"port {n}:p{n}"
-            if marker in first_line(session):  # already there: press the other first
-                n = 1 - n
-                marker = f"port {n}:p{n}"
-            t0 = time.perf_counter()
-            tmux("send-keys", "-t", session, str(n))
-            seen = None
-            while time.perf_counter() - t0 < 2.0:
-                if marker in first_line(session):
-                    seen = time.perf_counter()
-                    break
-                time.sleep(0.002)
-            lat.append(None if seen is None else 1000 * (seen - t0))
-            time.sleep(0.15)
-        good = [x for x in lat if x is not None]
-        out["key_to_screen_ms"] = {
-            "samples": len(lat),
-            "missed": len(lat) - len(good),
-            "median": round(statistics.median(good), 2) if good else None,
-            "p90": round(sorted(good)[int(0.9 * (len(good) - 1))], 2) if good else None,
-            "min": round(min(good), 2) if good else None,
-            "max": round(max(good), 2) if good else None,
-            "all": [None if x is None else round(x, 2) for x in lat],
-        }
+        out["key_to_screen_ms"] = key_latency(session, samples)
         out["cpu_full_rate"] = cpu_window(proc, cpu_seconds)
         out["screen_at_end"] = tmux("capture-pane", "-p", "-t", session).splitlines()[:16]
+        # the same console folded to 80x24 (sparkline rows, no charts): the charts' cost
+        # as a ratio within this run
+        tmux("resize-window", "-t", session, "-x", "80", "-y", "24")
+        time.sleep(1.0)
+        out["cpu_full_rate_80x24_no_charts"] = cpu_window(proc, cpu_seconds)
+        out["key_to_screen_ms_80x24_no_charts"] = key_latency(session, samples)
+        tmux("resize-window", "-t", session, "-x", "160", "-y", "48")
+        time.sleep(0.5)
         tmux("send-keys", "-t", session, "q")
         time.sleep(0.5)
         tmux("send-keys", "-t", session, "y")
@@ -161,6 +174,7 @@ def main() -> int:
         "benchmark": "console_latency",
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": {
+            "hostname": platform.node(),
             "kernel": platform.release(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
@@ -169,7 +183,9 @@ def main() -> int:
         },
         "setup": {
             "profile": "profiles/lab.yaml; both ports started with S and set to 100 % of line rate with r",
-            "terminal": "tmux pane 160x48, Main screen, 10 Hz redraw",
+            "terminal": "tmux pane 160x48, Main screen with its charts (Tx/Rx pps, lost/s, "
+            "latency, conntrack; redrawn at ~3 Hz), 10 Hz redraw of the table; then 80x24 "
+            "(sparkline rows, no charts) for cpu_full_rate_80x24_no_charts",
             "latency": "tmux send-keys of a digit -> capture-pane first line shows 'port N:pN' (2 ms polling)",
             "cpu": "console process user+system (includes the engine controller in guest mode; excludes workers)",
         },
@@ -183,6 +199,11 @@ def main() -> int:
     )
     print(
         f"console CPU at full rate {c['cpu_pct_of_core']} % of a core; idle ports {res['cpu_idle_ports']['cpu_pct_of_core']} %"
+    )
+    k2 = res["key_to_screen_ms_80x24_no_charts"]
+    print(
+        f"at 80x24 (no charts): CPU {res['cpu_full_rate_80x24_no_charts']['cpu_pct_of_core']} %,"
+        f" key-to-screen median {k2['median']} ms (p90 {k2['p90']})"
     )
     print("\n".join(res["screen_at_end"][:12]))
     return 0

@@ -1,4 +1,4 @@
-"""Make the console's screenshots: every screen at 80x24 and 160x48, from the real app and
+"""Make the console's screenshots: every screen at 80x24, 120x36 and 160x48, from the real app and
 the real engine against a lab this script brings up (unique prefix) and removes.
 
     sudo .venv/bin/python screenshots/make.py            # writes screenshots/*.svg
@@ -6,7 +6,7 @@ the real engine against a lab this script brings up (unique prefix) and removes.
 
 Each size runs ``profiles/lab.yaml`` (its namespaces renamed to the script's lab), starts
 both ports from the keyboard (``S``), lets them send, stops p0 (``0`` ``t``), selects p1,
-then saves Main, Streams, DUT, Workers, Log, Help, Results and the editor, and quits with
+then saves Main, Streams, DUT, Workers, Log, Help, the port page, Results and the editor, and quits with
 ``q`` ``y``. The Results screen shows three short ``tgen run``s of the same lab stored as builds
 b1, b2 and b3 (b3 with 10 % random drop on the DUT, so it is marked worse).
 """
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from tgen_tui.ui.actions import VIEW_KEYS  # noqa: E402
 
 VIEWS = VIEW_KEYS  # main, streams, dut, workers, log, help
-SIZES = [(80, 24), (160, 48)]
+SIZES = [(80, 24), (120, 36), (160, 48)]
 
 
 def seed_results(prefix: str, db: Path) -> None:
@@ -128,7 +128,10 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument(
-        "--seconds", type=float, default=4.0, help="how long both ports send before the shots"
+        "--seconds",
+        type=float,
+        default=12.0,
+        help="how long both ports send before the shots (the charts show this much history)",
     )
     ap.add_argument("--out", default=str(ROOT / "screenshots"))
     args = ap.parse_args()

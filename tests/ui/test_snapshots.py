@@ -43,14 +43,61 @@ def _scenario(key: str):
     return app, run_before
 
 
-# every screen at 80x24; the Main screen (which adds rows and sparklines) also at 160x48;
-# screenshots/ holds every screen at both sizes from the real engine.
-CASES = [(k, v, (80, 24)) for k, v in VIEWS] + [("m", "main", (160, 48))]
+# every screen at 80x24 (the port page and Main fold their charts to sparkline rows);
+# screenshots/ holds every screen at 80x24, 120x36 and 160x48 from the real engine.
+CASES = [(k, v, (80, 24)) for k, v in VIEWS]
 
 
 @pytest.mark.parametrize("key,view,size", CASES, ids=[f"{v}-{s[0]}x{s[1]}" for _, v, s in CASES])
 def test_screen(snap_compare, key: str, view: str, size: tuple[int, int]) -> None:
     app, run_before = _scenario(key)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def _chart_scenario(key: str):
+    """The charts' history: both ports send 20 s (p0 at 20 kpps, p1 raised to 30 kpps after
+    10 s), then p1 stops and p0 sends 10 s more, sampled at 10 Hz on a frozen clock moved
+    by hand; 0.1 % loss on the fake's receive side; a 300-entry conntrack max."""
+    clock = FrozenClock()
+    app, _ = make_app(clock=clock, tick_s=3600, conntrack_max=300, loss=0.001)
+
+    async def ticks(n: int) -> None:
+        for _ in range(n):
+            clock.t += 0.1
+            app.tick()
+
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.1)
+        app.tick()
+        await pilot.press("S")
+        await pilot.pause(0.05)
+        await ticks(100)
+        await pilot.press("1", "r", *"30kpps", "enter")
+        await pilot.pause(0.05)
+        await ticks(100)
+        await pilot.press("t")
+        await pilot.pause(0.05)
+        await ticks(100)
+        await pilot.press("0", key)
+        await pilot.pause(0.1)
+        await ticks(3)
+        await pilot.pause(0.1)
+
+    return app, run_before
+
+
+CHART_CASES = [
+    (k, v, size) for size in ((120, 36), (160, 48)) for k, v in (("m", "main"), ("o", "port"))
+]
+
+
+@pytest.mark.parametrize(
+    "key,view,size", CHART_CASES, ids=[f"{v}-{s[0]}x{s[1]}" for _, v, s in CHART_CASES]
+)
+def test_charts(snap_compare, key: str, view: str, size: tuple[int, int]) -> None:
+    """Main and the port page with their charts: Tx/Rx pps (p1's lines drop to 0 at the
+    right), lost frames/s, latency p50/p99 per stream, conntrack against its max."""
+    app, run_before = _chart_scenario(key)
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 

@@ -96,6 +96,12 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     _view("view.workers", "workers", "w", "Workers", "Workers screen: cores, CPU, heartbeat"),
     _view("view.log", "log", "l", "Log", "Log screen: engine events"),
     _view("view.help", "help", "question_mark", "Help", "this help"),
+    ConsoleAction("view.port", "view('port')", "o,enter", "Port", palette="show the port page",
+                  help="the selected port's page: link, speed, MAC, gateway, workers, "
+                       "streams and charts", show=False),
+    ConsoleAction("chart.window", "chart_window", "g", "Window", palette="chart window 60 s / 10 min",
+                  help="charts: show the last 60 s or the last 10 min (history is kept for both)",
+                  show=False),
     ConsoleAction("view.results", "results", "R", "Results", show=False),
     ConsoleAction("dut.event", "dut_event", "x", "DUT event", show=False,
                   palette="run a DUT event…",
@@ -120,7 +126,9 @@ def bindings(scope: str = APP) -> list[BindingType]:
 
 # (key, screen) of the screens one key opens, in the table's order (screenshots, tests)
 VIEW_KEYS: list[tuple[str, str]] = [
-    (a.key, a.action[len("view('") : -2]) for a in ACTIONS if a.action.startswith("view(")
+    (a.key.split(",")[0], a.action[len("view('") : -2])
+    for a in ACTIONS
+    if a.action.startswith("view(")
 ]
 
 # footer order: the screen's own actions first, then the app's

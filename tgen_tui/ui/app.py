@@ -25,6 +25,7 @@ from tgen_tui import fmt
 from tgen_tui.engine.api import EngineAPI, EngineDescription, EngineEvent
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.ui.actions import APP, bindings
+from tgen_tui.ui.history import WINDOWS, History
 from tgen_tui.ui.host import AsyncioEngineHost, GuestEngineHost
 from tgen_tui.ui.palette import PortCommands, ProfileCommands
 from tgen_tui.ui.record import ConsoleRecord
@@ -93,6 +94,8 @@ class TgenApp(App):
         self.snap: StatsSnapshot | None = None
         self.port_history: dict[tuple[str, str], deque] = {}
         self.ct_history: deque = deque(maxlen=HISTORY)
+        self.history = History()  # the charts' rings (ui/history.py)
+        self.window = WINDOWS[0]  # the charts' window: 60 s or 10 min (key g)
         self.log_lines: deque = deque(maxlen=2000)
         self.log_total = 0
         self._cursor = 0
@@ -113,7 +116,10 @@ class TgenApp(App):
                 loop.add_signal_handler(sig, self._on_signal, sig)
         if self.keymap_overrides:
             self.set_keymap(self.keymap_overrides)
-        for name, cls in VIEW_SCREENS.items():
+        from tgen_tui.ui.port_page import PortScreen
+
+        screens: dict[str, type[ViewScreen]] = {**VIEW_SCREENS, PortScreen.VIEW: PortScreen}
+        for name, cls in screens.items():
             self.install_screen(cls(), name=name)
         if self.host is None:
             files = sorted(str(p) for p in Path(self.profiles_dir).glob("*.yaml"))
@@ -237,6 +243,7 @@ class TgenApp(App):
             self.port_history.setdefault((p.name, "rx"), deque(maxlen=HISTORY)).append(p.rx_pps)
         if snap.dut is not None and snap.dut.conntrack_count is not None:
             self.ct_history.append(float(snap.dut.conntrack_count))
+        self.history.add(snap)
 
     def _on_engine_event(self, ev: EngineEvent) -> None:
         stamp = time.strftime("%H:%M:%S", time.localtime(ev.wall))
@@ -378,6 +385,12 @@ class TgenApp(App):
         else:
             self.push_screen(name)
         self.call_later(self.redraw_view)
+
+    def action_chart_window(self) -> None:
+        """Charts: switch between the last 60 s and the last 10 min."""
+        self.window = WINDOWS[(WINDOWS.index(self.window) + 1) % len(WINDOWS)]
+        self.notify(f"charts show the last {self.window.name}", timeout=2)
+        self.redraw_view()
 
     def action_results(self) -> None:
         """The results store: recent runs, trends per build, regressions marked."""

@@ -25,8 +25,10 @@ keys (every port starts idle; nothing is sent until you say so):
   0-9 select a port   s/t start/stop it   S/T start/stop all   c clear counters
   +/- rate one step (1-2-5 series)   r exact rate: 50kpps, 200Mbit, 10% (of line rate)
   m main  f streams  d DUT  w workers  l log  ? help  e editor  p pause a stream (streams)
+  o or enter: the selected port's page   g charts: last 60 s / last 10 min (from 100x30)
   R results store (recent runs, trends, regressions)   ctrl+p command palette
-  q quit (asks when traffic runs; stops ports, writes --json, records the session)
+  q quit (asks when traffic runs; stops ports, writes --json, records the session
+    unless nothing was sent)
 
 keymap: ~/.config/tgen/keymap.toml (or --keymap FILE) remaps a binding by its id, e.g.
   "port.start" = "ctrl+s"
@@ -162,9 +164,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if app.exit_message:
         print(app.exit_message, file=sys.stderr)
     if app.result is not None and not args.fake:
-        from tgen_tui.results.record import record_from_args
+        from tgen_tui.ui.record import store_session
 
-        record_from_args(args, app.result, test="tui")
+        store_session(args, app.result)  # an idle session stores no run and says so
     return int(rc or 0)
 
 

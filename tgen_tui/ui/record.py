@@ -114,4 +114,23 @@ class ConsoleRecord:
         return res.to_doc()
 
 
-__all__ = ["ConsoleRecord"]
+def sent_nothing(result: dict) -> bool:
+    """True when the session's result counts no frame sent on any port (clears included)."""
+    return not any((p or {}).get("tx_frames") for p in (result.get("ports") or {}).values())
+
+
+def store_session(args, result: dict) -> int | None:
+    """Record the session in the results store, unless nothing was sent: then say so on
+    stderr and store nothing (an idle console leaves no run). Returns the run id."""
+    import sys
+
+    from tgen_tui.results.record import record_from_args
+
+    if sent_nothing(result):
+        if not getattr(args, "no_store", False) and not getattr(args, "quiet", False):
+            print("tgen tui: nothing was sent: no run stored", file=sys.stderr)
+        return None
+    return record_from_args(args, result, test="tui")
+
+
+__all__ = ["ConsoleRecord", "sent_nothing", "store_session"]

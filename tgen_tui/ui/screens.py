@@ -24,6 +24,7 @@ from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot
 from tgen_tui.ui.actions import bindings, help_rows
+from tgen_tui.ui.charts import Chart, draw_main_charts, show_charts
 from tgen_tui.ui.dut_counters import DutCounters, stream_why
 from tgen_tui.ui.widgets import ConntrackGauge, Grid, OrderedFooter, Spark, TextWidget, state_text
 
@@ -121,14 +122,14 @@ MAIN_ROWS: tuple[MainRow, ...] = (
             lambda p, _: (p.achieved_pps, p.requested_pps if p.tx_frames else 0.0), _achieved),
     MainRow("tx", "Tx frames", lambda p, _: p.tx_frames, fmt.count),
     MainRow("rx", "Rx frames", lambda p, _: p.rx_frames, fmt.count),
-    MainRow("lost", "Lost", lambda _, lost: lost, _lost),
-    MainRow("errors", "Tx errors", lambda p, _: p.tx_errors, fmt.count),
+    MainRow("lost", "Lost frames", lambda _, lost: lost, _lost),
+    MainRow("errors", "Tx retries", lambda p, _: p.tx_errors, fmt.count),  # Help: ui/glossary.py
     MainRow("drops", "Rx drops", lambda p, _: p.rx_drops + p.if_rx_dropped, fmt.count),
     MainRow("if_tx", "If tx frames", lambda p, _: p.if_tx_frames, fmt.count, large=True),
     MainRow("if_rx", "If rx frames", lambda p, _: p.if_rx_frames, fmt.count, large=True),
     MainRow("tx_bytes", "Tx bytes", lambda p, _: p.tx_bytes, fmt.nbytes, large=True),
     MainRow("rx_bytes", "Rx bytes", lambda p, _: p.rx_bytes, fmt.nbytes, large=True),
-    MainRow("backlog", "Backlog", lambda p, _: p.backlog, fmt.count, large=True),
+    MainRow("backlog", "Due unsent", lambda p, _: p.backlog, fmt.count, large=True),
     MainRow("late", "Late max", lambda p, _: p.late_max_ns, fmt.ns, BLANK, large=True),
     MainRow("speed", "Line rate", lambda p, _: p.speed_bps, fmt.bps, BLANK, large=True),
 )
@@ -159,8 +160,16 @@ class MainScreen(ViewScreen):
 
     def compose(self) -> ComposeResult:
         yield self.compose_title()
-        yield Grid(id="ports")
+        with Horizontal(id="main-top"):
+            yield Grid(id="ports")
+            with Vertical(id="chart-pps"):
+                yield Chart("Tx rate", "pps", id="chart-tx")
+                yield Chart("Rx rate", "pps", id="chart-rx")
         yield Vertical(id="sparks")
+        with Horizontal(id="main-charts"):  # above 80x24; ui/charts.py
+            yield Chart("Lost", "frames/s", id="chart-lost")
+            yield Chart("Latency", "µs", id="chart-lat")
+            yield Chart("Conntrack", "entries", id="chart-ct")
         yield ConntrackGauge(id="gauge")
         yield OrderedFooter()
 
@@ -184,9 +193,10 @@ class MainScreen(ViewScreen):
             self._rows.append(GATEWAY_ROW)
         columns = [(p.name, p.name) for p in desc.ports] + [("total", "Total")]
         t.define(columns, [(r.key, r.label) for r in self._rows])
+        self._charts_on = show_charts(self, t, len(self._rows) + 1, len(columns))
         sparks = self.query_one("#sparks", Vertical)
         sparks.remove_children()
-        kinds = ("tx", "rx") if self._large() else ("tx",)
+        kinds = () if self._charts_on else ("tx", "rx") if self._large() else ("tx",)
         for p in desc.ports:
             for kind in kinds:
                 sparks.mount(
@@ -225,7 +235,11 @@ class MainScreen(ViewScreen):
                 t.set(row.key, p.name, row.show(v))
             t.set(row.key, "total", row.total_cell(values, snap))
         self._spark_tick = getattr(self, "_spark_tick", 0) + 1
-        if self._spark_tick % 3 == 1:  # sparklines at ~3 Hz
+        moved = getattr(self, "_chart_window", None) is not app.window  # g: at once
+        if self._charts_on and (self._spark_tick % 5 == 1 or moved):  # charts at ~2 Hz
+            self._chart_window = app.window
+            draw_main_charts(self, app.history, app.window, snap)
+        elif self._spark_tick % 3 == 1 and not self._charts_on:  # sparklines at ~3 Hz
             self._sparks(snap, app.port_history)
         t.flush()
         self.query_one("#gauge", ConntrackGauge).show(snap.dut)
@@ -245,9 +259,9 @@ class MainScreen(ViewScreen):
 STREAM_COLS = [
     ("name", "Stream", 12, True),
     ("port", "Port", 9, False),
-    ("rate", "Rate", 11, False),
-    ("tx", "Tx", 12, True),
-    ("rx", "Rx", 12, True),
+    ("rate", "Req. rate", 11, False),
+    ("tx", "Tx frames", 12, True),
+    ("rx", "Rx frames", 12, True),
     ("lost", "Lost", 9, True),
     ("loss", "Loss", 10, True),
     ("ooo", "OOO", 6, False),
@@ -464,9 +478,9 @@ class DutScreen(ViewScreen):
         self._kv("conntrack entries", fmt.count(d.conntrack_count))
         self._kv("conntrack max", fmt.count(d.conntrack_max))
         self._kv("fill", fmt.pct(d.fill_pct, 1))
-        self._kv("peak", fmt.count(d.conntrack_peak))
+        self._kv("peak entries", fmt.count(d.conntrack_peak))
         rise = None if d.conntrack_start is None else d.conntrack_peak - d.conntrack_start
-        self._kv("rise since start", fmt.count(rise))
+        self._kv("rise since start", "-" if rise is None else f"{rise:+,} entries")
         self._kv("new entries/s", f"{d.new_per_s:,.0f}")
         self._kv(
             "table filled at", fmt.seconds(d.full_at_s) if d.full_at_s is not None else "not full"
@@ -613,13 +627,19 @@ class HelpScreen(ViewScreen):
         t.add_column("Does", width=44 if small else 70, key="does")
         t.add_column("Binding id", width=16, key="id")
         for i, (keys, does, id_) in enumerate(help_rows(keymap)):
-            t.add_row(keys, does, id_, key="digits" if i == 0 else id_)
+            # height None: a long text wraps in its column instead of being cut (80x24)
+            t.add_row(keys, Text(does), id_, key="digits" if i == 0 else id_, height=None)
         t.add_row(
             "ctrl+p",
             "command palette: every action, every port, every profile",
             "(Textual)",
             key="palette",
         )
+        from tgen_tui.ui.glossary import glossary_rows
+
+        t.add_row(Text("Counters", style="bold"), Text("what each figure counts", style="bold"), "")
+        for i, (label, line) in enumerate(glossary_rows()):
+            t.add_row(label, line, "", key=f"glossary-{i}")
 
     def update_view(self, snap: StatsSnapshot) -> None:
         pass

@@ -218,8 +218,8 @@ class Grid(Widget):
             text, st = v, base
         return Segment(" " + text[: width - 1].ljust(width - 1), st)
 
-    def _build(self, y: int) -> Strip:
-        base = self.rich_style
+    def _build(self, y: int, base: Style | None = None) -> Strip:
+        base = self.rich_style if base is None else base
         if y % 2 == 0 and y:
             base = base + _style("on grey11")
         cw, lw = self.col_width, self.label_width
@@ -235,10 +235,14 @@ class Grid(Widget):
     def render_line(self, y: int) -> Strip:
         if y > len(self.rows):
             return Strip.blank(self.size.width, self.rich_style)
+        w = self.size.width
+        if w != getattr(self, "_strips_w", None):
+            self._strips, self._strips_w = {}, w
         strip = self._strips.get(y)
-        if strip is None:
-            strip = self._strips[y] = self._build(y)
-        return strip.adjust_cell_length(self.size.width, self.rich_style)
+        if strip is None:  # stored at the width: rich_style resolves CSS on every call
+            base = self.rich_style
+            strip = self._strips[y] = self._build(y, base).adjust_cell_length(w, base)
+        return strip
 
 
 class OrderedFooter(Footer):

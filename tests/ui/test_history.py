@@ -1,0 +1,51 @@
+"""The charts' history rings and the chart's sampling: counts, not pictures."""
+
+from __future__ import annotations
+
+from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats
+from tgen_tui.ui.charts import columns, nice_top
+from tgen_tui.ui.history import FINE, WINDOWS, History
+
+
+def _snap(t: float, tx: float, lost: int) -> StatsSnapshot:
+    port = PortStats(name="p0", interface="p0", netns=None, state="running", tx_pps=tx)
+    stream = StreamStats(name="up", index=0, port="p0", rx_port="p1", lost=lost)
+    return StatsSnapshot(t=t, seq=int(t * 10), ports=(port,), streams=(stream,), workers=())
+
+
+def test_rings_fine_coarse_and_lost_per_second() -> None:
+    h = History()
+    for i in range(1, 701):  # 70 s at 10 Hz; 7 frames lost per sample = 70 frames/s
+        h.add(_snap(i / 10, 1000.0 * (i <= 600), 7 * i))
+    fine, coarse = WINDOWS
+    tx = h.values(("tx", "p0"), fine)
+    assert len(tx) == FINE and tx[-1] == 0.0 and tx[0] == 1000.0  # the oldest 10 s dropped out
+    assert h.times(fine)[0] == 10.1 and h.times(fine)[-1] == 70.0
+    # one mean a second: seconds 0..59 sent (second 0 has 9 samples, t 0.1..0.9); second 60
+    # has t 60.0 (the last sending sample) and 9 idle ones; second 70 is still open
+    pts = h.values(("tx", "p0"), coarse)
+    assert pts == [1000.0] * 60 + [100.0] + [0.0] * 9
+    assert h.times(coarse) == [s + 0.5 for s in range(70)]
+    lost = h.values(("lost", "p0"), fine)
+    assert round(lost[-1]) == 70
+    assert h.values(("p50", "up"), fine)[-1] is None  # no latency yet: a gap, not a zero
+    assert h.values(("ct", ""), fine)[-1] is None  # no DUT probe
+
+
+def test_a_clear_is_not_negative_loss() -> None:
+    h = History()
+    h.add(_snap(1.0, 0.0, 500))
+    h.add(_snap(1.1, 0.0, 0))  # counters cleared
+    assert h.values(("lost", "p0"), WINDOWS[0]) == [0.0, 0.0]
+
+
+def test_columns_place_samples_by_time() -> None:
+    # 0.2 s of a 60 s window: both samples in the last point
+    assert columns([5.0, 7.0], [10.0, 10.1], 60, 60) == [None] * 59 + [6.0]
+    t = [i / 10 for i in range(600)]
+    assert columns([1.0] * 600, t, 60, 60) == [1.0] * 60
+    # sampled at 2 Hz instead of 10 Hz: still 60 s wide, empty points between samples
+    t2 = [i / 2 for i in range(120)]
+    pts = columns([3.0] * 120, t2, 60, 240)
+    assert pts[-1] == 3.0 and pts.count(3.0) == 120 and pts.count(None) == 120
+    assert [nice_top(v) for v in (0, 3, 20_001, 65_536)] == [1.0, 5.0, 50_000.0, 100_000.0]

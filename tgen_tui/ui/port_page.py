@@ -1,0 +1,185 @@
+"""The port page (``o`` or enter): everything about the selected port on one screen.
+
+Its link, speed, MAC and gateway (with the gateway's resolved MAC once the engine reports
+it: ``gateway_mac`` on the port's snapshot), the workers that serve it, the streams it
+sends with their figures, and its charts (pps, lost frames/s, latency of its streams;
+sparkline rows at 80x24). The digits switch the page to another port.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label
+
+from tgen_tui import fmt
+from tgen_tui.engine.api import EngineDescription
+from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats
+from tgen_tui.ui.charts import Chart, charts_fit, latency_lines, lost_lines, pps_lines, timebase
+from tgen_tui.ui.screens import ViewScreen
+from tgen_tui.ui.widgets import Grid, OrderedFooter, Spark, TextWidget, state_text
+
+NONE = "—"
+
+# (key, label, value of a stream): the rows of the page's stream table, each with its unit
+STREAM_ROWS: tuple[tuple[str, str, Any], ...] = (
+    ("to", "Rx port", lambda s: s.rx_port or NONE),
+    ("req", "Requested", lambda s: fmt.pps(s.requested_pps)),
+    ("tx_pps", "Tx rate", lambda s: fmt.pps(s.tx_pps)),
+    ("rx_pps", "Rx rate", lambda s: fmt.pps(s.rx_pps)),
+    ("tx", "Tx frames", lambda s: fmt.count(s.tx_frames)),
+    ("rx", "Rx frames", lambda s: fmt.count(s.rx_frames)),
+    ("lost", "Lost frames", lambda s: Text(fmt.count(s.lost), style="bold red" if s.lost else "")),
+    ("loss", "Loss", lambda s: fmt.pct(s.loss_pct, 3)),
+    ("p50", "Latency p50", lambda s: fmt.ns(s.latency_ns.p50)),
+    ("p99", "Latency p99", lambda s: fmt.ns(s.latency_ns.p99)),
+)
+
+
+def port_mac(compiled: Any, port: PortStats) -> tuple[str, str]:
+    """The port's MAC and where it comes from: the engine's reading if it gives one, else
+    the source MAC its streams send from (the profile's ``eth.src``)."""
+    mac = getattr(port, "mac", None)
+    if mac:
+        return str(mac), "interface"
+    streams = [s for s in getattr(compiled, "streams", ()) if s.port == port.name]
+    if streams and len(streams[0].template) >= 12:
+        return ":".join(f"{b:02x}" for b in streams[0].template[6:12]), "its streams' eth.src"
+    return NONE, ""
+
+
+def info_text(port: PortStats, index: int, compiled: Any) -> Text:
+    """The page's head: identity, state, link, speed, MAC, gateway."""
+    t = Text()
+    t.append(f" {index}:{port.name} ", style="bold reverse")
+    t.append(f"  {port.interface}" + (f" in netns {port.netns}" if port.netns else ""))
+    t.append("  state ")
+    t.append_text(state_text(port.state))
+    if port.failure:
+        t.append(f" ({port.failure})", style="red")
+    t.append(f"\n link {port.link}   speed {fmt.bps(port.speed_bps)}")
+    t.append(f"   worker {port.worker if port.worker is not None else NONE}")
+    t.append(f" on core {port.core if port.core is not None else NONE}")
+    mac, src = port_mac(compiled, port)
+    t.append(f"\n MAC {mac}" + (f" ({src})" if src else ""))
+    gw = getattr(port, "gateway", None)
+    gw_mac = getattr(port, "gateway_mac", None)
+    t.append(f"   gateway {gw or NONE}   gateway MAC {gw_mac or NONE}")
+    return t
+
+
+def workers_text(snap: StatsSnapshot, port: str) -> str:
+    """Two lines per worker that serves the port (they fit in 80 columns)."""
+    lines = []
+    for w in snap.workers:
+        if port not in w.ports:
+            continue
+        alive = "alive" if w.alive else (w.exit_reason or "dead")
+        lines.append(
+            f" worker {w.id} on core {w.core} · Tx {fmt.pps(w.tx_pps)} · Rx {fmt.pps(w.rx_pps)}"
+        )
+        lines.append(
+            f"   core CPU {w.core_cpu_pct:.0f} % · busy {w.busy_pct:.0f} %"
+            f" · sends with {w.tx_path or NONE} · {alive}"
+        )
+    return "\n".join(lines) or " no worker serves this port"
+
+
+class PortScreen(ViewScreen):
+    """One port: identity, workers, streams and charts."""
+
+    VIEW = "port"
+
+    def compose(self) -> ComposeResult:
+        yield self.compose_title()
+        yield TextWidget("", id="port-info")
+        yield Grid(label_width=14, id="port-streams")
+        yield TextWidget("", id="port-workers", classes="dim")
+        yield Vertical(id="port-sparks")
+        with Horizontal(id="port-charts"):
+            yield Chart("Rate", "pps", id="pchart-pps")
+            yield Chart("Lost", "frames/s", id="pchart-lost")
+            yield Chart("Latency", "µs", id="pchart-lat")
+        yield OrderedFooter()
+
+    def setup(self, desc: EngineDescription) -> None:
+        super().setup(desc)
+        self._port: str | None = None
+
+    def on_resize(self) -> None:
+        self._port = None  # rebuild for the new size at the next tick
+
+    def _build(self, port: str, snap: StatsSnapshot) -> None:
+        self._port = port
+        self._streams = [s.name for s in snap.streams if s.port == port]
+        g = self.query_one("#port-streams", Grid)
+        g.define([(s, s) for s in self._streams] or [("-", "(sends nothing)")],
+                 [(k, label) for k, label, _ in STREAM_ROWS])  # fmt: skip
+        self.query_one("#port-info").styles.height = 3
+        serving = sum(port in w.ports for w in snap.workers)
+        self.query_one("#port-workers").styles.height = max(1, 2 * serving)
+        self._charts_on = charts_fit(self.app.size.width, self.app.size.height)
+        self.query_one("#port-charts").display = self._charts_on
+        sparks = self.query_one("#port-sparks", Vertical)
+        sparks.remove_children()
+        if not self._charts_on:
+            for kind in ("tx", "rx"):
+                sparks.mount(
+                    Horizontal(
+                        Label(f"{port} {kind} pps", classes="spark-label"),
+                        Spark(id=f"pspark-{kind}"),
+                        classes="spark-row",
+                    )
+                )
+        self._tick = 0
+
+    def update_view(self, snap: StatsSnapshot) -> None:
+        app: Any = self.app
+        names = [p.name for p in snap.ports]
+        if not names:
+            return
+        port = names[min(app.selected, len(names) - 1)]
+        if port != self._port:
+            self._build(port, snap)
+        p = snap.port(port)
+        self.query_one("#port-info", TextWidget).show_text(
+            info_text(p, names.index(port), app.compiled)
+        )
+        self.query_one("#port-workers", TextWidget).show_text(workers_text(snap, port))
+        g = self.query_one("#port-streams", Grid)
+        for s in snap.streams:
+            if s.name in self._streams:
+                self._stream_cells(g, s)
+        g.flush()
+        self._tick += 1
+        every = 5 if self._charts_on else 3  # charts ~2 Hz, sparklines ~3 Hz
+        moved = getattr(self, "_chart_window", None) is not app.window  # g: at once
+        if self._tick <= 3 or self._tick % every == 1 or moved:  # and after a (re)build
+            self._chart_window = app.window
+            self._history(port, app)
+
+    @staticmethod
+    def _stream_cells(g: Grid, s: StreamStats) -> None:
+        for key, _, value in STREAM_ROWS:
+            g.set(key, s.name, value(s))
+
+    def _history(self, port: str, app: Any) -> None:
+        hist, win = app.history, app.window
+        if not self._charts_on:
+            for kind in ("tx", "rx"):
+                found = self.query(f"#pspark-{kind}")
+                if found:
+                    vals = [v or 0.0 for v in hist.values((kind, port), win)]
+                    found.first(Spark).set_data(vals)
+            return
+        n = timebase(hist, win)
+        self.query_one("#pchart-pps", Chart).plot(pps_lines(hist, [port], win), n, win.name)
+        self.query_one("#pchart-lost", Chart).plot(lost_lines(hist, [port], win), n, win.name)
+        lat = latency_lines(hist, self._streams, win)
+        self.query_one("#pchart-lat", Chart).plot(lat, n, win.name)
+
+
+__all__ = ["PortScreen", "info_text", "port_mac", "workers_text"]
