@@ -25,6 +25,7 @@ from tgen_tui.engine.api import (
     WorkerInfo,
 )
 from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
+from tgen_tui.engine.lanes import assignment_lines, plan_lanes, port_lanes
 from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
@@ -50,6 +51,7 @@ class Setup:
     warnings: tuple[str, ...]
     dut_netns: str | None = None
     dut_ssh: str | None = None
+    lanes: int = 1  # the most sender lanes of any port; rx rows per stream (engine/lanes.py)
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -63,10 +65,22 @@ class Setup:
             )
         programs = tuple(p for p in compiled.streams if p.port in used)
         port_streams = {p: [s.name for s in programs if s.port == p] for p in used}
-        plans, warnings = plan_workers(port_streams, options.cores or default_cores())
+        cores = options.cores or default_cores()
+        try:
+            lanes = port_lanes(compiled, used, getattr(options, "lanes", None))
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+        if max(lanes.values(), default=1) > 1:  # several workers per port (engine/lanes.py)
+            plans, warnings = plan_lanes(port_streams, lanes, cores)
+        else:
+            plans, warnings = plan_workers(port_streams, cores)
+        n_names = max(len(compiled.all_stream_names), 1)
+        n_lanes = max(lanes.values(), default=1)
         ports = {}
         for plan in plans:
             for pn in plan.ports:
+                if pn in ports:  # another lane of a port already set up (its lane 0)
+                    continue
                 spec = compiled.ports[pn]
                 ports[pn] = PortSetup(
                     pn,
@@ -78,18 +92,20 @@ class Setup:
                     streams=tuple(i for i, s in enumerate(programs) if s.port == pn),
                     host=getattr(spec, "host", None) if options.cluster else None,
                     tx_path=getattr(spec, "tx_path", None),
+                    lanes=lanes[pn],
                 )
         warnings += _host_warnings(compiled, used, options.cluster)
         return cls(
             compiled=compiled,
             port_names=tuple(used),
             programs=programs,
-            n_streams=max(len(compiled.all_stream_names), 1),
+            n_streams=n_names * n_lanes,  # rx rows: one per (stream, lane)
             plans=tuple(plans),
             ports=ports,
             warnings=tuple(warnings),
             dut_netns=options.dut_netns or compiled.dut_netns,
             dut_ssh=options.dut_ssh or compiled.dut_ssh,
+            lanes=n_lanes,
         )
 
     def rates_only_change(self, compiled: CompiledProfile) -> bool:
@@ -212,6 +228,7 @@ class Setup:
             ),
             n_streams=self.n_streams,
             warnings=self.warnings,
+            lanes=self.lanes,
             dut_source=dut_source,
         )
 
@@ -251,7 +268,13 @@ class Setup:
         ]
         infos = [
             WorkerInfo(
-                plan.id, plan.core, plan.ports, plan.streams, *workers.get(plan.id, (None, None))
+                plan.id,
+                plan.core,
+                plan.ports,
+                plan.streams,
+                *workers.get(plan.id, (None, None)),
+                plan.lane,
+                plan.lanes,
             )
             for plan in self.plans
         ]
@@ -269,14 +292,7 @@ class Setup:
 
     def plan_text(self) -> list[str]:
         """Human-readable worker → core → port → streams mapping, each field labelled."""
-        lines = []
-        for p in self.plans:
-            streams = ", ".join(p.streams) or "(receive only)"
-            host = self.host_of(p)
-            at = f"host {host}: " if host else ""
-            lines.append(
-                f"worker {p.id}: {at}core {p.core}: port {', '.join(p.ports)}: streams {streams}"
-            )
+        lines = assignment_lines(self.plans, self.host_of)
         return lines + [f"warning: {w}" for w in self.warnings]
 
 

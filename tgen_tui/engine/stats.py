@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tgen_tui.engine import figures as F
+from tgen_tui.engine import lanes as L
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats, WorkerStats
 from tgen_tui.worker import counters as C
 
@@ -41,6 +42,7 @@ class PortSetup:
     streams: tuple[int, ...] = ()  # program positions sent from this port
     host: str | None = None  # tester host under --cluster (None: this machine)
     tx_path: str | None = None  # the profile's send path ('auto' or None: resolved at spawn)
+    lanes: int = 1  # sender workers sharing the port (tgen_tui.engine.lanes)
 
 
 def ifc_key(host: str | None, netns: str | None) -> Any:
@@ -80,6 +82,12 @@ class SampleContext:
     n_streams: int
     warnings: tuple[str, ...] = ()
     dut_source: str = "none"
+    lanes: int = 1  # rx rows per stream (stream index + lane * n_streams/lanes)
+
+    @property
+    def block(self) -> int:
+        """The stride between a stream's rx rows of successive lanes."""
+        return self.n_streams // max(1, self.lanes)
 
 
 @dataclass(frozen=True)
@@ -208,7 +216,11 @@ class Accumulator:
         everything = ports is None and streams is None
         ports = {p.name for p in self.ctx.ports} if ports is None else set(ports)
         streams = set(range(len(self.ctx.streams))) if streams is None else set(streams)
-        gidx = [self.ctx.streams[i].index for i in streams]
+        gidx = [
+            r
+            for i in streams
+            for r in L.rx_rows(self.ctx.streams[i].index, self.ctx.block, self.ctx.lanes)
+        ]
         for w in self.w.values():
             raw = np.array(w.view.arr, copy=True)
             if everything:
@@ -234,13 +246,15 @@ class Accumulator:
         self.prev = self._undo = None
 
     def tx_raw_base(self, pos: int) -> int:
-        """The raw tx frame counter of stream position ``pos`` at its last baseline."""
+        """The raw tx frame counter of stream position ``pos`` at its last baseline
+        (summed over the stream's lanes)."""
+        n = 0
         for w in self.w.values():
             r = w.tx_rows.get(pos)
             if r is not None:
                 _, t_b, _ = w.view.tables(w.base)
-                return int(t_b[r, C.T_TX_FRAMES])
-        return 0
+                n += int(t_b[r, C.T_TX_FRAMES])
+        return n
 
     def close(self) -> None:
         for w in self.w.values():
@@ -261,10 +275,10 @@ class Accumulator:
             p[:, F.PORT_MONO] -= p_b[:, F.PORT_MONO]
             tx = t_raw.copy()
             tx[:, F.TX_MONO] -= t_b[:, F.TX_MONO]
-            for pn, r in w.port_rows.items():
-                out.ports[pn] = p[r]
+            for pn, r in w.port_rows.items():  # a port's lanes: one row each, merged
+                out.ports[pn] = L.merge_port_row(out.ports.get(pn), p[r], F.PORT_MONO)
             for i, r in w.tx_rows.items():
-                out.tx[i] = tx[r]
+                out.tx[i] = L.merge_tx_row(out.tx.get(i), tx[r])
             if r_raw.shape[0]:
                 rx = r_raw.copy()
                 rx[:, :, F.RX_MONO] -= r_b[:, :, F.RX_MONO]
@@ -348,7 +362,7 @@ class Accumulator:
         cur: _Prev,
         final: bool,
     ) -> StreamStats:
-        rx = r.rx.of(sc.index)
+        rx = L.merge_rx(r.rx, sc.index, self.ctx.block, self.ctx.lanes)
         tv = r.tx.get(i)
         txf = int(tv[C.T_TX_FRAMES]) if tv is not None else 0
         rxf = int(rx.row[C.R_FRAMES])

@@ -48,6 +48,7 @@ class PortSpec:
     speed_bps: float
     tx_path: str = "auto"  # auto | sendmmsg | tx_ring | af_xdp (the engine resolves auto)
     host: str | None = None  # tester host (a Ray node with resource tgen:<host>) under --cluster
+    lanes: int = 1  # sender workers sharing the port (tgen_tui.engine.lanes)
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,7 @@ def compile_stream(
 def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProfile:
     """Compile every enabled stream; apply port totals (``ports.X.rate``) by scaling."""
     ports = {
-        name: PortSpec(name, p.interface, p.netns, p.speed, p.tx_path, p.host)
+        name: PortSpec(name, p.interface, p.netns, p.speed, p.tx_path, p.host, p.lanes)
         for name, p in profile.ports.items()
     }
     streams = [

@@ -642,6 +642,14 @@ class Port(Strict):
         "port's worker runs on the Ray node started with --resources '{\"tgen:tester-a\": 1}'; "
         "without --cluster it is ignored and the port runs on this machine",
     )
+    lanes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Sender lanes: this many workers, each pinned to its own core, share the "
+        "port; each sends a disjoint share of every stream's flows with its own sequence space "
+        "and receives a flow-hash share of the port's frames (PACKET_FANOUT)",
+    )
 
 
 class Dut(Strict):
