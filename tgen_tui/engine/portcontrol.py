@@ -221,22 +221,25 @@ class PortControl:
         if self.t0 is None:
             self.t0 = now_ns / 1e9
         by_worker = self._by_worker(names)
-        for pn in names:
-            self.ports[pn].tx_done = False  # before the command: its tx_done may come fast
-            self.ports[pn].lanes_done.clear()
-            self.set_state(self.ports[pn], PortState.STARTING)
+        last = {pn: wid for wid, pns in by_worker.items() for pn in pns}  # a port's last lane
         for wid, pns in by_worker.items():  # a port with lanes: each lane, same t0
+            for pn in pns:
+                if self.ports[pn].state not in (PortState.STARTING, PortState.FAILED):
+                    self.ports[pn].tx_done = False  # before the command: tx_done may come fast
+                    self.ports[pn].lanes_done.clear()
+                    self.set_state(self.ports[pn], PortState.STARTING)
             try:
                 await self.workers[wid].request(P.Start(ports=pns, t0_ns=now_ns), ACK_TIMEOUT)
             except (WorkerDied, CommandRefused) as e:
                 for pn in pns:
                     if self.ports[pn].state != PortState.FAILED:
                         self.set_state(self.ports[pn], PortState.FAILED, f"start: {e}")
-        for pn in names:
-            pr = self.ports[pn]
-            if pr.state == PortState.STARTING:
-                pr.started_at, pr.stopped_at = now_ns / 1e9, None
-                self.set_state(pr, PortState.RUNNING)
+                continue
+            for pn in pns:
+                pr = self.ports[pn]
+                if pr.state == PortState.STARTING and last[pn] == wid:
+                    pr.started_at, pr.stopped_at = now_ns / 1e9, None
+                    self.set_state(pr, PortState.RUNNING)
 
     async def stop(self, ports: list[str] | None = None, drain_ms: int | None = None) -> None:
         """Stop ports: the worker stops sending at once, keeps counting for drain_ms, then
