@@ -80,3 +80,49 @@ async def test_unique_permutation_over_two_lanes_creates_each_tuple_once(nat_lab
     s = snap.stream("perm")
     assert s.tx_frames == 65536 and snap.port("p0").if_tx_frames == 65536
     assert lab.conntrack_count(d_ns) - before == 65536
+
+
+def _sig_match(stream: int, seq: int) -> str:
+    """An nft match on the signature of a 64-byte UDP frame: its stream index and seq,
+    little-endian, at bytes 16 and 18 of the transport header (tgen_tui.packets.program)."""
+    s = int.from_bytes(stream.to_bytes(2, "little"), "big")
+    q = int.from_bytes(seq.to_bytes(4, "little"), "big")
+    return f"udp dport 7 @th,128,16 {s:#06x} @th,144,32 {q:#010x}"
+
+
+@pytest.mark.trio
+async def test_one_frame_duplicated_and_one_dropped_on_one_lane(nat_lab):
+    """A rule on the DUT drops lane 1's frame 12 and duplicates its frame 7 (nft ``dup``:
+    the copy goes straight to p1): each is counted once, as lost and as a duplicate."""
+    from tgen_tui.lab import commands
+    from tgen_tui.lab.naming import D1
+
+    streams = stream_yaml(
+        "up", "p0", rx_port="p1", pps=4000, extra="    mode: {type: burst, count: 2000}"
+    )
+    c = _lanes_profile(nat_lab, streams)
+    lane1 = 0 + 1 * 1  # the stream's index + lane * block (one stream in the profile)
+    rules = f"""
+table ip i23lanes {{
+  chain lanefwd {{
+    type filter hook forward priority -10; policy accept;
+    {_sig_match(lane1, 12)} counter drop
+    {_sig_match(lane1, 7)} counter dup to 198.19.0.2 device {D1}
+  }}
+}}
+"""
+    d_ns = lab.dut_netns(nat_lab)
+    commands.run(["nft", "-f", "-"], input=rules, netns=d_ns)
+    async with open_engine(c, EngineOptions(drain_ms=300, cores=[0, 1])) as eng:
+        await eng.start()
+        with trio.fail_after(20):
+            while not eng.ports_done_sending():
+                await trio.sleep(0.1)
+        await eng.stop()
+        snap = await eng.final_snapshot()
+    up = snap.stream("up")
+    assert up.tx_frames == 2000
+    assert (up.lost, up.duplicates, up.out_of_order) == (1, 1, 0)
+    assert up.rx_frames == 2000  # 1999 unique + the duplicate
+    counters = commands.run(["nft", "list", "table", "ip", "i23lanes"], netns=d_ns).stdout
+    assert counters.count("counter packets 1 bytes") == 2  # each rule hit exactly one frame
