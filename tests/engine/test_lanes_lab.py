@@ -120,9 +120,14 @@ table ip i23lanes {{
                 await trio.sleep(0.1)
         await eng.stop()
         snap = await eng.final_snapshot()
-    up = snap.stream("up")
+    up, p1 = snap.stream("up"), snap.port("p1")
     assert up.tx_frames == 2000
-    assert (up.lost, up.duplicates, up.out_of_order) == (1, 1, 0)
-    assert up.rx_frames == 2000  # 1999 unique + the duplicate
+    # on a loaded machine p1's RX ring may overflow (rx_drops) or the DUT drop: those
+    # frames are lost too, and said so by the counters; the rule's frame is always one more
+    elsewhere = (2000 - p1.if_rx_frames) + p1.rx_drops
+    assert up.lost == 1 + elsewhere
+    assert (up.duplicates, up.out_of_order) == (1, 0)
+    if elsewhere == 0:  # the usual case
+        assert up.rx_frames == 2000  # 1999 unique + the duplicate
     counters = commands.run(["nft", "list", "table", "ip", "i23lanes"], netns=d_ns).stdout
     assert counters.count("counter packets 1 bytes") == 2  # each rule hit exactly one frame
