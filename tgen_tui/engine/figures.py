@@ -231,12 +231,16 @@ class RxTotals:
         self.max = np.full(n_streams, -1, dtype=np.int64)
         self.vlan = np.full(n_streams, -1, dtype=np.int64)
         self.every = np.zeros(n_streams, dtype=np.int64)
+        # the lowest highest-seq over the receivers that saw the row (fanout: engine/lanes.py)
+        self.minseq = np.full(n_streams, C.INT64_MAX, dtype=np.int64)
 
     def add(self, rx: np.ndarray) -> None:
         """One worker's rx tables (n_rx, n_streams, RX_STRIDE), baselines subtracted."""
         self.sum[:, RX_MONO] += rx[:, :, RX_MONO].sum(axis=0)
         self.sum[:, C.R_HIST :] += rx[:, :, C.R_HIST :].sum(axis=0)
         self.maxseq = np.maximum(self.maxseq, rx[:, :, C.R_MAX_SEQ].max(axis=0))
+        ms = rx[:, :, C.R_MAX_SEQ]
+        self.minseq = np.minimum(self.minseq, np.where(ms >= 0, ms, C.INT64_MAX).min(axis=0))
         self.min = np.minimum(self.min, rx[:, :, C.R_LAT_MIN].min(axis=0))
         self.max = np.maximum(self.max, rx[:, :, C.R_LAT_MAX].max(axis=0))
         self.every = np.maximum(self.every, rx[:, :, C.R_LAT_EVERY].max(axis=0))

@@ -139,12 +139,19 @@ def merge_rx(rx, index: int, block: int, lanes: int) -> RxSum:
     """A stream's rx figures over its lanes' rows (``rx``: figures.RxTotals, every
     receiver already summed). Counts and histograms are summed; min/max are combined;
     the highest sequence number becomes the lanes' frames expected so far minus one
-    (``sum(max_seq_L + 1) - 1``), so that running loss (expected - received) adds up."""
+    (``sum(max_seq_L + 1) - 1``), so that running loss (expected - received) adds up.
+
+    With several receivers (fanout) a lane's expected count is taken at the receiver
+    that is furthest behind (the lowest of their highest sequence numbers): frames that a
+    lagging receiver has not read yet are not lost. While sending, loss is then a lower
+    bound; once the port has stopped, loss is sent - received, exact."""
     rows = rx_rows(index, block, lanes)
     if len(rows) == 1:
         return rx.of(index)
     s = rx.sum[rows].sum(axis=0)
-    expected = int((rx.maxseq[rows] + 1).sum())
+    lo = rx.minseq[rows]
+    seen = np.where(lo < C.INT64_MAX, lo, rx.maxseq[rows])
+    expected = int((seen + 1).sum())
     return RxSum(
         s,
         expected - 1,

@@ -49,6 +49,7 @@ TRIAL_OPTIONS = (
     "retries",
     "cluster",
     "transport",
+    "lanes",
 )
 
 
@@ -96,6 +97,7 @@ class Params:
     dut_reset: str | None = None
     cluster: str | None = None  # Ray head: ports that name a host run there (as tgen run)
     transport: object = None  # EngineOptions.transport for --cluster (commands passes it in)
+    lanes: int | None = None  # sender lanes of every port (None: the profile's); scaleup --lanes
 
     def trial_options(self) -> dict:
         """The options every TrialRunner of a test shares: validity, cores, early stop, re-runs."""

@@ -89,6 +89,7 @@ class TrialRunner:
     retries: int = 2
     cluster: str | None = None  # Ray head address (ports that name a host run there)
     transport: object = None  # EngineOptions.transport (the cluster's, with cluster)
+    lanes: int | None = None  # sender lanes of every port (tgen_tui.engine.lanes)
     trials_run: int = 0
     _last_end: float = 0.0
 
@@ -171,6 +172,7 @@ class TrialRunner:
             cluster=self.cluster,
             transport=self.transport,
             learn=learn,
+            lanes=self.lanes,
         )
         try:
             async with open_engine(compiled, opts) as eng:
