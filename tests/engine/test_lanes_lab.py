@@ -53,7 +53,7 @@ async def test_two_lanes_on_p0_count_exactly(nat_lab):
         assert s.latency_ns.min is not None and s.latency_ns.min >= 0
     # the two p0 lane workers each received a share (fanout), not every frame twice
     assert p0.rx_frames == down.rx_frames
-    assert [w.id for w in snap.workers] == [0, 1, 2]
+    assert [(w.id, w.lane, w.lanes) for w in snap.workers] == [(0, 0, 2), (1, 1, 2), (2, 0, 1)]
 
 
 @pytest.mark.trio

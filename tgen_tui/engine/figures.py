@@ -312,8 +312,11 @@ def worker_stats(
     cpu_mean: tuple[float, float],  # core, process: means over the samples while running
     busy_pct: float,
     heartbeat_age_s: float | None,
+    own_pps: tuple[float, float] | None = None,  # a lane worker: its own tx, rx fps
 ) -> WorkerStats:
     mine = [p for p in ports if p.name in wc.ports]
+    tx_pps = sum(p.tx_pps for p in mine) if own_pps is None else own_pps[0]
+    rx_pps = sum(p.rx_pps for p in mine) if own_pps is None else own_pps[1]
     return WorkerStats(
         id=wc.id,
         core=wc.core,
@@ -321,8 +324,8 @@ def worker_stats(
         ports=wc.ports,
         streams=wc.streams,
         alive=wl.alive,
-        tx_pps=sum(p.tx_pps for p in mine),
-        rx_pps=sum(p.rx_pps for p in mine),
+        tx_pps=tx_pps,
+        rx_pps=rx_pps,
         core_cpu_pct=core_pct,
         proc_cpu_pct=wl.proc_cpu_pct if wl.alive else 0.0,
         core_cpu_mean=cpu_mean[0],
@@ -332,6 +335,8 @@ def worker_stats(
         busy_pct=busy_pct,
         tx_path=wl.tx_path,
         tx_path_why=wl.tx_path_why,
+        lane=getattr(wc, "lane", 0),
+        lanes=getattr(wc, "lanes", 1),
     )
 
 

@@ -181,7 +181,14 @@ class Setup:
 
     def worker_ctx(self, plan: WorkerPlan, shm_path: str) -> stats.WorkerCtx:
         return stats.WorkerCtx(
-            plan.id, plan.core, plan.ports, plan.streams, shm_path, self.tx_rows(plan)
+            plan.id,
+            plan.core,
+            plan.ports,
+            plan.streams,
+            shm_path,
+            self.tx_rows(plan),
+            plan.lane,
+            plan.lanes,
         )
 
     def finite_total(self) -> int | None:

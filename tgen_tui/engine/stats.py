@@ -71,6 +71,8 @@ class WorkerCtx:
     streams: tuple[str, ...]
     shm_path: str
     tx_rows: tuple[tuple[int, int], ...]  # (stream position, row in the worker's tx table)
+    lane: int = 0  # which of its port's sender lanes (tgen_tui.engine.lanes)
+    lanes: int = 1
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,7 @@ class _Prev:
     stream: dict[int, tuple[int, int]] = field(default_factory=dict)
     busy: dict[int, int] = field(default_factory=dict)
     ct: int | None = None
+    wframes: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker: tx, rx frames
 
 
 @dataclass
@@ -154,6 +157,7 @@ class _Read:
     rx: F.RxTotals
     heartbeat: dict[int, int]
     busy: dict[int, int]
+    wframes: dict[int, tuple[int, int]] = field(default_factory=dict)  # its own port rows
 
 
 def _if_tuple(c: Any) -> tuple[int, int, int, int, int]:
@@ -273,6 +277,7 @@ class Accumulator:
             out.busy[wid] = int(p_raw[:, C.P_BUSY_NS].sum())
             p = p_raw.copy()
             p[:, F.PORT_MONO] -= p_b[:, F.PORT_MONO]
+            out.wframes[wid] = (int(p[:, C.P_TX_FRAMES].sum()), int(p[:, C.P_RX_FRAMES].sum()))
             tx = t_raw.copy()
             tx[:, F.TX_MONO] -= t_b[:, F.TX_MONO]
             for pn, r in w.port_rows.items():  # a port's lanes: one row each, merged
@@ -298,7 +303,7 @@ class Accumulator:
         prev = self.prev
         dt = (now - prev.t) if prev else 0.0
         r = self._read()
-        cur = _Prev(now, busy=r.busy)
+        cur = _Prev(now, busy=r.busy, wframes=r.wframes)
         ports = tuple(self._port(pc, r, rd, live, prev, dt, cur) for pc in self.ctx.ports)
         streams = tuple(
             self._stream(i, sc, r, live, prev, dt, cur, final)
@@ -399,7 +404,13 @@ class Accumulator:
             busy = F.busy_pct(r.busy[wid], prev.busy[wid], dt)
         hb = r.heartbeat.get(wid, 0)
         age = max(0.0, (now_ns - hb) / 1e9) if hb else None
-        return F.worker_stats(wc, wl, ports, core_pct, means, busy, age)
+        own = None  # a lane: its own share of the port's rates, not the port's
+        if wc.lanes > 1:
+            own = (0.0, 0.0)
+            if prev and dt > 0 and wid in prev.wframes and wid in r.wframes:
+                a, b = prev.wframes[wid], r.wframes[wid]
+                own = (F.per_s(b[0], a[0], dt), F.per_s(b[1], a[1], dt))
+        return F.worker_stats(wc, wl, ports, core_pct, means, busy, age, own)
 
     def _dut(self, rd: Readings, prev: _Prev | None, dt: float, t: float | None, cur: _Prev) -> Any:
         reading = rd.dut

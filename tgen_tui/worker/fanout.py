@@ -42,6 +42,25 @@ def join_fanout(sock: socket.socket, group: int) -> None:
     sock.setsockopt(SOL_PACKET, PACKET_FANOUT, val)
 
 
+def open_lane_tx(open_tx, interface: str, kind: str, kw: dict, spec: dict):
+    """The port's send path for this lane: AF_XDP binds the lane's own queue (queue L of
+    the interface: two AF_XDP sockets cannot share one queue without a shared UMEM);
+    sendmmsg and the TX ring need nothing per lane."""
+    lane = lane_from_spec(spec)
+    if lane is None or kind != "af_xdp":
+        return open_tx(interface, kind, **kw)
+    try:
+        return open_tx(interface, kind, queue=lane.lane, **kw)
+    except OSError as e:
+        raise OSError(
+            e.errno,
+            f"af_xdp lane {lane.lane} of {lane.lanes}: cannot bind queue {lane.lane} of "
+            f"{interface} ({e.strerror or e}): each lane needs its own queue; give the "
+            f"interface {lane.lanes} queues (veth: ip link add ... numtxqueues {lane.lanes} "
+            f"numrxqueues {lane.lanes}) or use sendmmsg",
+        ) from None
+
+
 def lane_rows(streams: list[int] | None, block: int, n_rows: int) -> list[int] | None:
     """Every rx row of the global stream indexes ``streams`` (None: all)."""
     if streams is None or block <= 0:
@@ -49,4 +68,4 @@ def lane_rows(streams: list[int] | None, block: int, n_rows: int) -> list[int] |
     return [s + k * block for s in streams for k in range(max(1, n_rows // block))]
 
 
-__all__ = ["join_fanout", "lane_from_spec", "lane_rows"]
+__all__ = ["join_fanout", "lane_from_spec", "lane_rows", "open_lane_tx"]

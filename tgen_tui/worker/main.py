@@ -180,7 +180,7 @@ class Port:
                 kw = {"max_batch": max_batch}
                 if kind == "tx_ring":
                     kw["max_len"] = max(len(p.template) for p in progs)
-                self.tx = open_tx(self.interface, kind, **kw)
+                self.tx = lanes.open_lane_tx(open_tx, self.interface, kind, kw, self.spec)
         lane = lanes.lane_from_spec(self.spec)
         for p, row in zip(progs, tx_rows, strict=True):
             self.streams.append(TxStream(p, row, self.idx, max_batch, lane))
