@@ -178,3 +178,37 @@ def test_a_lagging_receiver_makes_no_phantom_loss():
     assert urx == 750
     assert F.lost_frames(1000, urx, m.max_seq, 0, False) == 0
     assert F.lost_frames(1000, urx, m.max_seq, 0, True) == 250  # settled: sent - received
+
+
+def _lab_compiled(lanes_p0: int = 2):
+    from pathlib import Path
+
+    from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.profiles.loader import load_profile_text
+
+    text = (Path(__file__).resolve().parents[2] / "profiles" / "lab.yaml").read_text()
+    text = text.replace("speed: 10G}", f"speed: 10G, lanes: {lanes_p0}}}", 1)
+    return compile_profile(load_profile_text(text))
+
+
+def test_setup_plans_lanes_rows_and_refuses_them_with_a_cluster():
+    from tgen_tui.diagnostics import BadInput
+    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.setup import Setup
+
+    s = Setup.build(_lab_compiled(2), EngineOptions(cores=[0, 1]))
+    assert [(p.id, p.core, p.ports, p.lane, p.lanes) for p in s.plans] == [
+        (0, 0, ("p0",), 0, 2),
+        (1, 1, ("p0",), 1, 2),
+        (2, 0, ("p1",), 0, 1),
+    ]
+    assert s.lanes == 2 and s.n_streams == 4  # 2 streams x 2 lanes: one rx row each
+    assert s.ports["p0"].lanes == 2 and s.ports["p0"].worker == 0
+    assert s.plan_text()[1] == "worker 1: core 1: port p0 lane 1/2: streams up"
+    entries = [{"name": "p0"}]
+    EL.lane_entries(entries, s.plans[1], s)
+    assert entries[0]["lane"] == {"lane": 1, "lanes": 2, "block": 2}
+    one = Setup.build(_lab_compiled(2), EngineOptions(cores=[0, 1], lanes=1))
+    assert len(one.plans) == 2 and one.n_streams == 2 and one.lanes == 1
+    with pytest.raises(BadInput, match="not supported with --cluster"):
+        Setup.build(_lab_compiled(2), EngineOptions(cores=[0, 1], cluster="auto"))

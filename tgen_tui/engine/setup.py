@@ -70,6 +70,8 @@ class Setup:
             lanes = port_lanes(compiled, used, getattr(options, "lanes", None))
         except ValueError as e:
             raise BadInput(str(e)) from None
+        if options.cluster and max(lanes.values(), default=1) > 1:
+            raise BadInput("lanes: sender lanes are not supported with --cluster yet (use lanes: 1)")
         if max(lanes.values(), default=1) > 1:  # several workers per port (engine/lanes.py)
             plans, warnings = plan_lanes(port_streams, lanes, cores)
         else:
