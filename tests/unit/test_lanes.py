@@ -212,3 +212,13 @@ def test_setup_plans_lanes_rows_and_refuses_them_with_a_cluster():
     assert len(one.plans) == 2 and one.n_streams == 2 and one.lanes == 1
     with pytest.raises(BadInput, match="not supported with --cluster"):
         Setup.build(_lab_compiled(2), EngineOptions(cores=[0, 1], cluster="auto"))
+
+
+def test_lanes_option_is_checked():
+    from tgen_tui.diagnostics import BadInput
+    from tgen_tui.engine.cli_options import parse_lanes_option
+
+    assert parse_lanes_option(None) is None and parse_lanes_option("2") == 2
+    for bad in ("0", "65", "two"):
+        with pytest.raises(BadInput, match="--lanes"):
+            parse_lanes_option(bad)
