@@ -9,7 +9,9 @@ from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
+    add_lanes_option,
     parse_cores_option,
+    parse_lanes_option,
 )
 
 TUI_EPILOG = """\
@@ -53,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--keymap", metavar="FILE", help="keymap TOML (default: ~/.config/tgen/keymap.toml)"
     )
     add_cores_option(p)
+    add_lanes_option(p)
     add_dut_options(p)
     p.add_argument(
         "--profiles-dir",
@@ -92,6 +95,7 @@ def _check_environment(compiled, cluster: str | None = None) -> None:
 def make_host_builder(args: argparse.Namespace):
     """Profile path -> (host, compiled): the real engine in guest mode, or the fake."""
     cores = parse_cores_option(args.cores)
+    lanes = parse_lanes_option(getattr(args, "lanes", None))
 
     def build(path: str):
         compiled = _compile(path)
@@ -112,6 +116,7 @@ def make_host_builder(args: argparse.Namespace):
         opts = EngineOptions(
             cores=cores, dut_netns=args.dut_netns, dut_ssh=args.dut_ssh, cluster=cluster
         )
+        opts.lanes = lanes
         if cluster:  # the engine reaches other hosts through the cluster's transport
             from tgen_tui.cluster.transport import cluster_transport
 
