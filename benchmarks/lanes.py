@@ -25,6 +25,7 @@ import json
 import os
 import socket
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,7 +39,7 @@ PROFILE = """
 name: lanes-bench
 seed: 1
 ports:
-  p0: {{interface: p0, netns: {prefix}-tester, speed: 100G}}
+  p0: {{interface: p0, netns: {prefix}-tester, speed: 100G, tx_path: {tx_path}}}
   p1: {{interface: p1, netns: {prefix}-tester, speed: 100G}}
 streams:
   - name: flood
@@ -106,6 +107,22 @@ def others_top(before: dict[int, float], mine: set[int], top: int = 8) -> list[d
     return sorted(out, key=lambda d: -d["cpu_s"])[:top]
 
 
+def veth_pair(prefix: str, queues: int) -> None:
+    """p0 <-> p1 in namespace PREFIX-tester with ``queues`` tx/rx queues each (the lab's
+    veths have one: AF_XDP lanes need one queue each)."""
+    ns = f"{prefix}-tester"
+    q = str(queues)
+    subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True)
+    for argv in (
+        ["ip", "netns", "add", ns],
+        ["ip", "-n", ns, "link", "add", "p0", "numtxqueues", q, "numrxqueues", q,
+         "type", "veth", "peer", "name", "p1", "numtxqueues", q, "numrxqueues", q],
+        ["ip", "-n", ns, "link", "set", "p0", "up"],
+        ["ip", "-n", ns, "link", "set", "p1", "up"],
+    ):  # fmt: skip
+        subprocess.run(argv, check=True)
+
+
 def cpu_times() -> dict[int, float]:
     out = {}
     for p in psutil.process_iter(["pid", "cpu_times"]):
@@ -130,6 +147,12 @@ def main() -> int:
         "--ask", type=float, default=5e6, help="requested pps (above what one core sends)"
     )
     ap.add_argument("--prefix", default="i23bm")
+    ap.add_argument(
+        "--tx-path",
+        default="sendmmsg",
+        choices=("sendmmsg", "tx_ring", "af_xdp"),
+        help="send path of p0 (af_xdp: p0/p1 get one queue per lane, lane L binds queue L)",
+    )
     ap.add_argument("--out", default=str(RESULTS / "lanes.json"))
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -138,11 +161,16 @@ def main() -> int:
     cores = parse_cores(args.cores)
     counts = list(range(1, len(cores) + 1))
     load_before = os.getloadavg()
-    lab.up(LabConfig(prefix=args.prefix, topology="direct"))
+    if args.tx_path == "af_xdp":
+        veth_pair(args.prefix, len(cores))
+    else:
+        lab.up(LabConfig(prefix=args.prefix, topology="direct"))
     runs: list[dict] = []
     try:
         compiled = compile_profile(
-            load_profile_text(PROFILE.format(prefix=args.prefix, ask=args.ask))
+            load_profile_text(
+                PROFILE.format(prefix=args.prefix, ask=args.ask, tx_path=args.tx_path)
+            )
         )
         t_before = cpu_times()
         for _ in range(args.runs):
@@ -153,7 +181,10 @@ def main() -> int:
         me = {os.getpid()} | {c.pid for c in psutil.Process().children(recursive=True)}
         others = others_top(t_before, me)
     finally:
-        lab.down(args.prefix)
+        if args.tx_path == "af_xdp":
+            subprocess.run(["ip", "netns", "del", f"{args.prefix}-tester"], check=False)
+        else:
+            lab.down(args.prefix)
     load_after = os.getloadavg()
     table = []
     base = None
@@ -177,6 +208,7 @@ def main() -> int:
         "cpus": os.cpu_count(),
         "cores": cores,
         "ask_pps": args.ask,
+        "tx_path": args.tx_path,
         "seconds": args.seconds,
         "load_avg_before": load_before,
         "load_avg_after": load_after,
