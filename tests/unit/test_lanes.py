@@ -212,6 +212,10 @@ def test_setup_plans_lanes_rows_and_refuses_them_with_a_cluster():
     assert len(one.plans) == 2 and one.n_streams == 2 and one.lanes == 1
     with pytest.raises(BadInput, match="not supported with --cluster"):
         Setup.build(_lab_compiled(2), EngineOptions(cores=[0, 1], cluster="auto"))
+    with pytest.raises(BadInput, match="a learning port has one lane"):
+        Setup.build(_lab_compiled(2), EngineOptions(cores=[0, 1], learn={"p0": {}}))
+    learn = Setup.build(_lab_compiled(1), EngineOptions(cores=[0, 1], lanes=2, learn={"p1": {}}))
+    assert (learn.ports["p0"].lanes, learn.ports["p1"].lanes) == (2, 1)  # --lanes skips it
 
 
 def test_lanes_option_is_checked():

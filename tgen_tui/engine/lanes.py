@@ -33,12 +33,16 @@ _TX_MIN_NZ = (C.T_FIRST_TX_NS,)
 _TX_MAX = (C.T_LAST_TX_NS, C.T_STREAM, C.T_PORT)
 
 
-def port_lanes(compiled, used: list[str], override: int | None) -> dict[str, int]:
-    """Lanes of each used port: ``--lanes`` for every port, else the profile's."""
+def port_lanes(
+    compiled, used: list[str], override: int | None, learning: frozenset[str] = frozenset()
+) -> dict[str, int]:
+    """Lanes of each used port: ``--lanes`` for every port, else the profile's. A port
+    that learns tuples (RFC 9693 Responder, ``learning``) keeps one lane under ``--lanes``:
+    each lane would see only a share of the tuples."""
     if override is not None:
         if override < 1:
             raise ValueError("--lanes: need at least 1")
-        return {p: int(override) for p in used}
+        return {p: 1 if p in learning else int(override) for p in used}
     return {p: int(getattr(compiled.ports[p], "lanes", 1) or 1) for p in used}
 
 

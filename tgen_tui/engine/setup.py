@@ -67,11 +67,18 @@ class Setup:
         port_streams = {p: [s.name for s in programs if s.port == p] for p in used}
         cores = options.cores or default_cores()
         try:
-            lanes = port_lanes(compiled, used, getattr(options, "lanes", None))
+            learning = frozenset(options.learn or ())
+            lanes = port_lanes(compiled, used, getattr(options, "lanes", None), learning)
         except ValueError as e:
             raise BadInput(str(e)) from None
         if options.cluster and max(lanes.values(), default=1) > 1:
             raise BadInput("lanes: sender lanes are not supported with --cluster yet (use lanes: 1)")
+        learners = [p for p in (options.learn or {}) if lanes.get(p, 1) > 1]
+        if learners:  # the profile's lanes: each would see a share of the tuples
+            raise BadInput(
+                f"lanes: port {', '.join(learners)} learns tuples (RFC 9693 Responder): "
+                "a learning port has one lane"
+            )
         if max(lanes.values(), default=1) > 1:  # several workers per port (engine/lanes.py)
             plans, warnings = plan_lanes(port_streams, lanes, cores)
         else:
