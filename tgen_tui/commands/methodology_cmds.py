@@ -151,6 +151,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="1,2",
         help="core counts to run, e.g. 1,2,4 (default: 1,2; at most this machine's CPUs)",
     )
+    p.add_argument(
+        "--lanes",
+        dest="over_lanes",
+        action="store_true",
+        help="scale each port over its cores: with k cores every port gets k sender lanes "
+        "(default: one worker per port, so one port never uses more than one core)",
+    )
     p.set_defaults(func=cmd_scaleup, verb_name="scaleup", plots="scaleup-plots")
 
 
@@ -657,6 +664,8 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
     _preflight_and_hooks(args, params)
     state = RunState(test=f"scaleup-{args.scale_test}", params=params)
     state.body |= {"counts": counts, "avail": avail}
+    if getattr(args, "over_lanes", False):
+        state.body["over"] = "lanes"
     doc, sig = _execute(state, args)
     _finish(args, doc, state)
     return _exit(sig)

@@ -21,11 +21,13 @@ from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
+    add_lanes_option,
     add_preflight_option,
     add_quiet_option,
     check_cluster_option,
     check_environment,
     parse_cores_option,
+    parse_lanes_option,
     run_preflight,
     write_json_output,
 )
@@ -99,6 +101,7 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
     )
     p.add_argument("--ports", help="comma-separated port names to use (default: all)")
     add_cores_option(p)
+    add_lanes_option(p)
     p.add_argument(
         "--rate-scale", type=float, default=1.0, help="multiply every stream's rate (default: 1)"
     )
@@ -305,6 +308,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise BadInput("--interval must be > 0")
     thresholds = parse_thresholds(args.fail_on)
     cores = parse_cores_option(args.cores)
+    lanes = parse_lanes_option(args.lanes)
     ports = [p.strip() for p in args.ports.split(",")] if args.ports else None
     compiled = compile_profile(prof, rate_scale=args.rate_scale)
     if ports:
@@ -322,6 +326,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     opts = EngineOptions(
         cores=cores,
+        lanes=lanes,
         interval=interval,
         drain_ms=int(drain * 1000),
         ports=ports,

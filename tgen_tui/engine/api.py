@@ -205,6 +205,8 @@ class WorkerInfo:
     streams: tuple[str, ...]
     pid: int | None = None
     tx_path: str | None = None
+    lane: int = 0  # which of its port's sender lanes (tgen_tui.engine.lanes)
+    lanes: int = 1
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ class WorkerPlan:
     core: int
     ports: tuple[str, ...]
     streams: tuple[str, ...]
+    lane: int = 0  # which of the port's sender lanes (tgen_tui.engine.lanes)
+    lanes: int = 1
 
 
 def default_cores() -> list[int]:

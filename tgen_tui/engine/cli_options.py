@@ -36,6 +36,31 @@ def parse_cores_option(text: str | None) -> list[int] | None:
         raise BadInput(f"--cores: {e}") from None
 
 
+LANES_HELP = (
+    "sender lanes per port: N workers, each on its own core, share every port "
+    "(default: each port's lanes in the profile, else 1)"
+)
+
+
+def add_lanes_option(p, help: str = LANES_HELP) -> None:
+    """--lanes N: sender lanes of every port (tgen_tui.engine.lanes); parse with
+    :func:`parse_lanes_option`."""
+    p.add_argument("--lanes", metavar="N", help=help)
+
+
+def parse_lanes_option(text: str | None) -> int | None:
+    """The --lanes value, None where not given; anything but a whole number 1..64 is BadInput."""
+    if text is None:
+        return None
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        raise BadInput(f"--lanes: {text!r} is not a whole number") from None
+    if not 1 <= n <= 64:
+        raise BadInput(f"--lanes: {n}: give 1 to 64")
+    return n
+
+
 def add_dut_options(p, *, netns_help: str = DUT_NETNS_HELP, ssh_help: str = DUT_SSH_HELP) -> None:
     """--dut-netns and --dut-ssh: where the DUT is (a lab namespace, or a remote prefix)."""
     p.add_argument("--dut-netns", help=netns_help)

@@ -74,6 +74,7 @@ class EngineOptions:
     # how workers are reached (None: LocalTransport); --cluster passes the cluster's
     # transport (tgen_tui.cluster.transport.cluster_transport): the engine never imports it
     transport: TransportFactory | None = None
+    lanes: int | None = None  # --lanes: sender lanes of every port (None: each port's own)
 
 
 class Engine:

@@ -234,12 +234,16 @@ class RxTotals:
         self.max = np.full(n_streams, -1, dtype=np.int64)
         self.vlan = np.full(n_streams, -1, dtype=np.int64)
         self.every = np.zeros(n_streams, dtype=np.int64)
+        # the lowest highest-seq over the receivers that saw the row (fanout: engine/lanes.py)
+        self.minseq = np.full(n_streams, C.INT64_MAX, dtype=np.int64)
 
     def add(self, rx: np.ndarray) -> None:
         """One worker's rx tables (n_rx, n_streams, RX_STRIDE), baselines subtracted."""
         self.sum[:, RX_MONO] += rx[:, :, RX_MONO].sum(axis=0)
         self.sum[:, C.R_HIST :] += rx[:, :, C.R_HIST :].sum(axis=0)
         self.maxseq = np.maximum(self.maxseq, rx[:, :, C.R_MAX_SEQ].max(axis=0))
+        ms = rx[:, :, C.R_MAX_SEQ]
+        self.minseq = np.minimum(self.minseq, np.where(ms >= 0, ms, C.INT64_MAX).min(axis=0))
         self.min = np.minimum(self.min, rx[:, :, C.R_LAT_MIN].min(axis=0))
         self.max = np.maximum(self.max, rx[:, :, C.R_LAT_MAX].max(axis=0))
         self.every = np.maximum(self.every, rx[:, :, C.R_LAT_EVERY].max(axis=0))
@@ -311,8 +315,11 @@ def worker_stats(
     cpu_mean: tuple[float, float],  # core, process: means over the samples while running
     busy_pct: float,
     heartbeat_age_s: float | None,
+    own_pps: tuple[float, float] | None = None,  # a lane worker: its own tx, rx fps
 ) -> WorkerStats:
     mine = [p for p in ports if p.name in wc.ports]
+    tx_pps = sum(p.tx_pps for p in mine) if own_pps is None else own_pps[0]
+    rx_pps = sum(p.rx_pps for p in mine) if own_pps is None else own_pps[1]
     return WorkerStats(
         id=wc.id,
         core=wc.core,
@@ -320,8 +327,8 @@ def worker_stats(
         ports=wc.ports,
         streams=wc.streams,
         alive=wl.alive,
-        tx_pps=sum(p.tx_pps for p in mine),
-        rx_pps=sum(p.rx_pps for p in mine),
+        tx_pps=tx_pps,
+        rx_pps=rx_pps,
         core_cpu_pct=core_pct,
         proc_cpu_pct=wl.proc_cpu_pct if wl.alive else 0.0,
         core_cpu_mean=cpu_mean[0],
@@ -331,6 +338,8 @@ def worker_stats(
         busy_pct=busy_pct,
         tx_path=wl.tx_path,
         tx_path_why=wl.tx_path_why,
+        lane=getattr(wc, "lane", 0),
+        lanes=getattr(wc, "lanes", 1),
     )
 
 

@@ -32,6 +32,7 @@ from tgen_tui.engine.api import (
     WorkerFailed,
 )
 from tgen_tui.engine.events import EventLog
+from tgen_tui.engine.lanes import port_workers
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
 from tgen_tui.engine.setup import PortSetup, Setup
 from tgen_tui.engine.transport import SpawnedWorker, WorkerLink
@@ -93,6 +94,7 @@ class PortRuntime:
     stopped_at: float | None = None
     active_s: float = 0.0  # accumulated sending time
     tx_done: bool = False  # the worker said every stream of the port reached its count/stop
+    lanes_done: set[int] = field(default_factory=set)  # lane workers that said tx_done
     lock: trio.Lock = field(default_factory=trio.Lock)
 
     @property
@@ -158,7 +160,9 @@ class PortControl:
                 if pr is not None and pr.state != PortState.FAILED:
                     self.set_state(pr, PortState.FAILED, reason)
         elif isinstance(ev, P.TxDone) and ev.port in self.ports:
-            self.ports[ev.port].tx_done = True
+            pr = self.ports[ev.port]  # a port with lanes is done when every lane is
+            pr.lanes_done.add(st.plan.id)
+            pr.tx_done = len(pr.lanes_done) >= len(port_workers(self.setup.plans, ev.port))
         elif isinstance(ev, P.Error) and ev.id is None:
             self.log.warning(f"worker {st.plan.id}: {ev.message}")
 
@@ -181,7 +185,8 @@ class PortControl:
     def _by_worker(self, names: list[str]) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
         for n in names:
-            out.setdefault(self.ports[n].spec.worker, []).append(n)
+            for wid in port_workers(self.setup.plans, n):  # one, or one per lane
+                out.setdefault(wid, []).append(n)
         return out
 
     # ------------------------------------------------------------------ start / stop
@@ -215,10 +220,14 @@ class PortControl:
         now_ns = time.monotonic_ns() + START_LEAD_NS
         if self.t0 is None:
             self.t0 = now_ns / 1e9
-        for wid, pns in self._by_worker(names).items():
+        by_worker = self._by_worker(names)
+        last = {pn: wid for wid, pns in by_worker.items() for pn in pns}  # a port's last lane
+        for wid, pns in by_worker.items():  # a port with lanes: each lane, same t0
             for pn in pns:
-                self.ports[pn].tx_done = False  # before the command: its tx_done may come fast
-                self.set_state(self.ports[pn], PortState.STARTING)
+                if self.ports[pn].state not in (PortState.STARTING, PortState.FAILED):
+                    self.ports[pn].tx_done = False  # before the command: tx_done may come fast
+                    self.ports[pn].lanes_done.clear()
+                    self.set_state(self.ports[pn], PortState.STARTING)
             try:
                 await self.workers[wid].request(P.Start(ports=pns, t0_ns=now_ns), ACK_TIMEOUT)
             except (WorkerDied, CommandRefused) as e:
@@ -228,7 +237,7 @@ class PortControl:
                 continue
             for pn in pns:
                 pr = self.ports[pn]
-                if pr.state == PortState.STARTING:
+                if pr.state == PortState.STARTING and last[pn] == wid:
                     pr.started_at, pr.stopped_at = now_ns / 1e9, None
                     self.set_state(pr, PortState.RUNNING)
 
@@ -251,36 +260,37 @@ class PortControl:
 
     async def stop_locked(self, names: list[str], drain_ms: int | None) -> None:
         drain = self.drain_ms if drain_ms is None else drain_ms
-        waits: list[tuple[str, trio.Event]] = []
+        waits: list[tuple[str, int, trio.Event]] = []  # (port, worker, its stopped event)
         stop_at = time.monotonic()
         for wid, pns in self._by_worker(names).items():
             st = self.spawned[wid].state
             for pn in pns:
                 ev = st.stopped[pn] = trio.Event()
-                waits.append((pn, ev))
+                waits.append((pn, wid, ev))
                 self.set_state(self.ports[pn], PortState.STOPPING)
             try:
                 await self.workers[wid].send(P.Stop(ports=pns, drain_ms=drain))
             except WorkerDied:
                 for pn in pns:
                     st.stopped[pn].set()
-        for pn, _ in waits:
+        for pn in dict.fromkeys(pn for pn, _, _ in waits):
             pr = self.ports[pn]
             pr.active_s += stop_at - (pr.started_at or stop_at)
             pr.stopped_at = stop_at
         limit = drain / 1000 + self.stop_timeout
         with trio.move_on_after(limit):
-            for _, ev in waits:
+            for _, _, ev in waits:
                 await ev.wait()
-        for pn, ev in waits:
+        for pn, wid, ev in waits:
             pr = self.ports[pn]
             if pr.state == PortState.FAILED:
                 continue
             if ev.is_set():
-                self.set_state(pr, PortState.STOPPED)
+                if all(e.is_set() for p, _, e in waits if p == pn):  # every lane reported
+                    self.set_state(pr, PortState.STOPPED)
                 continue
-            h = self.workers[pr.spec.worker]
-            h.state.exit_reason = f"worker {pr.spec.worker} did not report final counters within {limit:.1f} s: killed"
+            h = self.workers[wid]
+            h.state.exit_reason = f"worker {wid} did not report final counters within {limit:.1f} s: killed"
             h.kill()
             self.set_state(pr, PortState.FAILED, h.state.exit_reason)
 
@@ -308,9 +318,10 @@ class PortControl:
             # a paused stream gets the rate too: its pacer keeps it for the resume
             if pr.state != PortState.FAILED:
                 try:
-                    await self.workers[pr.spec.worker].request(
-                        P.SetRate(stream=prog.index, pps=r), ACK_TIMEOUT
-                    )
+                    for wid in port_workers(self.setup.plans, prog.port):  # each lane: r / lanes
+                        await self.workers[wid].request(
+                            P.SetRate(stream=prog.index, pps=r), ACK_TIMEOUT
+                        )
                 except (WorkerDied, CommandRefused) as e:
                     self.rates[i] = old
                     raise EngineCommandError(prog.name, f"rate change refused: {e}") from None
@@ -329,7 +340,8 @@ class PortControl:
             raise EngineCommandError(stream, f"port {prog.port} failed: {pr.failure}")
         cmd = P.Pause if paused else P.Resume
         try:
-            await self.workers[pr.spec.worker].request(cmd(stream=prog.index), ACK_TIMEOUT)
+            for wid in port_workers(self.setup.plans, prog.port):
+                await self.workers[wid].request(cmd(stream=prog.index), ACK_TIMEOUT)
         except (WorkerDied, CommandRefused) as e:
             raise EngineCommandError(stream, f"{'pause' if paused else 'resume'}: {e}") from None
         if paused:
@@ -370,7 +382,8 @@ class PortControl:
                 self.log.warning(f"clear on worker {h.plan.id}: {e}")
                 continue
             for k, v in (reply.get("seq") or {}).items():  # reply is a P.Cleared
-                seq[int(k)] = (int(v[0]), int(v[1]))
+                a = seq.get(int(k), (0, 0))  # a stream's lanes: their counts add up
+                seq[int(k)] = (a[0] + int(v[0]), a[1] + int(v[1]))
         return seq
 
     # ------------------------------------------------------------------ the end

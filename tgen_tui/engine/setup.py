@@ -25,6 +25,7 @@ from tgen_tui.engine.api import (
     WorkerInfo,
 )
 from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
+from tgen_tui.engine.lanes import assignment_lines, plan_lanes, port_lanes
 from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
@@ -51,6 +52,7 @@ class Setup:
     dut_netns: str | None = None
     dut_ssh: str | None = None
     l3: Mapping[str, dict] = field(default_factory=dict)  # port -> worker "l3" entry
+    lanes: int = 1  # the most sender lanes of any port; rx rows per stream (engine/lanes.py)
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -64,11 +66,32 @@ class Setup:
             )
         programs = tuple(p for p in compiled.streams if p.port in used)
         port_streams = {p: [s.name for s in programs if s.port == p] for p in used}
-        plans, warnings = plan_workers(port_streams, options.cores or default_cores())
+        cores = options.cores or default_cores()
+        try:
+            learning = frozenset(options.learn or ())
+            lanes = port_lanes(compiled, used, getattr(options, "lanes", None), learning)
+        except ValueError as e:
+            raise BadInput(str(e)) from None
+        if options.cluster and max(lanes.values(), default=1) > 1:
+            raise BadInput("lanes: sender lanes are not supported with --cluster yet (use lanes: 1)")
+        learners = [p for p in (options.learn or {}) if lanes.get(p, 1) > 1]
+        if learners:  # the profile's lanes: each would see a share of the tuples
+            raise BadInput(
+                f"lanes: port {', '.join(learners)} learns tuples (RFC 9693 Responder): "
+                "a learning port has one lane"
+            )
+        if max(lanes.values(), default=1) > 1:  # several workers per port (engine/lanes.py)
+            plans, warnings = plan_lanes(port_streams, lanes, cores)
+        else:
+            plans, warnings = plan_workers(port_streams, cores)
+        n_names = max(len(compiled.all_stream_names), 1)
+        n_lanes = max(lanes.values(), default=1)
         ports = {}
         neigh = getattr(options, "neighbours", None) or {}
         for plan in plans:
             for pn in plan.ports:
+                if pn in ports:  # another lane of a port already set up (its lane 0)
+                    continue
                 spec = compiled.ports[pn]
                 ports[pn] = PortSetup(
                     pn,
@@ -82,19 +105,21 @@ class Setup:
                     tx_path=getattr(spec, "tx_path", None),
                     gateway_mac=(neigh.get(pn) or {}).get("gw4"),
                     gateway6_mac=(neigh.get(pn) or {}).get("gw6"),
+                    lanes=lanes[pn],
                 )
         warnings += _host_warnings(compiled, used, options.cluster)
         return cls(
             compiled=compiled,
             port_names=tuple(used),
             programs=programs,
-            n_streams=max(len(compiled.all_stream_names), 1),
+            n_streams=n_names * n_lanes,  # rx rows: one per (stream, lane)
             plans=tuple(plans),
             ports=ports,
             warnings=tuple(warnings),
             dut_netns=options.dut_netns or compiled.dut_netns,
             dut_ssh=options.dut_ssh or compiled.dut_ssh,
             l3=_l3_entries(compiled, used, neigh),
+            lanes=n_lanes,
         )
 
     def rates_only_change(self, compiled: CompiledProfile) -> bool:
@@ -171,7 +196,14 @@ class Setup:
 
     def worker_ctx(self, plan: WorkerPlan, shm_path: str) -> stats.WorkerCtx:
         return stats.WorkerCtx(
-            plan.id, plan.core, plan.ports, plan.streams, shm_path, self.tx_rows(plan)
+            plan.id,
+            plan.core,
+            plan.ports,
+            plan.streams,
+            shm_path,
+            self.tx_rows(plan),
+            plan.lane,
+            plan.lanes,
         )
 
     def finite_total(self) -> int | None:
@@ -218,6 +250,7 @@ class Setup:
             ),
             n_streams=self.n_streams,
             warnings=self.warnings,
+            lanes=self.lanes,
             dut_source=dut_source,
         )
 
@@ -257,7 +290,13 @@ class Setup:
         ]
         infos = [
             WorkerInfo(
-                plan.id, plan.core, plan.ports, plan.streams, *workers.get(plan.id, (None, None))
+                plan.id,
+                plan.core,
+                plan.ports,
+                plan.streams,
+                *workers.get(plan.id, (None, None)),
+                plan.lane,
+                plan.lanes,
             )
             for plan in self.plans
         ]
@@ -275,14 +314,7 @@ class Setup:
 
     def plan_text(self) -> list[str]:
         """Human-readable worker → core → port → streams mapping, each field labelled."""
-        lines = []
-        for p in self.plans:
-            streams = ", ".join(p.streams) or "(receive only)"
-            host = self.host_of(p)
-            at = f"host {host}: " if host else ""
-            lines.append(
-                f"worker {p.id}: {at}core {p.core}: port {', '.join(p.ports)}: streams {streams}"
-            )
+        lines = assignment_lines(self.plans, self.host_of)
         return lines + [f"warning: {w}" for w in self.warnings]
 
 

@@ -132,6 +132,8 @@ class WorkerStats:
     busy_pct: float = 0.0  # share of wall time the worker spent building/sending/receiving
     tx_path: str | None = None  # sendmmsg | tx_ring | af_xdp
     tx_path_why: str | None = None  # "cache: measured fastest by tgen calibrate ..." per port
+    lane: int = 0  # which of its port's sender lanes (tgen_tui.engine.lanes)
+    lanes: int = 1
 
 
 @dataclass(frozen=True)

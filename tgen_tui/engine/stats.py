@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tgen_tui.engine import figures as F
+from tgen_tui.engine import lanes as L
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats, WorkerStats
 from tgen_tui.worker import counters as C
 
@@ -43,6 +44,7 @@ class PortSetup:
     tx_path: str | None = None  # the profile's send path ('auto' or None: resolved at spawn)
     gateway_mac: str | None = None  # the resolved MAC of the port's gateway (issue 19)
     gateway6_mac: str | None = None
+    lanes: int = 1  # sender workers sharing the port (tgen_tui.engine.lanes)
 
 
 def ifc_key(host: str | None, netns: str | None) -> Any:
@@ -71,6 +73,8 @@ class WorkerCtx:
     streams: tuple[str, ...]
     shm_path: str
     tx_rows: tuple[tuple[int, int], ...]  # (stream position, row in the worker's tx table)
+    lane: int = 0  # which of its port's sender lanes (tgen_tui.engine.lanes)
+    lanes: int = 1
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,12 @@ class SampleContext:
     n_streams: int
     warnings: tuple[str, ...] = ()
     dut_source: str = "none"
+    lanes: int = 1  # rx rows per stream (stream index + lane * n_streams/lanes)
+
+    @property
+    def block(self) -> int:
+        """The stride between a stream's rx rows of successive lanes."""
+        return self.n_streams // max(1, self.lanes)
 
 
 @dataclass(frozen=True)
@@ -137,6 +147,7 @@ class _Prev:
     stream: dict[int, tuple[int, int]] = field(default_factory=dict)
     busy: dict[int, int] = field(default_factory=dict)
     ct: int | None = None
+    wframes: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker: tx, rx frames
 
 
 @dataclass
@@ -148,6 +159,7 @@ class _Read:
     rx: F.RxTotals
     heartbeat: dict[int, int]
     busy: dict[int, int]
+    wframes: dict[int, tuple[int, int]] = field(default_factory=dict)  # its own port rows
 
 
 def _if_tuple(c: Any) -> tuple[int, int, int, int, int]:
@@ -210,7 +222,11 @@ class Accumulator:
         everything = ports is None and streams is None
         ports = {p.name for p in self.ctx.ports} if ports is None else set(ports)
         streams = set(range(len(self.ctx.streams))) if streams is None else set(streams)
-        gidx = [self.ctx.streams[i].index for i in streams]
+        gidx = [
+            r
+            for i in streams
+            for r in L.rx_rows(self.ctx.streams[i].index, self.ctx.block, self.ctx.lanes)
+        ]
         for w in self.w.values():
             raw = np.array(w.view.arr, copy=True)
             if everything:
@@ -236,13 +252,15 @@ class Accumulator:
         self.prev = self._undo = None
 
     def tx_raw_base(self, pos: int) -> int:
-        """The raw tx frame counter of stream position ``pos`` at its last baseline."""
+        """The raw tx frame counter of stream position ``pos`` at its last baseline
+        (summed over the stream's lanes)."""
+        n = 0
         for w in self.w.values():
             r = w.tx_rows.get(pos)
             if r is not None:
                 _, t_b, _ = w.view.tables(w.base)
-                return int(t_b[r, C.T_TX_FRAMES])
-        return 0
+                n += int(t_b[r, C.T_TX_FRAMES])
+        return n
 
     def close(self) -> None:
         for w in self.w.values():
@@ -261,12 +279,13 @@ class Accumulator:
             out.busy[wid] = int(p_raw[:, C.P_BUSY_NS].sum())
             p = p_raw.copy()
             p[:, F.PORT_MONO] -= p_b[:, F.PORT_MONO]
+            out.wframes[wid] = (int(p[:, C.P_TX_FRAMES].sum()), int(p[:, C.P_RX_FRAMES].sum()))
             tx = t_raw.copy()
             tx[:, F.TX_MONO] -= t_b[:, F.TX_MONO]
-            for pn, r in w.port_rows.items():
-                out.ports[pn] = p[r]
+            for pn, r in w.port_rows.items():  # a port's lanes: one row each, merged
+                out.ports[pn] = L.merge_port_row(out.ports.get(pn), p[r], F.PORT_MONO)
             for i, r in w.tx_rows.items():
-                out.tx[i] = tx[r]
+                out.tx[i] = L.merge_tx_row(out.tx.get(i), tx[r])
             if r_raw.shape[0]:
                 rx = r_raw.copy()
                 rx[:, :, F.RX_MONO] -= r_b[:, :, F.RX_MONO]
@@ -286,7 +305,7 @@ class Accumulator:
         prev = self.prev
         dt = (now - prev.t) if prev else 0.0
         r = self._read()
-        cur = _Prev(now, busy=r.busy)
+        cur = _Prev(now, busy=r.busy, wframes=r.wframes)
         ports = tuple(self._port(pc, r, rd, live, prev, dt, cur) for pc in self.ctx.ports)
         streams = tuple(
             self._stream(i, sc, r, live, prev, dt, cur, final)
@@ -350,7 +369,7 @@ class Accumulator:
         cur: _Prev,
         final: bool,
     ) -> StreamStats:
-        rx = r.rx.of(sc.index)
+        rx = L.merge_rx(r.rx, sc.index, self.ctx.block, self.ctx.lanes)
         tv = r.tx.get(i)
         txf = int(tv[C.T_TX_FRAMES]) if tv is not None else 0
         rxf = int(rx.row[C.R_FRAMES])
@@ -387,7 +406,13 @@ class Accumulator:
             busy = F.busy_pct(r.busy[wid], prev.busy[wid], dt)
         hb = r.heartbeat.get(wid, 0)
         age = max(0.0, (now_ns - hb) / 1e9) if hb else None
-        return F.worker_stats(wc, wl, ports, core_pct, means, busy, age)
+        own = None  # a lane: its own share of the port's rates, not the port's
+        if wc.lanes > 1:
+            own = (0.0, 0.0)
+            if prev and dt > 0 and wid in prev.wframes and wid in r.wframes:
+                a, b = prev.wframes[wid], r.wframes[wid]
+                own = (F.per_s(b[0], a[0], dt), F.per_s(b[1], a[1], dt))
+        return F.worker_stats(wc, wl, ports, core_pct, means, busy, age, own)
 
     def _dut(self, rd: Readings, prev: _Prev | None, dt: float, t: float | None, cur: _Prev) -> Any:
         reading = rd.dut

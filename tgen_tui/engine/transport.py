@@ -34,6 +34,7 @@ import trio
 
 from tgen_tui.diagnostics import EnvironmentProblem
 from tgen_tui.engine.assignment import WorkerPlan
+from tgen_tui.engine.lanes import lane_entries
 from tgen_tui.engine.probes import CpuProbe, InterfaceProbe
 from tgen_tui.engine.setup import PortSetup, Setup
 from tgen_tui.engine.stats import ifc_key
@@ -292,6 +293,7 @@ class LocalTransport:
         st = WorkerState(plan, shm, stamps_path=self._stamps_path)
         h = WorkerHandle(st, on_event)
         entries = [port_config(*a) for a in setup.port_specs(plan)]
+        lane_entries(entries, plan, setup)
         finish_port_entries(st, entries, self.learn, self.flows)
         await start_worker(nursery, h, entries, setup.n_streams)
         try:

@@ -49,6 +49,7 @@ TRIAL_OPTIONS = (
     "retries",
     "cluster",
     "transport",
+    "lanes",
 )
 
 
@@ -99,6 +100,7 @@ class Params:
     cluster: str | None = None  # Ray head: ports that name a host run there (as tgen run)
     transport: object = None  # EngineOptions.transport for --cluster (commands passes it in)
     hooks: object = None  # dut/hooks.py Hooks: before_trial/after_trial run by every trial
+    lanes: int | None = None  # sender lanes of every port (None: the profile's); scaleup --lanes
 
     def trial_options(self) -> dict:
         """The options every TrialRunner of a test shares: validity, cores, early stop, re-runs."""

@@ -22,12 +22,15 @@ async def run_scaleup(state: RunState) -> None:
     b = state.body
     for k in b["counts"]:
         cores = b["avail"][-k:]
-        state.note(f"scaleup: {test} with {k} core(s): {cores}")
+        # over lanes: each port gets k sender lanes on the k cores (one port over its cores)
+        lanes = k if b.get("over") == "lanes" else state.params.lanes
+        how = f", {k} lane(s) per port" if b.get("over") == "lanes" else ""
+        state.note(f"scaleup: {test} with {k} core(s): {cores}{how}")
         if state.progress:
             state.progress.restart()
         sub = RunState(
             test=test,
-            params=dataclasses.replace(state.params, cores=cores),
+            params=dataclasses.replace(state.params, cores=cores, lanes=lanes),
             progress=state.progress,
         )
         b.setdefault("runs", []).append({"cores": k, "core_list": list(cores), "state": sub})
@@ -61,7 +64,8 @@ def scaleup_report(state: RunState, partial: bool) -> dict:
         "partial": partial,
         "quick": state.params.quick,
         "unit": scaled(state.test).unit,
-        "scaled": "tester worker cores (pinned to the last k cores)",
+        "scaled": "tester worker cores (pinned to the last k cores)"
+        + (", with k sender lanes per port" if b.get("over") == "lanes" else ""),
         "cores": b.get("counts", []),
         "rows": [
             {

@@ -91,6 +91,7 @@ class TrialRunner:
     retries: int = 2
     cluster: str | None = None  # Ray head address (ports that name a host run there)
     transport: object = None  # EngineOptions.transport (the cluster's, with cluster)
+    lanes: int | None = None  # sender lanes of every port (tgen_tui.engine.lanes)
     trials_run: int = 0
     _last_end: float = 0.0
     hooks: Any = None  # dut/hooks.py Hooks: before_trial / after_trial around every trial
@@ -176,6 +177,7 @@ class TrialRunner:
             cluster=self.cluster,
             transport=self.transport,
             learn=learn,
+            lanes=self.lanes,
         )
         try:
             async with open_engine(compiled, opts) as eng:

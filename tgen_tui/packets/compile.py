@@ -60,6 +60,7 @@ class PortSpec:
     respond: bool = True
     respond_v4: tuple[tuple[int, int], ...] = ()
     respond_v6: tuple[tuple[int, int], ...] = ()
+    lanes: int = 1  # sender workers sharing the port (tgen_tui.engine.lanes)
 
 
 @dataclass(frozen=True)
@@ -345,6 +346,7 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
             p.host,
             *_l3_fields(p),
             *responder_ranges(profile, name),
+            lanes=p.lanes,
         )
         for name, p in profile.ports.items()
     }

@@ -9,8 +9,10 @@ from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
+    add_lanes_option,
     add_preflight_option,
     parse_cores_option,
+    parse_lanes_option,
 )
 
 TUI_EPILOG = """\
@@ -56,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--keymap", metavar="FILE", help="keymap TOML (default: ~/.config/tgen/keymap.toml)"
     )
     add_cores_option(p)
+    add_lanes_option(p)
     add_dut_options(p)
     add_preflight_option(p)
     p.add_argument(
@@ -96,6 +99,7 @@ def _check_environment(compiled, cluster: str | None = None) -> None:
 def make_host_builder(args: argparse.Namespace):
     """Profile path -> (host, compiled): the real engine in guest mode, or the fake."""
     cores = parse_cores_option(args.cores)
+    lanes = parse_lanes_option(getattr(args, "lanes", None))
 
     def build(path: str):
         compiled = _compile(path)
@@ -116,6 +120,7 @@ def make_host_builder(args: argparse.Namespace):
         opts = EngineOptions(
             cores=cores, dut_netns=args.dut_netns, dut_ssh=args.dut_ssh, cluster=cluster
         )
+        opts.lanes = lanes
         if cluster:  # the engine reaches other hosts through the cluster's transport
             from tgen_tui.cluster.transport import cluster_transport
 

@@ -531,7 +531,7 @@ class WorkersScreen(ViewScreen):
             first = {
                 "id": str(w.id),
                 "core": str(w.core),
-                "ports": ", ".join(w.ports),
+                "ports": ", ".join(w.ports) + (f" L{w.lane}/{w.lanes}" if w.lanes > 1 else ""),
                 "streams": ", ".join(w.streams) or "(rx only)",
             }
             t.add_row(*[first.get(c[0], "-") for c in cols], key=str(w.id))

@@ -20,6 +20,7 @@ import numpy as np
 from tgen_tui.packets.program import VLAN_TAG_LEN, StreamProgram, program_from_dict
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.worker import counters as C
+from tgen_tui.worker import fanout as lanes
 from tgen_tui.worker import protocol as P
 from tgen_tui.worker.kernel import PR_SET_PDEATHSIG, PR_SET_TIMERSLACK, prctl
 from tgen_tui.worker.learn import Learner
@@ -48,17 +49,22 @@ class WorkerError(Exception):
 class TxStream:
     """One stream's pacer: frame i is due at t0 + t_base + due(i - idx_base)."""
 
-    def __init__(self, prog: StreamProgram, row: np.ndarray, port_idx: int, max_batch: int):
-        from tgen_tui.packets.batch import BatchBuilder  # the lead's module; numpy-only
+    def __init__(
+        self, prog: StreamProgram, row: np.ndarray, port_idx: int, max_batch: int, lane=None
+    ):
+        from tgen_tui.packets.lanes import lane_schedule, make_builder  # numpy-only
 
         self.prog = prog
         self.index = prog.index
+        # a lane (tgen_tui.packets.lanes): its share of the frames, rate and sequence space
+        self.lanes = lane.lanes if lane is not None else 1
+        self.sig = lane.sig_index(prog.index) if lane is not None else prog.index
         self.row = row  # counter row (TX_STRIDE)
-        self.builder = BatchBuilder(prog, max_batch=max_batch)
+        self.builder = make_builder(prog, lane, max_batch)
         self.max_batch = max_batch
         self.row[C.T_STREAM] = prog.index
         self.row[C.T_PORT] = port_idx
-        self.schedule = prog.schedule
+        self.schedule = prog.schedule if lane is None else lane_schedule(prog.schedule, lane)
         self.paused = False
         self.stamp_every = 0  # the kernel stamps frames with seq % stamp_every == 0 (0: none)
         self.ref_every = 0  # else: user-space send times of those frames, for the range
@@ -177,6 +183,8 @@ class Port:
                 if l3.get("respond"):
                     self.responder = PortResponder(self.interface, l3["respond"], progs)
                     self.responder.announce()
+                if self.spec.get("fanout") is not None:  # one of the port's lane workers
+                    lanes.join_fanout(self.rx.sock, int(self.spec["fanout"]))
                 self.rxstats = RxStats(
                     self.w.cv.rx[rx_table],
                     skew=self.spec.get("clock_skew_ns"),
@@ -188,9 +196,10 @@ class Port:
                 kw = {"max_batch": max_batch}
                 if kind == "tx_ring":
                     kw["max_len"] = max(len(p.template) for p in progs)
-                self.tx = open_tx(self.interface, kind, **kw)
+                self.tx = lanes.open_lane_tx(open_tx, self.interface, kind, kw, self.spec)
+        lane = lanes.lane_from_spec(self.spec)
         for p, row in zip(progs, tx_rows, strict=True):
-            self.streams.append(TxStream(p, row, self.idx, max_batch))
+            self.streams.append(TxStream(p, row, self.idx, max_batch, lane))
         self._setup_stamps()
         self.flows = attach_flows(self.spec, self.learn, self.streams)
 
@@ -216,15 +225,15 @@ class Port:
             # without kernel stamps the table still gets the 64-bit send time of every
             # K-th frame: the receiver widens the 32-bit signature stamps with it
             st.ref_every = 0 if on or table is None else k
-            if table is not None and st.index < table.n_streams:
-                table.begin_stream(st.index, k if on else -k)
+            if table is not None and st.sig < table.n_streams:
+                table.begin_stream(st.sig, k if on else -k)
 
     def _record_refs(self, st: TxStream, m: int, send_ns: int) -> None:
         """User-space send times of the sampled frames of a batch just sent (see ref_every)."""
         rows = np.arange((-st.sent) % st.ref_every, m, st.ref_every)
         if len(rows):
             times = np.full(len(rows), send_ns, dtype=np.int64)
-            self.w.stamps.record(tags_at(st.index, rows + st.sent), times)
+            self.w.stamps.record(tags_at(st.sig, rows + st.sent), times)
 
     def stamp_step(self, now_ns: int) -> None:
         """Move the kernel's transmit timestamps into the shared table; resolve received
@@ -272,7 +281,7 @@ class Port:
                 try:
                     if st.stamp_every:
                         rows = np.arange((-st.sent) % st.stamp_every, n, st.stamp_every)
-                        m = self.tx.send(buf, lens, tags_at(st.index, rows + st.sent), rows)
+                        m = self.tx.send(buf, lens, tags_at(st.sig, rows + st.sent), rows)
                     else:
                         m = self.tx.send(buf, lens)
                         if st.ref_every and m > 0:
@@ -413,6 +422,7 @@ class Worker:
         self.ports: list[Port] = []
         self.by_name: dict[str, Port] = {}
         self.by_stream: dict[int, TxStream] = {}
+        self.lane_block = 0  # lanes: the stride of a stream's rx rows (0: one row each)
         self.quit = False
         self._inbuf = b""
         self._poll = select.poll()
@@ -484,7 +494,7 @@ class Worker:
                     self.pending_stop_ids[p.name] = rid
         elif isinstance(msg, P.SetRate):
             st, rel = self._stream(msg.stream)
-            st.set_rate(float(msg.pps), rel)
+            st.set_rate(float(msg.pps) / st.lanes, rel)
             self._resample(st)
             self.emit(P.RateSet(stream=st.index, pps=float(msg.pps), id=rid))
         elif isinstance(msg, P.Pause | P.Resume):
@@ -507,15 +517,15 @@ class Worker:
         flight under the old K may find no stamp: they count as unstamped, nothing worse."""
         port = self.ports[int(st.row[C.T_PORT])]
         forced = port.spec.get("tx_stamps", True)
-        if self.stamps is None or not isinstance(forced, bool) or st.index >= self.stamps.n_streams:
+        if self.stamps is None or not isinstance(forced, bool) or st.sig >= self.stamps.n_streams:
             return
         k = sample_every(st.schedule.pps)
         if st.stamp_every and k != st.stamp_every:
             st.stamp_every = k
-            self.stamps.every[st.index] = k
+            self.stamps.every[st.sig] = k
         elif st.ref_every and k != st.ref_every:
             st.ref_every = k
-            self.stamps.every[st.index] = -k
+            self.stamps.every[st.sig] = -k
 
     def clear(self, msg: P.Clear, now: int) -> P.Cleared:
         """Reset receivers (and idle senders) of the selected streams together."""
@@ -524,7 +534,7 @@ class Worker:
         for p in self.ports:
             if p.rxstats is not None and (sel is not None or p in ps):
                 p.rx_step(now)  # account what arrived before the clear
-                p.rxstats.clear(sel)
+                p.rxstats.clear(lanes.lane_rows(sel, self.lane_block, p.rxstats.n_streams))
                 if p.flows is not None:
                     p.flows.gaps.reset()
         reset = []
@@ -537,8 +547,8 @@ class Worker:
                 # an idle or stopped one starts again from 0 with the receiver
                 if p.state not in (C.STATE_RUNNING, C.STATE_DRAINING):
                     st.clear_sequence()
-                    if self.stamps is not None and st.index < self.stamps.n_streams:
-                        self.stamps.seq1[st.index] = 0  # old sequence numbers come again
+                    if self.stamps is not None and st.sig < self.stamps.n_streams:
+                        self.stamps.seq1[st.sig] = 0  # old sequence numbers come again
                     reset.append(st.index)
                 seq[str(st.index)] = [st.sent, int(st.row[C.T_TX_FRAMES])]
         return P.Cleared(
@@ -554,6 +564,8 @@ class Worker:
             raise WorkerError("already configured")
         specs = msg.ports
         n_streams = int(msg.n_streams)
+        lane = next((lanes.lane_from_spec(s) for s in msg.ports if s.get("lane")), None)
+        self.lane_block = lane.block if lane is not None else 0  # rx rows per lane
         names = [str(s["name"]) for s in specs]
         if len(set(names)) != len(names):
             raise WorkerError("duplicate port names")
