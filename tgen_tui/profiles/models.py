@@ -703,6 +703,14 @@ class Port(Strict):
         description="Answer ARP, Neighbour Solicitation and echo requests for the port's address "
         "and its streams' addresses (false: the DUT cannot resolve them)",
     )
+    lanes: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Sender lanes: this many workers, each pinned to its own core, share the "
+        "port; each sends a disjoint share of every stream's flows with its own sequence space "
+        "and receives a flow-hash share of the port's frames (PACKET_FANOUT)",
+    )
 
     @model_validator(mode="after")
     def _gateways(self):
@@ -744,14 +752,6 @@ class DutHooks(Strict):
         None, description="Run before every trial (RFC 9693: reset the DUT's state per trial)"
     )
     after_trial: Hook | None = None
-    lanes: int = Field(
-        1,
-        ge=1,
-        le=64,
-        description="Sender lanes: this many workers, each pinned to its own core, share the "
-        "port; each sends a disjoint share of every stream's flows with its own sequence space "
-        "and receives a flow-hash share of the port's frames (PACKET_FANOUT)",
-    )
 
 
 class Dut(Strict):
