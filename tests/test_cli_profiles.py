@@ -286,12 +286,23 @@ def test_pcap_unknown_stream_name_exit_2(tmp_path):
 COUNT = 300
 
 
+FRAME_PROFILES = [p for p in PROFILES if load_profile(p).streams]
+TRANSPORT_ONLY = [p for p in PROFILES if not load_profile(p).streams]
+
+
+@pytest.mark.parametrize("profile", TRANSPORT_ONLY, ids=[p.stem for p in TRANSPORT_ONLY])
+def test_pcap_of_a_transport_only_profile_is_bad_input(tmp_path, profile):
+    out = tmp_path / "x.pcap"
+    r = tgen("pcap", str(profile), "--count", "5", "--output", str(out))
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+    assert "transport streams" in r.stderr and not out.exists()
+
+
 @needs_tshark
-@pytest.mark.parametrize("profile", PROFILES, ids=[p.stem for p in PROFILES])
+@pytest.mark.parametrize("profile", FRAME_PROFILES, ids=[p.stem for p in FRAME_PROFILES])
 def test_pcap_every_example_profile(tmp_path, profile):
     prof = load_profile(profile)
-    if not prof.streams and prof.transport:
-        pytest.skip("transport-only profile: kernel sockets, no frames to capture")
     enabled = [i for i, s in enumerate(prof.streams) if s.enabled]
     assert enabled
     out = tmp_path / f"{profile.stem}.pcap"

@@ -149,6 +149,10 @@ def cmd_pcap(args: argparse.Namespace) -> int:
     if args.count < 1:
         raise BadInput("--count must be ≥ 1")
     prof = load_profile(args.profile)
+    if not prof.streams and prof.transport:
+        raise BadInput(
+            f"{args.profile}: only transport streams (kernel TCP/UDP sockets): no frames to export"
+        )
     compiled = compile_profile(prof)
     streams = compiled.streams
     if args.streams:
