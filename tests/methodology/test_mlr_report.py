@@ -87,6 +87,10 @@ def test_bad_search_input_is_one_line_exit_2(capsys):
         (["--goal", "pdr=1%,trial=10s,sum=5s"], "duration sum"),
         (["--preset", "csit", "--width", "200%"], "width"),
         (["--duration", "5s"], "--duration: not used"),
+        (["--error", "500"], "--error (the goals' --width"),
+        (["--loss-tolerance", "0.1%"], "--loss-tolerance"),
+        (["--step", "5"], "--step: not used"),
+        (["--frame-sizes", "64,128"], "one frame size per run"),
         (["--max-rate", "5000", "--min-load", "6000"], "--min-load"),
     ):
         assert tgen_main(["search", "profiles/lab.yaml", *args]) == 2

@@ -407,10 +407,10 @@ def _dur(text: str, what: str) -> float:
     return v
 
 
-def _loss_tol(text: str):
+def _loss_tol(text: str | None):
     from tgen_tui.methodology.search import LossTolerance
 
-    t = text.strip()
+    t = (text or "0").strip()
     try:
         if t.endswith("%"):
             v = float(t[:-1])
@@ -479,7 +479,7 @@ def params_from_args(args: argparse.Namespace):
         quick=args.quick,
         rate=_count(args.rate, "--rate"),
         delay_s=_dur(delay, "--delay"),
-        step_pct=args.step,
+        step_pct=10.0 if args.step is None else args.step,
         dut_netns=args.dut_netns,
         dut_ssh=args.dut_ssh,
         dut_reset=args.dut_reset,

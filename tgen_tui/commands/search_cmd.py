@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--ladder-low", default="1000", help="the ladder's low rate, fps (default: 1000)"
     )
-    p.set_defaults(func=cmd_search, verb_name="search")
+    # the binary search's and loss test's knobs: None here, so that giving one is refused
+    p.set_defaults(func=cmd_search, verb_name="search", error=None, loss_tolerance=None, step=None)
 
 
 #: options of the methodology verbs that tgen search does not use: the goals set the trials
@@ -87,6 +88,9 @@ UNUSED = (
     ("repeats", "--repeats"),
     ("rate", "--rate"),
     ("delay", "--delay"),
+    ("error", "--error (the goals' --width sets the stopping width)"),
+    ("loss_tolerance", "--loss-tolerance (a goal's loss ratio, e.g. --goal pdr=0.5%)"),
+    ("step", "--step"),
 )
 
 
@@ -96,7 +100,10 @@ def config_from_args(args: argparse.Namespace):
 
     for attr, opt in UNUSED:
         if getattr(args, attr, None) is not None:
-            raise BadInput(f"{opt}: not used by tgen search (trial lengths come from --goal)")
+            raise BadInput(f"{opt}: not used by tgen search (the goals set the trials)")
+    sizes = getattr(args, "frame_sizes", None)
+    if sizes and ("," in sizes or sizes.strip() == "rfc2544"):
+        raise BadInput("--frame-sizes: tgen search searches one frame size per run; give one")
     width = _ratio(args.width, "--width") if args.width else None
     goals = goals_for(args.preset, args.goal, width)
     quick_text = ""
