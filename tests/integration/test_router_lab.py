@@ -161,8 +161,16 @@ def test_preflight_passes_and_names_the_cause_when_it_fails(router_lab, tmp_path
     assert all(d.startswith("20 of 20 frames") for d in burst.values()), burst
     trans = {c["scope"]: c["detail"] for c in doc["checks"] if c["check"] == "translation"}
     assert trans["stream v4-up"] == "src translated to 198.19.0.1"
-
     d_ns = f"{router_lab}-dut"
+    # the reply burst starts when the profile starts it (after the forward burst made the
+    # NAT's entries): none of its frames reached the DUT itself, which would leave entries
+    # that make the port-preserving NAT pick other ports for the next run's flows
+    ct = subprocess.run(
+        ["ip", "netns", "exec", d_ns, "conntrack", "-L", "-p", "udp", "--dst", "198.19.0.1"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "UNREPLIED" not in ct.stdout, ct.stdout
+
     subprocess.run(["ip", "-n", d_ns, "link", "set", "d1", "down"], check=True)
     try:
         cp = tgen_here(capsys, "preflight", str(prof), "--no-burst")

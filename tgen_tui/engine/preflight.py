@@ -139,11 +139,19 @@ def dut_checks(netns: str | None, ssh: str | None) -> list[Check]:
 
 
 def burst_profile(compiled: CompiledProfile, frames: int, pps: float) -> CompiledProfile:
-    """``compiled`` with every stream a burst of ``frames`` at ``pps``, starting at once."""
+    """``compiled`` with every stream a burst of ``frames`` at ``pps``, each at its profile's
+    start time: a reply stream that the profile starts later (after its forward stream made
+    the NAT's entries) must not race it, or its early frames reach the DUT itself and leave
+    entries there that block the port-preserving NAT for later runs."""
     from tgen_tui.packets.program import Schedule
 
     streams = [
-        dataclasses.replace(p, schedule=Schedule(pps=pps, count=frames, key=p.schedule.key))
+        dataclasses.replace(
+            p,
+            schedule=Schedule(
+                pps=pps, count=frames, start_s=p.schedule.start_s, key=p.schedule.key
+            ),
+        )
         for p in compiled.streams
     ]
     return dataclasses.replace(compiled, streams=streams)
@@ -171,7 +179,8 @@ async def burst_checks(compiled: CompiledProfile, options: Any, neighbours: dict
 
     async with open_engine(burst, opts) as eng:
         await eng.start()
-        with trio.move_on_after(BURST_FRAMES / BURST_PPS + 2.0):
+        latest = max((p.schedule.start_s for p in burst.streams), default=0.0)
+        with trio.move_on_after(latest + BURST_FRAMES / BURST_PPS + 2.0):
             while not eng.ports_done_sending():
                 await trio.sleep(0.05)
         await eng.stop()
