@@ -137,8 +137,16 @@ MAIN_ROWS: tuple[MainRow, ...] = (
 
 
 def _gateway(p: PortStats) -> str:
+    """The gateway's MAC; where it does not fit a column (13 characters), its last octets
+    after an ellipsis: "…00:00:fe", or "…00:fe/…00:fd" for two (the port page shows them
+    whole)."""
     g4, g6 = getattr(p, "gateway_mac", None), getattr(p, "gateway6_mac", None)
-    return "/".join(dict.fromkeys(g for g in (g4, g6) if g)) or "-"
+    macs = list(dict.fromkeys(g for g in (g4, g6) if g))
+    text = "/".join(macs)
+    if len(text) > 13:
+        tail = 8 if len(macs) == 1 else 5
+        text = "/".join("…" + m[-tail:] for m in macs)
+    return text or "-"
 
 
 #: the resolved gateway MAC of ports with a gateway (issue 19): shown once a port has one
