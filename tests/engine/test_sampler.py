@@ -180,3 +180,29 @@ streams:
     breached = evaluate(parse_thresholds(["loss>0.5%", "lost>20", "p99>1ms"]), res)
     assert [b["threshold"] for b in breached] == ["loss>0.5%"]
     assert breached[0]["value"] == pytest.approx(1.0)
+
+
+def test_a_sample_right_after_a_command_takes_its_rates_over_a_longer_interval(block):
+    """Workers write counters once per batch, so a sample a few ms after the last one (the
+    engine samples after every command) would read one batch as a spike; its rates are
+    taken against the newest sample at least MIN_RATE_DT old instead."""
+    ctx, w = _ctx(block.path)
+    now = [100.0]
+    acc = stats.Accumulator(ctx, clock=lambda: now[0])
+    acc.attach(w)
+    acc.prime(_ifc(0, 0))
+    acc.sample(stats.Readings(_ifc(0, 0), []), _live())
+    for _ in range(2):  # 1,000 frames per 0.1 s: 10 kpps
+        now[0] += 0.1
+        _send(block, 1000)
+        s = acc.sample(stats.Readings(_ifc(0, 0), []), _live())
+    assert s.port("p0").tx_pps == pytest.approx(10_000)
+    now[0] += 0.005  # a command; one 256-frame batch went out since the last sample
+    _send(block, 256)
+    s = acc.sample(stats.Readings(_ifc(0, 0), []), _live())
+    assert s.port("p0").tx_pps == pytest.approx(1256 / 0.105)  # not 256 / 0.005 = 51,200
+    now[0] += 0.095
+    _send(block, 744)
+    s = acc.sample(stats.Readings(_ifc(0, 0), []), _live())  # 95 ms later: long enough
+    assert s.port("p0").tx_pps == pytest.approx(744 / 0.095)
+    assert stats.MIN_RATE_DT <= 0.1  # never longer than the default sampling interval

@@ -137,6 +137,14 @@ class _Worker:
     tx_rows: dict[int, int]  # stream position -> row in view.tx
 
 
+#: rates come from counter deltas over at least this long: a sample taken right after a
+#: command (start, stop, rate) is milliseconds after the last one, and workers write their
+#: counters once per batch, so a delta over a few ms reads as a spike (60 k pps on a 20 k
+#: pps port); such a sample takes its rates against the sample before
+MIN_RATE_DT = 0.08
+RECENT = 8  # samples kept to find that base
+
+
 @dataclass
 class _Prev:
     """What the next sample's rates are computed against."""
@@ -174,11 +182,12 @@ class Accumulator:
         self.clock = clock  # monotonic seconds: the fake engine passes its simulated clock
         self.w: dict[int, _Worker] = {}
         self.if_base: dict[str, tuple[int, int, int, int, int]] = {}
-        self.prev: _Prev | None = None
+        self.recent: list[_Prev] = []  # the last samples, oldest first (see MIN_RATE_DT)
         self.seq = 0
         self.dut = F.DutTrack()
         self.cpu_acc: dict[int, list[float]] = {}  # worker -> [n, core sum, proc sum]
-        self._undo: tuple[_Prev | None, dict[int, list[float]]] | None = None  # before the last
+        # before the last sample: recent, cpu_acc
+        self._undo: tuple[list[_Prev], dict[int, list[float]]] | None = None
 
     @property
     def ct_start(self) -> int | None:
@@ -207,7 +216,7 @@ class Accumulator:
 
     def prime(self, ifc: dict) -> None:
         """Baseline the interface counters now, before any port starts."""
-        self.prev = self._undo = None
+        self.recent, self._undo = [], None
         for pc in self.ctx.ports:
             c = self._ifc(ifc, pc)
             if c is not None:
@@ -249,7 +258,7 @@ class Accumulator:
         if everything:
             self.dut = F.DutTrack()
             self.cpu_acc.clear()
-        self.prev = self._undo = None
+        self.recent, self._undo = [], None
 
     def tx_raw_base(self, pos: int) -> int:
         """The raw tx frame counter of stream position ``pos`` at its last baseline
@@ -293,16 +302,23 @@ class Accumulator:
                 out.rx.add(rx)
         return out
 
+    def rate_base(self, now: float) -> _Prev | None:
+        """The newest sample at least MIN_RATE_DT before ``now`` (else the oldest kept)."""
+        for p in reversed(self.recent):
+            if now - p.t >= MIN_RATE_DT:
+                return p
+        return self.recent[0] if self.recent else None
+
     def sample(self, rd: Readings, live: LiveState, final: bool = False) -> StatsSnapshot:
         now = self.clock()
         now_ns = round(now * 1e9)
-        if self.prev is not None and now == self.prev.t and self._undo is not None:
+        if self.recent and now == self.recent[-1].t and self._undo is not None:
             # asked again at the same instant (the fake's simulated clock, after a command):
             # this sample replaces the last one instead of adding an empty interval
-            self.prev, self.cpu_acc = self._undo
-        self._undo = (self.prev, {k: list(v) for k, v in self.cpu_acc.items()})
+            self.recent, self.cpu_acc = self._undo
+        self._undo = (list(self.recent), {k: list(v) for k, v in self.cpu_acc.items()})
         t = 0.0 if live.t0 is None else max(0.0, now - live.t0)
-        prev = self.prev
+        prev = self.rate_base(now)
         dt = (now - prev.t) if prev else 0.0
         r = self._read()
         cur = _Prev(now, busy=r.busy, wframes=r.wframes)
@@ -318,7 +334,7 @@ class Accumulator:
         dut = None
         if rd.dut is not None:
             dut = self._dut(rd, prev, dt, t if live.t0 is not None else None, cur)
-        self.prev = cur
+        self.recent = [*self.recent[-(RECENT - 1) :], cur]
         self.seq += 1
         return StatsSnapshot(
             t=t,
