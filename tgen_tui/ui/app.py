@@ -11,7 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
+import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -30,6 +33,8 @@ from tgen_tui.ui.host import AsyncioEngineHost, GuestEngineHost
 from tgen_tui.ui.palette import PortCommands, ProfileCommands
 from tgen_tui.ui.record import ConsoleRecord
 from tgen_tui.ui.screens import VIEW_SCREENS, ConfirmQuit, ProfilePicker, RatePrompt, ViewScreen
+
+FORCED_EXIT_S = 8.0  # after SIGTERM/SIGHUP, the most the console may take to close
 
 Host = GuestEngineHost | AsyncioEngineHost
 HostBuilder = Callable[[str], "tuple[Host, object]"]  # profile path -> (host, compiled)
@@ -107,6 +112,7 @@ class TgenApp(App):
         self.exit_message: str | None = None
         self.quitting = False
         self.signal_name: str | None = None
+        self.on_forced_exit: Callable[[dict], object] | None = None  # stores the result (cli)
 
     # ------------------------------------------------------------------ lifecycle
     async def on_mount(self) -> None:
@@ -165,20 +171,41 @@ class TgenApp(App):
         if self.host is None:
             return
         await self.host.aclose()
-        eng = self.host.engine
-        if eng is not None and self.compiled is not None:
-            final = eng.latest_snapshot()
-            if final is not None:
-                self.record.observe(final, time.monotonic())
-                self.result = self.record.result(
-                    self.compiled, final, self.profile_path or "", self.desc, self.log_lines
+        self._build_result()
+
+    def _build_result(self) -> None:
+        """The session's result from the engine's last snapshot; --json written."""
+        eng = self.host.engine if self.host is not None else None
+        if self.result is not None or eng is None or self.compiled is None:
+            return
+        final = eng.latest_snapshot()
+        if final is not None:
+            self.record.observe(final, time.monotonic())
+            self.result = self.record.result(
+                self.compiled, final, self.profile_path or "", self.desc, self.log_lines
+            )
+            if self.signal_name:
+                self.result["signal"] = self.signal_name
+            if self.json_path:
+                Path(self.json_path).write_text(
+                    json.dumps(self.result, indent=2, default=str) + "\n"
                 )
-                if self.signal_name:
-                    self.result["signal"] = self.signal_name
-                if self.json_path:
-                    Path(self.json_path).write_text(
-                        json.dumps(self.result, indent=2, default=str) + "\n"
-                    )
+
+    def _forced_exit(self, code: int) -> None:
+        """The watchdog after SIGTERM/SIGHUP: Textual's shutdown can block for good writing
+        to a terminal that is gone (its writer queue full), so after FORCED_EXIT_S the
+        result is built, written and stored from this thread and the process exits (its
+        workers die with it: PR_SET_PDEATHSIG)."""
+        try:
+            self._build_result()
+            if self.result is not None and self.on_forced_exit is not None:
+                self.on_forced_exit(self.result)
+            sys.stderr.write(
+                f"tgen tui: {self.signal_name}: the console did not close in "
+                f"{FORCED_EXIT_S:.0f} s; exited with the result written\n"
+            )
+        finally:
+            os._exit(code)
 
     # ------------------------------------------------------------------ the tick
     def tick(self) -> None:
@@ -434,6 +461,9 @@ class TgenApp(App):
         if not self.quitting:
             self.signal_name = signal.Signals(sig).name
             self._log_line(f"{self.signal_name}: stopping every port and quitting")
+            dog = threading.Timer(FORCED_EXIT_S, self._forced_exit, (128 + int(sig),))
+            dog.daemon = True
+            dog.start()
             self.run_worker(self._stop_and_exit(128 + int(sig)), exclusive=True)
 
     async def _stop_and_exit(self, return_code: int = 0) -> None:

@@ -150,7 +150,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
             from tgen_tui.engine.cli_options import run_preflight
 
             run_preflight(
-                compiled, cores=parse_cores_option(args.cores), dut_netns=args.dut_netns,
+                compiled,
+                cores=parse_cores_option(args.cores),
+                dut_netns=args.dut_netns,
                 dut_ssh=args.dut_ssh,
             )
     from tgen_tui.ui.app import TgenApp
@@ -165,6 +167,10 @@ def cmd_tui(args: argparse.Namespace) -> int:
         profiles_dir=args.profiles_dir,
         results_db=getattr(args, "db", None),
     )
+    if not args.fake:
+        from tgen_tui.ui.record import store_session
+
+        app.on_forced_exit = lambda result: store_session(args, result)
     rc = app.run()
     if app.exit_message:
         print(app.exit_message, file=sys.stderr)
