@@ -34,6 +34,7 @@ from tgen_tui.engine.lanes import (
 )
 from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
+from tgen_tui.packets.flowsplit import split_warnings
 from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.profiles.units import line_rate_fps
@@ -122,6 +123,7 @@ class Setup:
                     lanes=lanes[pn],
                 )
         warnings += one_lane_warning(getattr(options, "lanes", None), kept)
+        warnings += split_warnings(programs, lanes)  # flows that cannot keep to one lane
         warnings += _host_warnings(compiled, used, options.cluster)
         return cls(
             compiled=compiled,
