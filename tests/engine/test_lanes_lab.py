@@ -152,3 +152,36 @@ async def test_clear_while_two_lanes_send_leaves_no_phantom_loss(nat_lab):
     # tx one, so rx may exceed tx by those (as with one lane); none is lost or doubled
     assert up.tx_frames > 0 and up.rx_frames >= up.tx_frames
     assert (up.lost, up.duplicates, up.out_of_order) == (0, 0, 0)
+
+
+@pytest.mark.trio
+async def test_af_xdp_lanes_bind_their_queue_and_split_odd_flows(nat_lab):
+    """The lab's veths have a queue per CPU: lane 1's AF_XDP socket binds queue 1 of p0
+    (on a one-queue veth it is refused). 63 flows over 2 lanes (a flow split: 32 + 31
+    flows), 10 cycles: every frame sent once, the DUT sees each flow once."""
+    streams = stream_yaml(
+        "odd",
+        "p0",
+        rx_port="p1",
+        pps=5000,
+        src_ports="{min: 20000, max: 20062, mode: inc}",
+        extra="    mode: {type: burst, count: 630}",
+    )
+    text = profile_yaml(nat_lab, streams)
+    old = f"p0: {{interface: p0, netns: {nat_lab}-tester}}"
+    new = f"p0: {{interface: p0, netns: {nat_lab}-tester, lanes: 2, tx_path: af_xdp}}"
+    c = compile_profile(load_profile_text(text.replace(old, new)))
+    d_ns = lab.dut_netns(nat_lab)
+    before = lab.conntrack_count(d_ns)
+    async with open_engine(c, EngineOptions(drain_ms=300, cores=[0, 1])) as eng:
+        await eng.start()
+        with trio.fail_after(20):
+            while not eng.ports_done_sending():
+                await trio.sleep(0.1)
+        await eng.stop()
+        snap = await eng.final_snapshot()
+    s, p0, p1 = snap.stream("odd"), snap.port("p0"), snap.port("p1")
+    assert s.tx_frames == p0.tx_frames == p0.if_tx_frames == 630
+    assert s.rx_frames == p1.rx_frames == p1.if_rx_frames == 630
+    assert (s.lost, s.out_of_order, s.duplicates) == (0, 0, 0)
+    assert lab.conntrack_count(d_ns) - before == 63

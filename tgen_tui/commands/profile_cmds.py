@@ -138,7 +138,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
             )
             for line in _summary(prof):
                 print(line)
+        for line in _lane_warnings(prof):  # never silenced, not even by --quiet
+            print(f"{f}: warning: {line}", file=sys.stderr)
     return int(ExitCode.BAD_INPUT) if failed else 0
+
+
+def _lane_warnings(profile) -> list[str]:
+    """Streams on ports with several lanes whose flows cannot each keep to one lane."""
+    lanes = {n: p.lanes for n, p in profile.ports.items() if getattr(p, "lanes", 1) > 1}
+    if not lanes or not profile.streams:
+        return []
+    from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.packets.flowsplit import split_warnings
+
+    return split_warnings(compile_profile(profile).streams, lanes)
 
 
 def cmd_pcap(args: argparse.Namespace) -> int:

@@ -46,6 +46,27 @@ def port_lanes(
     return {p: int(getattr(compiled.ports[p], "lanes", 1) or 1) for p in used}
 
 
+def live_learn_ports(programs) -> frozenset[str]:
+    """Ports of ``learn: true`` exchanges: each reply stream's port (it learns the tuples
+    that arrive there) and the port it replies to (that one verifies the flows). Each
+    keeps one lane: a lane receives only its fanout share of the frames, so it would
+    learn (or verify) only a share, and the port's report is one worker's."""
+    from tgen_tui.packets.program import LIVE_TABLE
+
+    live = [p for p in programs if p.table == LIVE_TABLE]
+    return frozenset(p.port for p in live) | frozenset(p.rx_port for p in live if p.rx_port)
+
+
+def one_lane_warning(override: int | None, kept: list[str]) -> list[str]:
+    """The line that says ``--lanes N`` left these ports with one lane (never silent)."""
+    if not override or override <= 1 or not kept:
+        return []
+    return [
+        f"--lanes {override}: port {', '.join(kept)} keeps one lane (it learns tuples or "
+        "verifies flows: each lane would see only its fanout share)"
+    ]
+
+
 def plan_lanes(
     port_streams: dict[str, list[str]], lanes: dict[str, int], cores: list[int]
 ) -> tuple[list[WorkerPlan], list[str]]:

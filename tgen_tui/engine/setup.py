@@ -25,9 +25,16 @@ from tgen_tui.engine.api import (
     WorkerInfo,
 )
 from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
-from tgen_tui.engine.lanes import assignment_lines, plan_lanes, port_lanes
+from tgen_tui.engine.lanes import (
+    assignment_lines,
+    live_learn_ports,
+    one_lane_warning,
+    plan_lanes,
+    port_lanes,
+)
 from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
+from tgen_tui.packets.flowsplit import split_warnings
 from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.profiles.units import line_rate_fps
@@ -68,10 +75,18 @@ class Setup:
         port_streams = {p: [s.name for s in programs if s.port == p] for p in used}
         cores = options.cores or default_cores()
         try:
-            learning = frozenset(options.learn or ())
+            live = live_learn_ports(programs)  # learn: true exchanges: one lane too
+            learning = frozenset(options.learn or ()) | live
             lanes = port_lanes(compiled, used, getattr(options, "lanes", None), learning)
         except ValueError as e:
             raise BadInput(str(e)) from None
+        live_lanes = [p for p in used if p in live and lanes.get(p, 1) > 1]
+        if live_lanes:  # tgen validate says it with the profile's line (profiles/models.py)
+            raise BadInput(
+                f"lanes: port {', '.join(live_lanes)} is in a learn: true exchange (it learns "
+                "tuples or verifies flows): such a port has one lane"
+            )
+        kept = [p for p in used if p in learning and p not in live_lanes]
         if options.cluster and max(lanes.values(), default=1) > 1:
             raise BadInput("lanes: sender lanes are not supported with --cluster yet (use lanes: 1)")
         learners = [p for p in (options.learn or {}) if lanes.get(p, 1) > 1]
@@ -107,6 +122,8 @@ class Setup:
                     gateway6_mac=(neigh.get(pn) or {}).get("gw6"),
                     lanes=lanes[pn],
                 )
+        warnings += one_lane_warning(getattr(options, "lanes", None), kept)
+        warnings += split_warnings(programs, lanes)  # flows that cannot keep to one lane
         warnings += _host_warnings(compiled, used, options.cluster)
         return cls(
             compiled=compiled,

@@ -174,15 +174,35 @@ def _ns_base_sysctls(netns: str, *, forward: bool) -> None:
     commands.sysctl_set(netns, values)
 
 
+#: Queues of every lab veth (tx and rx, both ends): one per CPU, at least 2, so that AF_XDP
+#: sender lanes can bind queue L of the lab's own ports (worker/fanout.open_lane_tx). RPS is
+#: set on every rx queue (_apply_rps), so the receive work spreads as with one queue.
+LAB_QUEUES = max(2, os.cpu_count() or 1)
+
+
+def _queue_count(netns: str, ifname: str) -> int:
+    """The interface's rx queues in use (sysfs ``queues/rx-*``; ``ip -d``'s numrxqueues is
+    the allocated count: a veth made without numrxqueues has as many, but uses one)."""
+    cp = commands.run(
+        ["sh", "-c", f"ls -d /sys/class/net/{ifname}/queues/rx-*"], netns=netns, check=False
+    )
+    return len(cp.stdout.split())
+
+
 def _ensure_veth(ns_a: str, a: str, ns_b: str, b: str, links_a: dict, links_b: dict) -> None:
+    """The veth pair ``a``/``b`` with LAB_QUEUES queues; a pair made by an older ``up`` with
+    fewer queues is made again (``_build`` then restores addresses, routes and neighbours)."""
     if a in links_a and b in links_b:
-        return
+        if min(_queue_count(ns_a, a), _queue_count(ns_b, b)) >= LAB_QUEUES:
+            return
     if a in links_a:
         commands.run(["ip", "-n", ns_a, "link", "del", a], check=False)
     if b in links_b:
         commands.run(["ip", "-n", ns_b, "link", "del", b], check=False)
+    q = ["numtxqueues", str(LAB_QUEUES), "numrxqueues", str(LAB_QUEUES)]
     commands.run(
-        ["ip", "-n", ns_a, "link", "add", a, "type", "veth", "peer", "name", b, "netns", ns_b]
+        ["ip", "-n", ns_a, "link", "add", a, *q, "type", "veth", "peer", "name", b, *q]
+        + ["netns", ns_b]
     )
 
 
@@ -269,17 +289,22 @@ def _apply_dut(cfg: LabConfig, state: dict) -> None:
     )
 
 
-def _rps_path(ifname: str) -> str:
-    return f"/sys/class/net/{ifname}/queues/rx-0/rps_cpus"
+def _rps_path(ifname: str, queue: int = 0) -> str:
+    return f"/sys/class/net/{ifname}/queues/rx-{queue}/rps_cpus"
+
+
+def _rps_all(names: tuple[str, ...], mask: str) -> dict[str, str]:
+    """The same RPS mask on every rx queue of every interface in ``names``."""
+    return {_rps_path(n, q): mask for n in names for q in range(LAB_QUEUES)}
 
 
 def _apply_rps(cfg: LabConfig) -> None:
     if cfg.rps_cpus is None:
         return
     mask = cfg.rps_cpus
-    commands.write_sys_files(tester_netns(cfg.prefix), {_rps_path(P0): mask, _rps_path(P1): mask})
+    commands.write_sys_files(tester_netns(cfg.prefix), _rps_all((P0, P1), mask))
     if cfg.topology in DUT_TOPOLOGIES:
-        commands.write_sys_files(dut_netns(cfg.prefix), {_rps_path(D0): mask, _rps_path(D1): mask})
+        commands.write_sys_files(dut_netns(cfg.prefix), _rps_all((D0, D1), mask))
 
 
 # ---------------------------------------------------------------- public API

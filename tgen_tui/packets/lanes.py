@@ -1,12 +1,14 @@
 """Sender lanes: one stream's frames split over N sender workers of one port.
 
-Lane ``L`` of ``N`` sends the stream's frames ``i = k*N + L`` (k = 0, 1, 2, ...): the
-union of the lanes' frames is exactly the frame sequence one sender would send, so every
-field program keeps its meaning. An ``inc`` field of span S with N dividing S gives each
-lane a disjoint share of the flows (flow ``i mod S`` with ``i = L mod N``), so each flow
-keeps its order; a unique permutation still sends each tuple once per cycle of S frames
-(the lanes split one cycle's indexes between them); RFC 4814 random values stay the ones
-the single sender would draw.
+Lane ``L`` of ``N`` sends the stream's frames ``i = k*N + L`` (k = 0, 1, 2, ...) when N
+divides the stream's flow period P (:mod:`tgen_tui.packets.flowsplit`), else the frames
+of the flows ``r mod N == L`` (r = i mod P): either way the union of the lanes' frames is
+exactly the frame sequence one sender would send, so every field program keeps its
+meaning, and with fixed/inc/dec/unique/table(fixed, inc, dec) fields each flow is sent by
+one lane only, in order. A unique permutation still sends each tuple once per cycle (the
+lanes split one cycle's indexes between them); RFC 4814 random values stay the ones the
+single sender would draw (a stream with random fields is split by frame: its flows are
+not kept on one lane, and the run says so).
 
 Each lane has its own sequence space: its signature carries the lane-local frame number
 ``k`` as ``seq`` and, as the stream index, ``index + L * block`` (``block``: the number of
@@ -16,7 +18,8 @@ rows of a stream (:mod:`tgen_tui.engine.lanes`).
 
 Pacing: frame ``i`` of the stream is due at ``start + i/pps``; the lane's frame ``k`` is
 ``i = k*N + L``, due at ``start + L/pps + k/(pps/N)``: the lane runs at ``pps/N`` from
-``start + L/pps``. Bursts and counts are divided the same way.
+``start + L/pps``. Bursts and counts are divided the same way. A flow split (N does not
+divide P) runs lane L at its share ``pps * c_L / P`` (c_L: its flows).
 
 Imports: numpy and the packets' own plain-data modules (workers use this).
 """
@@ -28,6 +31,7 @@ import dataclasses
 import numpy as np
 
 from tgen_tui.packets.batch import BatchBuilder
+from tgen_tui.packets.flowsplit import LaneSplit, flow_period
 from tgen_tui.packets.program import Schedule, StreamProgram
 
 
@@ -59,22 +63,22 @@ def lane_pps(pps: float, lane: Lane) -> float:
     return pps / lane.lanes
 
 
-def lane_schedule(s: Schedule, lane: Lane) -> Schedule:
-    """The schedule of ``lane``'s share of a stream (see the module docstring)."""
+def lane_schedule(s: Schedule, lane: Lane, split: LaneSplit | None = None) -> Schedule:
+    """The schedule of ``lane``'s share of a stream (see the module docstring); ``split``:
+    the lane's flow split (LaneBuilder.split), None for the plain frame split."""
     if lane.lanes == 1:
         return s
     n = lane.lanes
+    split = split or LaneSplit(lane.lane, n, None)
     start = s.start_s + (lane.lane / s.pps if s.pps > 0 else 0.0)
+    share = split.share
+    count = split.count(s.count)
+    if share <= 0:  # a lane without a flow of this stream: nothing is ever due
+        share, count = 1.0 / n, 0
     burst = s.burst
     if burst:
-        burst = max(1, lane_count(burst, lane) or 0)
-    return dataclasses.replace(
-        s,
-        pps=s.pps / n,
-        count=lane_count(s.count, lane),
-        start_s=start,
-        burst=burst,
-    )
+        burst = max(1, split.count(burst) or 0)
+    return dataclasses.replace(s, pps=s.pps * share, count=count, start_s=start, burst=burst)
 
 
 class LaneBuilder(BatchBuilder):
@@ -89,10 +93,12 @@ class LaneBuilder(BatchBuilder):
         self._lchunk: list = []
         sig = dataclasses.replace(program, index=lane.sig_index(program.index))
         super().__init__(sig, max_batch=max_batch)
+        rows = len(self._table_cols[0]) if self._table_cols else None
+        self.split = LaneSplit(lane.lane, lane.lanes, flow_period(program, rows))
 
     def global_index(self, k: np.ndarray) -> np.ndarray:
-        """The stream's frame indexes of the lane's frames ``k``."""
-        return k * self._n + self._l
+        """The stream's frame indexes of the lane's frames ``k`` (flowsplit.LaneSplit)."""
+        return self.split.index(k)
 
     def field_values(self, idx: np.ndarray, contiguous: bool = False) -> list[np.ndarray]:
         # lane frames k -> the stream's frames; the chunk caches of the parent assume

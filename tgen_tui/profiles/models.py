@@ -772,6 +772,24 @@ class Dut(Strict):
     )
 
 
+def _learn_lane_problems(profile, s, where: str) -> list[str]:
+    """A learn: true reply stream's port (it learns) and its rx_port (it verifies the
+    flows) have one lane: each lane receives only a fanout share of the frames."""
+    if not s.learn:
+        return []
+    out = []
+    for field, port in (("port", s.port), ("rx_port", s.rx_port)):
+        spec = profile.ports.get(port) if port is not None else None
+        n = getattr(spec, "lanes", 1) if spec is not None else 1
+        if n > 1:
+            out.append(
+                f"{where}.{field}: port {port} has lanes: {n}, but a learn: true reply stream's "
+                "ports (the learner and the flow verifier) have one lane: each lane would see "
+                "only its fanout share of the frames"
+            )
+    return out
+
+
 class Profile(Strict):
     """A tgen-tui traffic profile: ports and the streams they send."""
 
@@ -818,6 +836,7 @@ class Profile(Strict):
                 problems.append(
                     f"{where}.rx_port: unknown port {s.rx_port!r} (ports: {', '.join(self.ports)})"
                 )
+            problems += _learn_lane_problems(self, s, where)
             if s.enabled and self.ports[s.port].rate is None:
                 speed = self.ports[s.port].speed
                 _, _, mean = size_bounds(s.size)

@@ -64,7 +64,9 @@ class TxStream:
         self.max_batch = max_batch
         self.row[C.T_STREAM] = prog.index
         self.row[C.T_PORT] = port_idx
-        self.schedule = prog.schedule if lane is None else lane_schedule(prog.schedule, lane)
+        split = getattr(self.builder, "split", None)  # the lane's flow split (LaneBuilder)
+        self.share = split.share if split is not None else 1.0 / self.lanes  # of the rate
+        self.schedule = prog.schedule if lane is None else lane_schedule(prog.schedule, lane, split)
         self.paused = False
         self.stamp_every = 0  # the kernel stamps frames with seq % stamp_every == 0 (0: none)
         self.ref_every = 0  # else: user-space send times of those frames, for the range
@@ -89,7 +91,9 @@ class TxStream:
         self.done = t == 0
         self.next_due_s = self.dt.due_one(0)
         self.late = 0
-        self.row[C.T_REQ_MPPS] = 0 if self.paused else round(self.schedule.pps * 1000)
+        self.row[C.T_REQ_MPPS] = (
+            0 if self.paused or self.share <= 0 else round(self.schedule.pps * 1000)
+        )
         self.row[C.T_FIRST_TX_NS] = 0
         self.row[C.T_LAST_TX_NS] = 0
 
@@ -135,7 +139,7 @@ class TxStream:
         self.total = None if t is None else self.idx_base + t
         self.done = self.total is not None and self.sent >= self.total
         self.next_due_s = self.t_base + self.dt.due_one(self.sent - self.idx_base)
-        self.row[C.T_REQ_MPPS] = 0 if self.paused else round(pps * 1000)
+        self.row[C.T_REQ_MPPS] = 0 if self.paused or self.share <= 0 else round(pps * 1000)
 
 
 # ---------------------------------------------------------------------- ports
@@ -494,7 +498,8 @@ class Worker:
                     self.pending_stop_ids[p.name] = rid
         elif isinstance(msg, P.SetRate):
             st, rel = self._stream(msg.stream)
-            st.set_rate(float(msg.pps) / st.lanes, rel)
+            if st.share > 0:  # a lane without a flow of the stream has nothing to pace
+                st.set_rate(float(msg.pps) * st.share, rel)
             self._resample(st)
             self.emit(P.RateSet(stream=st.index, pps=float(msg.pps), id=rid))
         elif isinstance(msg, P.Pause | P.Resume):
