@@ -32,6 +32,7 @@ def _snap(p1_ring_drops: int, up_lost: int, down_lost: int, dut: bool = True) ->
 class _Prog:
     def __init__(self, name: str, port: str, rx_port: str) -> None:
         self.name, self.port, self.rx_port = name, port, rx_port
+        self.l3 = 4
 
 
 def _causes() -> LossCauses:

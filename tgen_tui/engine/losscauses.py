@@ -105,6 +105,7 @@ class LossCauses:
                 p.name,
                 rx_port=p.rx_port,
                 through_dut=channel is not None if through_dut is None else through_dut,
+                family=p.l3 if p.l3 in (4, 6) else None,
             )
             for p in programs
         }
@@ -123,6 +124,7 @@ class LossCauses:
                     rx_port=p.rx_port,
                     through_dut=True,
                     to_dut=(dst in local) if (dst is not None and local) else None,
+                    family=p.l3 if p.l3 in (4, 6) else None,
                 )
         self.rebase()
 
