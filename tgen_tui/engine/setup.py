@@ -26,6 +26,7 @@ from tgen_tui.engine.api import (
 )
 from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
 from tgen_tui.engine.lanes import assignment_lines, plan_lanes, port_lanes
+from tgen_tui.engine.neighbours import interface_mac
 from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
@@ -106,6 +107,10 @@ class Setup:
                     gateway_mac=(neigh.get(pn) or {}).get("gw4"),
                     gateway6_mac=(neigh.get(pn) or {}).get("gw6"),
                     lanes=lanes[pn],
+                    mac=(neigh.get(pn) or {}).get("mac")
+                    or (None if options.cluster else interface_mac(spec.netns, spec.interface)),
+                    gateway=str(spec.gateway) if getattr(spec, "gateway", None) else None,
+                    gateway6=str(spec.gateway6) if getattr(spec, "gateway6", None) else None,
                 )
         warnings += _host_warnings(compiled, used, options.cluster)
         return cls(
