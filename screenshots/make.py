@@ -7,7 +7,9 @@ the real engine against a lab this script brings up (unique prefix) and removes.
 Each size runs ``profiles/lab.yaml`` (its namespaces renamed to the script's lab), starts
 both ports from the keyboard (``S``), lets them send, stops p0 (``0`` ``t``), selects p1,
 then saves Main, Streams, DUT, Workers, Log, Help, the port page, Results and the editor, and quits with
-``q`` ``y``. The Results screen shows three short ``tgen run``s of the same lab stored as builds
+``q`` ``y``. Streams and DUT are shot with a 1 % random drop on the DUT (set after the Main shot,
+while p1 sends, removed after the DUT shot), so the Streams "why" line (cursor on ``down``) and
+the DUT's drop counters show a real cause: the nft rule. The Results screen shows three short ``tgen run``s of the same lab stored as builds
 b1, b2 and b3 (b3 with 10 % random drop on the DUT, so it is marked worse).
 """
 
@@ -27,6 +29,9 @@ from tgen_tui.ui.actions import VIEW_KEYS  # noqa: E402
 
 VIEWS = VIEW_KEYS  # main, streams, dut, workers, log, help
 SIZES = [(80, 24), (120, 36), (160, 48)]
+DROP_PERCENT = 1.0  # on the DUT for the Streams and DUT shots
+LOSS_SECONDS = 6.0  # p1 sends through the drop; > 5 s: a new rule is found at the reader's next
+# re-listing of the ruleset (every 50 reads)
 
 
 def seed_results(prefix: str, db: Path) -> None:
@@ -60,6 +65,7 @@ async def shoot(
     from textual.widgets import Input, OptionList
 
     from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.lab import topology
     from tgen_tui.packets.compile import compile_profile
     from tgen_tui.profiles.loader import load_profile_text
     from tgen_tui.ui.app import TgenApp
@@ -91,11 +97,18 @@ async def shoot(
         await pilot.press("0", "t", "1")
         await pilot.pause(1.5)
         for key, view in VIEWS:
+            if view == "streams":  # loss with a cause for the Streams and DUT shots
+                await asyncio.to_thread(topology.set_dut, prefix, drop_percent=DROP_PERCENT)
+                await pilot.pause(LOSS_SECONDS)
             await pilot.press(key)
+            if view == "streams":
+                await pilot.press("down")  # the down stream: p1 still sends
             await pilot.pause(0.6)
             name = f"{view}-{w}x{h}.svg"
             app.save_screenshot(filename=name, path=str(out))
             written.append(name)
+            if view == "dut":
+                await asyncio.to_thread(topology.set_dut, prefix, drop_percent=0.0)
         await pilot.press("R")
         await pilot.pause(1.0)
         name = f"results-{w}x{h}.svg"
@@ -134,6 +147,12 @@ def main() -> int:
         help="how long both ports send before the shots (the charts show this much history)",
     )
     ap.add_argument("--out", default=str(ROOT / "screenshots"))
+    ap.add_argument(
+        "--size",
+        action="append",
+        choices=[f"{w}x{h}" for w, h in SIZES],
+        help="only this size (repeatable; default: all)",
+    )
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("screenshots/make.py: needs root (it brings up a lab)", file=sys.stderr)
@@ -149,6 +168,8 @@ def main() -> int:
     try:
         seed_results(prefix, db)
         for size in SIZES:
+            if args.size and f"{size[0]}x{size[1]}" not in args.size:
+                continue
             names = asyncio.run(shoot(prefix, size, out, args.seconds, db))
             print(f"{size[0]}x{size[1]}: " + ", ".join(names))
     finally:

@@ -103,3 +103,16 @@ def test_the_tester_hosts_backlog_is_on_every_path() -> None:
     assert on_path(host, UP) and on_path(host, DOWN) and on_path(host, direct)
     att = attribute({"up": 30, "down": 10}, {host: 40}, PATHS)
     assert _frames(att, "up") == {host: 30} and _frames(att, "down") == {host: 10}
+
+
+def test_a_counter_of_one_ip_version_goes_to_that_versions_streams_only() -> None:
+    # a router without ARP and ND for the receiver: v4 and v6 lose to their own tables
+    # (the two split equally before, each stream then named both tables)
+    nd = ("neighbour_unresolved", "ndisc_cache unresolved_discards", "host")
+    v4 = StreamPath("v4", dut_in="d0", dut_out="d1", rx_port="p1", family=4)
+    v6 = StreamPath("v6", dut_in="d0", dut_out="d1", rx_port="p1", family=6)
+    att = attribute({"v4": 9800, "v6": 9700}, {ARP: 9800, nd: 9700}, {"v4": v4, "v6": v6})
+    assert _frames(att, "v4") == {ARP: 9800} and _frames(att, "v6") == {nd: 9700}
+    assert not on_path(NOPORT, StreamPath("x", to_dut=True, family=6))
+    assert on_path(("delivered_to_dut_no_port", "Udp6NoPorts", "dut"), StreamPath("x", family=6))
+    assert on_path(ARP, StreamPath("unknown"))  # family unknown: on every path, as before

@@ -32,6 +32,7 @@ def _snap(p1_ring_drops: int, up_lost: int, down_lost: int, dut: bool = True) ->
 class _Prog:
     def __init__(self, name: str, port: str, rx_port: str) -> None:
         self.name, self.port, self.rx_port = name, port, rx_port
+        self.l3 = 4
 
 
 def _causes() -> LossCauses:
@@ -93,3 +94,18 @@ def test_the_fake_reading() -> None:
     r = simulated_reading(2.0, 42, [25.0, 100.0])
     assert r.values == {FAKE_RULE: 42} and r.cpu_note and "simulated" in r.cpu_note
     assert r.cpu[0][3] == 150 and r.cpu[1][3] == 0  # idle ticks over 2 s at 100 Hz
+
+
+def test_a_rule_made_after_the_baseline_counts_from_zero() -> None:
+    # `tgen lab set --drop-percent 1` during a session: the rule is new, its counter
+    # starts at 0 (it counted nothing before: all of it is since the start); a counter
+    # of another kind missing from the baseline counts from its first value seen
+    lc = _causes()
+    rule = ("nft_rule_drop", "nft ip tgen_lab fwd_drop handle 9 drop", "dut")
+    ip = ("ip_in_discard", "IpInDiscards", "dut")
+    lc.apply(_snap(0, 0, 0), CounterReading(1.0, {TBF: 100, rule: 30, ip: 1000}, ()))
+    snap = lc.apply(_snap(0, 0, 50), CounterReading(2.0, {TBF: 100, rule: 45, ip: 1005}, ()))
+    assert {(c.counter, c.frames) for c in snap.stream("down").loss_causes} == {
+        (rule[1], 45),
+        ("IpInDiscards", 5),
+    }

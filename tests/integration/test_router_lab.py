@@ -89,6 +89,10 @@ def test_dual_stack_through_the_router_loses_nothing_and_the_dut_learns_us(route
         assert (
             p.gateway_mac == p.gateway6_mac == (D0_MAC if p.name == "p0" else "02:74:67:00:01:fe")
         )
+        assert p.mac == (P0_MAC if p.name == "p0" else P1_MAC)  # the interface's own
+        assert (p.gateway, p.gateway6) == (
+            ("198.18.0.1", "2001:2::1") if p.name == "p0" else ("198.19.0.1", "2001:2:0:1::1")
+        )
     ours = {
         ("198.18.0.2", "d0"): P0_MAC,
         ("198.19.0.2", "d1"): P1_MAC,

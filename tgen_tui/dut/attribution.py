@@ -14,7 +14,8 @@ The rule (:data:`SPLIT_RULE`, recorded with every result):
    (conntrack, nftables, SNMP, neighbour tables, softnet) on every stream through the
    DUT. An interface whose streams are unknown (no mapping, e.g. over ssh) is on every
    path. Local-delivery counters (UdpNoPorts, UdpInErrors) are on the path of streams
-   addressed to the DUT itself, when that is known.
+   addressed to the DUT itself, when that is known. A counter of one IP version only
+   (arp_cache, Ip*/Udp* vs ndisc_cache, Ip6*/Udp6*) is on that version's streams only.
 2. Counters on fewer paths are matched first (a counter on one path is that stream's
    alone); ties go by :data:`CAUSE_ORDER`.
 3. A counter on several paths is split in proportion to each stream's loss still
@@ -29,12 +30,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tgen_tui.dut.counters import IF_COUNTERS, Key, is_loss_cause
+from tgen_tui.dut.counters import IF_COUNTERS, SNMP_COUNTERS, Key, is_loss_cause
 
 SPLIT_RULE = (
     "counters on fewer stream paths are matched first; a counter on several paths is split "
     "in proportion to each stream's still unexplained lost frames (largest remainder); "
-    "counts beyond the loss are 'excess'"
+    "counts beyond the loss are 'excess'; an IPv4-only counter (arp_cache, Ip*, Udp*) is on "
+    "IPv4 streams' paths only, an IPv6-only one (ndisc_cache, Ip6*, Udp6*) on IPv6 streams' only"
 )
 
 #: tie-break between counters on as many paths: the earlier in the data path first
@@ -123,6 +125,7 @@ class StreamPath:
     rx_port: str | None = None
     through_dut: bool = True
     to_dut: bool | None = None
+    family: int | None = None  # 4 or 6: the IP version (None: unknown or not IP)
 
 
 @dataclass(frozen=True)
@@ -133,9 +136,25 @@ class Attribution:
     excess: dict[Key, int]
 
 
+def counter_family(counter: str) -> int | None:
+    """The IP version a counter counts only (4: arp_cache, Ip*, Udp*; 6: ndisc_cache,
+    Ip6*, Udp6*), or None (any)."""
+    if counter.startswith("arp_cache"):
+        return 4
+    if counter.startswith("ndisc_cache"):
+        return 6
+    if counter in SNMP_COUNTERS:
+        return 6 if counter.startswith(("Ip6", "Udp6")) else 4
+    return None
+
+
 def on_path(key: Key, path: StreamPath) -> bool:
-    """Whether the counter ``key`` counts where ``path`` goes (rule 1)."""
+    """Whether the counter ``key`` counts where ``path`` goes (rule 1; an IPv4-only or
+    IPv6-only counter is on the paths of that family's streams only)."""
     cause, counter, where = key
+    fam = counter_family(counter)
+    if fam is not None and path.family is not None and fam != path.family:
+        return False
     if where == "tester host":  # the tester host's own (softnet backlog): every stream
         return True
     if where.startswith("tester "):

@@ -208,6 +208,9 @@ def port_stats(
         host=pc.host,
         gateway_mac=getattr(pc, "gateway_mac", None),
         gateway6_mac=getattr(pc, "gateway6_mac", None),
+        mac=getattr(pc, "mac", None),
+        gateway=getattr(pc, "gateway", None),
+        gateway6=getattr(pc, "gateway6", None),
     )
 
 

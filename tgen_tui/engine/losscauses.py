@@ -44,6 +44,8 @@ CPU_SPAN = 0.5  # s: the shortest span the DUT's CPU figures are taken over
 #: this host's backlog drops, when the DUT reader does not read them (ssh, no DUT)
 TESTER_SOFTNET: Key = ("backlog_drop", "softnet_stat dropped", "tester host")
 SOFTNET_PATH = "/proc/net/softnet_stat"
+#: causes whose counters belong to an object made with its counter at 0 (an nft rule, a qdisc)
+CREATED_FROM_ZERO = frozenset({"nft_rule_drop", "nft_rule_reject", "qdisc_drop", "qdisc_overlimit"})
 #: the counter the fake engine's simulated DUT drops its frames with
 FAKE_RULE: Key = ("nft_rule_drop", "nft ip tgen_lab fwd_drop handle 4 drop", "dut")
 
@@ -100,11 +102,13 @@ class LossCauses:
         self._cpu_ref: CounterReading | None = None
         self._cpu_last: tuple = ()
         self.prev: CounterReading | None = None
+        self._late: dict[Key, int] = {}  # first values of counters missing from the baseline
         self.paths: dict[str, A.StreamPath] = {
             p.name: A.StreamPath(
                 p.name,
                 rx_port=p.rx_port,
                 through_dut=channel is not None if through_dut is None else through_dut,
+                family=p.l3 if p.l3 in (4, 6) else None,
             )
             for p in programs
         }
@@ -123,12 +127,14 @@ class LossCauses:
                     rx_port=p.rx_port,
                     through_dut=True,
                     to_dut=(dst in local) if (dst is not None and local) else None,
+                    family=p.l3 if p.l3 in (4, 6) else None,
                 )
         self.rebase()
 
     def rebase(self) -> None:
         """A new baseline (a full clear)."""
         self.base = self.prev = self.read()
+        self._late = {}
 
     def read(self) -> CounterReading:
         """One reading of the DUT (blocking; the sampler calls it from a thread), plus this
@@ -150,6 +156,15 @@ class LossCauses:
             self._softnet = os.open(SOFTNET_PATH, os.O_RDONLY | os.O_CLOEXEC)
         return self._softnet
 
+    def _baseline(self, base: CounterReading, k: Key, v: int) -> int:
+        """``k``'s baseline value. A counter missing from the baseline: a rule or qdisc
+        made since (``tgen lab set`` during a session) counted from 0, as its counter
+        starts; any other counter from its first value seen."""
+        b = base.values.get(k)
+        if b is not None:
+            return b
+        return 0 if k[0] in CREATED_FROM_ZERO else self._late.setdefault(k, v)
+
     def apply(self, snap: StatsSnapshot, reading: CounterReading | None) -> StatsSnapshot:
         """``snap`` with each stream's causes, and the counters table and CPU in ``dut``."""
         deltas = tester_counters(snap.ports)
@@ -157,7 +172,7 @@ class LossCauses:
         base, prev = self.base, self.prev
         if reading is not None and base is not None:
             for k, v in reading.values.items():
-                deltas[k] = v - base.values.get(k, v)
+                deltas[k] = v - self._baseline(base, k, v)
                 if prev is not None and reading.t > prev.t:
                     rates[k] = (v - prev.values.get(k, v)) / (reading.t - prev.t)
         lost = {s.name: s.lost for s in snap.streams}

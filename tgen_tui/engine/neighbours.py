@@ -12,6 +12,7 @@ compiled port into the worker's ``l3`` entry, so the set-up stays pure.
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -90,6 +91,25 @@ def resolve_port(
         else:
             out[key] = mac_str(got)
     return out, problems
+
+
+def interface_mac(netns_name: str | None, interface: str) -> str | None:
+    """The interface's own MAC (an AF_PACKET socket bound to it, opened in its namespace
+    by a thread of its own); None when it cannot be read (no such interface or namespace,
+    not allowed)."""
+    from tgen_tui.worker.arpnd import mac_str
+    from tgen_tui.worker.netns import in_thread_netns
+
+    def read() -> bytes:
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0) as s:
+            s.bind((interface, 0))
+            return bytes(s.getsockname()[4][:6])
+
+    try:
+        mac = in_thread_netns(netns_name, read) if netns_name else read()
+    except OSError:
+        return None
+    return mac_str(mac) if len(mac) == 6 else None
 
 
 def resolve_all(
@@ -183,4 +203,11 @@ def l3_entry(spec: PortSpec, resolved: dict | None) -> dict | None:
     }
 
 
-__all__ = ["l3_entry", "resolve_again", "resolve_all", "resolve_gateways", "resolve_port"]
+__all__ = [
+    "interface_mac",
+    "l3_entry",
+    "resolve_again",
+    "resolve_all",
+    "resolve_gateways",
+    "resolve_port",
+]

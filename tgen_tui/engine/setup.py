@@ -32,6 +32,7 @@ from tgen_tui.engine.lanes import (
     plan_lanes,
     port_lanes,
 )
+from tgen_tui.engine.neighbours import interface_mac
 from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.flowsplit import split_warnings
@@ -121,6 +122,10 @@ class Setup:
                     gateway_mac=(neigh.get(pn) or {}).get("gw4"),
                     gateway6_mac=(neigh.get(pn) or {}).get("gw6"),
                     lanes=lanes[pn],
+                    mac=(neigh.get(pn) or {}).get("mac")
+                    or (None if options.cluster else interface_mac(spec.netns, spec.interface)),
+                    gateway=str(spec.gateway) if getattr(spec, "gateway", None) else None,
+                    gateway6=str(spec.gateway6) if getattr(spec, "gateway6", None) else None,
                 )
         warnings += one_lane_warning(getattr(options, "lanes", None), kept)
         warnings += split_warnings(programs, lanes)  # flows that cannot keep to one lane

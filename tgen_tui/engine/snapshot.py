@@ -67,6 +67,9 @@ class PortStats:
     host: str | None = None  # tester host under --cluster (None: the engine's machine)
     gateway_mac: str | None = None  # resolved by ARP at start (port ``gateway``), else None
     gateway6_mac: str | None = None  # resolved by ND at start (port ``gateway6``)
+    mac: str | None = None  # the port's own MAC, read from the interface at set-up
+    gateway: str | None = None  # the profile's port ``gateway`` (IPv4), if any
+    gateway6: str | None = None  # the profile's port ``gateway6``, if any
 
 
 @dataclass(frozen=True)

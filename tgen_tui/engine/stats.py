@@ -45,6 +45,9 @@ class PortSetup:
     gateway_mac: str | None = None  # the resolved MAC of the port's gateway (issue 19)
     gateway6_mac: str | None = None
     lanes: int = 1  # sender workers sharing the port (tgen_tui.engine.lanes)
+    mac: str | None = None  # the interface's own MAC (None: not read, e.g. a remote host)
+    gateway: str | None = None  # the profile's gateway addresses, as text
+    gateway6: str | None = None
 
 
 def ifc_key(host: str | None, netns: str | None) -> Any:

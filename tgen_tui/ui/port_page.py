@@ -1,7 +1,8 @@
 """The port page (``o`` or enter): everything about the selected port on one screen.
 
-Its link, speed, MAC and gateway (with the gateway's resolved MAC once the engine reports
-it: ``gateway_mac`` on the port's snapshot), the workers that serve it, the streams it
+Its link, speed, MAC (the interface's own, ``mac`` on the port's snapshot; the source MAC
+of its streams when the engine gives none, e.g. the fake), its gateways (IPv4, IPv6) with
+their resolved MACs (``gateway_mac``, ``gateway6_mac``), the workers that serve it, the streams it
 sends with their figures, and its charts (pps, lost frames/s, latency of its streams;
 sparkline rows at 80x24). The digits switch the page to another port.
 """
@@ -39,6 +40,18 @@ STREAM_ROWS: tuple[tuple[str, str, Any], ...] = (
 )
 
 
+def gateway_lines(port: PortStats) -> list[str]:
+    """One line per gateway the port has (IPv4, IPv6) with its MAC as resolved at start."""
+    return [
+        f" {label} {gw}   MAC {mac or 'not resolved'}"
+        for label, gw, mac in (
+            ("gateway ", getattr(port, "gateway", None), port.gateway_mac),
+            ("gateway6", getattr(port, "gateway6", None), port.gateway6_mac),
+        )
+        if gw
+    ]
+
+
 def port_mac(compiled: Any, port: PortStats) -> tuple[str, str]:
     """The port's MAC and where it comes from: the engine's reading if it gives one, else
     the source MAC its streams send from (the profile's ``eth.src``)."""
@@ -65,9 +78,11 @@ def info_text(port: PortStats, index: int, compiled: Any) -> Text:
     t.append(f" on core {port.core if port.core is not None else NONE}")
     mac, src = port_mac(compiled, port)
     t.append(f"\n MAC {mac}" + (f" ({src})" if src else ""))
-    gw = getattr(port, "gateway", None)
-    gw_mac = getattr(port, "gateway_mac", None)
-    t.append(f"   gateway {gw or NONE}   gateway MAC {gw_mac or NONE}")
+    gws = gateway_lines(port)
+    for line in gws:
+        t.append("\n" + line)
+    if not gws:
+        t.append(f"   gateway {NONE}   gateway MAC {NONE}")
     return t
 
 
@@ -118,7 +133,7 @@ class PortScreen(ViewScreen):
         g = self.query_one("#port-streams", Grid)
         g.define([(s, s) for s in self._streams] or [("-", "(sends nothing)")],
                  [(k, label) for k, label, _ in STREAM_ROWS])  # fmt: skip
-        self.query_one("#port-info").styles.height = 3
+        self.query_one("#port-info").styles.height = 3 + len(gateway_lines(snap.port(port)))
         serving = sum(port in w.ports for w in snap.workers)
         self.query_one("#port-workers").styles.height = max(1, 2 * serving)
         self._charts_on = charts_fit(self.app.size.width, self.app.size.height)
