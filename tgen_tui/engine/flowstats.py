@@ -128,6 +128,15 @@ def setup_latency(row: np.ndarray) -> SetupLatency | None:
     )
 
 
+def short_text(st: StreamStats) -> str:
+    """A table cell: ``256/256`` (flows verified / sent), ``L 256`` (tuples learned), "-"."""
+    if st.flows is not None:
+        return f"{st.flows_verified or 0:,}/{st.flows:,}"
+    if st.learned is not None:
+        return f"L {st.learned:,}"
+    return "-"
+
+
 def detail_line(st: StreamStats) -> str | None:
     """One line of a stream's stateful figures (the console), None when it has none:
     ``learned 256 (e.g. 198.19.0.1:40123 -> 198.19.0.2:7), verified 256/256, setup p50
@@ -154,5 +163,6 @@ __all__ = [
     "outage",
     "samples",
     "setup_latency",
+    "short_text",
     "stream_roles",
 ]

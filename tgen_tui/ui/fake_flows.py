@@ -5,7 +5,7 @@
   beginning at its port's start;
 - a ``learn: true`` stream's port learns one tuple per distinct flow of the streams that
   arrive there, as their frames arrive (no NAT: the tuple is the forward frame's own
-  source and destination, the source port counting up from the template's);
+  source and destination, the k-th flow's source port its field's minimum + k);
 - the forward stream's port sends its distinct flows and sees each verified once its
   reply stream has sent that many frames, each after SETUP_NS.
 """
@@ -32,11 +32,19 @@ def write_gap(row: np.ndarray, pps: float, frames: int, start_ns: int) -> None:
 
 
 def _tuple(prog, k: int) -> list[int]:
-    t, a, b = prog.template, prog.l3_offset, prog.l4_offset
-    src = int.from_bytes(t[a + 12 : a + 16], "big")
-    dst = int.from_bytes(t[a + 16 : a + 20], "big")
-    sport = (int.from_bytes(t[b : b + 2], "big") + k) & 0xFFFF
-    return [src, dst, sport, int.from_bytes(t[b + 2 : b + 4], "big")]
+    """The k-th flow's (src, dst, sport, dport): the template's, a varying field from its
+    minimum (+ k for the source port)."""
+    t = prog.template
+    varying = {f.offset: f for f in prog.fields if f.mode != "fixed"}
+
+    def val(off: int, width: int, k: int = 0) -> int:
+        f = varying.get(off)
+        if f is not None:
+            return f.min + (k % f.span)
+        return int.from_bytes(t[off : off + width], "big")
+
+    a, b = prog.l3_offset, prog.l4_offset
+    return [val(a + 12, 4), val(a + 16, 4), val(b, 2, k), val(b + 2, 2)]
 
 
 def write_flows(programs, flow_rows: dict[str, np.ndarray], received, sent) -> None:
