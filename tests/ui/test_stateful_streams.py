@@ -5,6 +5,7 @@ fake writes them into its counter blocks as the workers do (tgen_tui/ui/fake_flo
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from textual.widgets import DataTable, Static
@@ -12,7 +13,7 @@ from textual.widgets import DataTable, Static
 from tgen_tui.ui.port_page import PortScreen
 from tgen_tui.ui.widgets import Grid
 
-from .conftest import PROFILES, FrozenClock, make_app
+from .conftest import PROFILES, FrozenClock, make_app, settle
 
 
 def _learn_profile(tmp_path: Path) -> Path:
@@ -25,7 +26,8 @@ def _learn_profile(tmp_path: Path) -> Path:
 
 def test_streams_screen_shows_learned_tuples_and_verified_flows(tmp_path: Path) -> None:
     clock = FrozenClock()
-    app, _ = make_app(_learn_profile(tmp_path), clock=clock, tick_s=3600)
+    out = tmp_path / "session.json"
+    app, _ = make_app(_learn_profile(tmp_path), clock=clock, tick_s=3600, json_path=str(out))
     seen: dict = {}
 
     async def run() -> None:
@@ -58,6 +60,10 @@ def test_streams_screen_shows_learned_tuples_and_verified_flows(tmp_path: Path) 
             assert isinstance(app.screen, PortScreen)
             g = app.screen.query_one("#port-streams", Grid)
             seen["port_flows"] = str(g.cells.get(("flows", "up"), ""))
+            await pilot.press("T")
+            await settle(pilot, app, lambda: app.port_state("p0") == "stopped")
+            await pilot.press("q")
+            await pilot.pause(0.3)
 
     asyncio.run(run())
     assert seen["cells"] == {"up": "256/256", "down": "L 256"}
@@ -67,6 +73,10 @@ def test_streams_screen_shows_learned_tuples_and_verified_flows(tmp_path: Path) 
     assert "learned   256 tuples" in down
     assert "198.18.0.2:10000 -> 198.19.0.2:7" in down  # the first sample (no NAT in the fake)
     assert seen["port_flows"] == "256/256"
+    # the console's own result (ui/record.py) carries them too
+    res = json.loads(out.read_text())["streams"]
+    assert res["up"]["flows_verified"] == 256 and res["down"]["learned"] == 256
+    assert res["up"]["setup_latency_ns"]["p50"] is not None
 
 
 STREAMS_KEY = "f"  # keymap: view.streams
