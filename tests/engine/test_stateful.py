@@ -34,10 +34,10 @@ def _run(args: list[str]) -> subprocess.CompletedProcess:
 
 
 def test_learn_reply_stream_through_random_nat_ports(random_nat_lab, write_profile, tmp_path):
-    out = tmp_path / "r.json"
+    out, nd = tmp_path / "r.json", tmp_path / "r.ndjson"
     cp = _run(
         ["run", _profile(random_nat_lab, write_profile), "-d", "2", "--flush-dut"]
-        + ["--json", str(out), "--quiet"]
+        + ["--json", str(out), "--ndjson", str(nd), "--quiet"]
     )
     assert cp.returncode == 0, cp.stderr
     res = json.loads(out.read_text())
@@ -53,6 +53,28 @@ def test_learn_reply_stream_through_random_nat_ports(random_nat_lab, write_profi
     assert 0 < lat["min"] <= lat["p50"] <= lat["p99"] <= lat["max"]
     assert up["outage_ms"] >= 0 and down["outage_ms"] >= 0
     assert res["dut"]["conntrack_rise"] == FLOWS
+    _live_figures_rise_to_n(nd, res)
+
+
+def _live_figures_rise_to_n(nd, res) -> None:
+    """The NDJSON snapshots carry learned and flows_verified while the run goes on: never
+    falling, reaching N before the end, and the result's figures are the last snapshot's."""
+    snaps = [d for d in map(json.loads, nd.read_text().splitlines()) if "streams" in d]
+    learned = [d["streams"]["down"]["learned"] for d in snaps]
+    verified = [d["streams"]["up"]["flows_verified"] for d in snaps]
+    assert all(x is not None for x in learned + verified), (learned, verified)
+    assert learned == sorted(learned) and verified == sorted(verified)
+    assert learned[-1] == FLOWS and verified[-1] == FLOWS
+    assert FLOWS in verified[:-2] and FLOWS in learned[:-2]  # live: before the final ones
+    flows = [d["streams"]["up"]["flows"] for d in snaps]
+    assert flows == sorted(flows) and flows[-1] == FLOWS
+    last = snaps[-1]["streams"]
+    for name, keys in (
+        ("up", ("flows", "flows_verified", "setup_latency_ns", "outage_ms", "outage_at_s")),
+        ("down", ("learned", "learned_samples", "outage_ms", "outage_at_s")),
+    ):
+        for k in keys:
+            assert res["streams"][name][k] == last[name][k], (name, k)
 
 
 DROP = (

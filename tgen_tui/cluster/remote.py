@@ -126,7 +126,8 @@ class RemoteCounterView(C.CounterView):
     """A counter block copied from another host, refreshed in place before each sample.
 
     The header, slot layout and ``arr`` are those of the worker's block; the worker's
-    clock gauges the sampler reads (the heartbeat) are shifted into the engine's clock."""
+    clock gauges the sampler reads (the heartbeat, the receive gaps' start) are shifted
+    into the engine's clock."""
 
     def __init__(self, name: str, data: bytes, offset_ns: int = 0) -> None:
         self._buf = bytearray(data)
@@ -140,6 +141,9 @@ class RemoteCounterView(C.CounterView):
             w = self._w
             if w[C.H_HEARTBEAT_NS]:
                 w[C.H_HEARTBEAT_NS] -= self._offset_ns
+            _, _, rx = self.tables(w)  # when each stream's longest receive gap began
+            gap = rx[:, :, C.R_GAP_START]
+            gap[gap != 0] -= self._offset_ns
 
     def refresh(self, data: bytes) -> None:
         if self.arr is None or len(data) != len(self._buf):

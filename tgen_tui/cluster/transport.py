@@ -97,7 +97,7 @@ class ClusterTransport(LocalTransport):
             skew = link.rx_skews(d["name"], setup.programs)
             if skew:
                 d["clock_skew_ns"] = skew
-        finish_port_entries(st, entries, self.learn)
+        finish_port_entries(st, entries, self.learn, self.flows)  # live learn, verification
         await start_worker(nursery, h, entries, setup.n_streams)
         try:
             view = await trio.to_thread.run_sync(link.new_view, host, plan.id, st.shm_path)

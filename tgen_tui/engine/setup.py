@@ -25,6 +25,7 @@ from tgen_tui.engine.api import (
     WorkerInfo,
 )
 from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
+from tgen_tui.engine.flowstats import stream_roles
 from tgen_tui.engine.lanes import (
     assignment_lines,
     live_learn_ports,
@@ -268,7 +269,8 @@ class Setup:
         return stats.SampleContext(
             ports=tuple(self.ports.values()),
             streams=tuple(
-                stats.StreamCtx(p.name, p.index, p.port, p.rx_port) for p in self.programs
+                stats.StreamCtx(p.name, p.index, p.port, p.rx_port, role)
+                for p, role in zip(self.programs, stream_roles(self.programs), strict=True)
             ),
             n_streams=self.n_streams,
             warnings=self.warnings,

@@ -29,6 +29,18 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class SetupLatency:
+    """Time to first reply of the verified flows, in ns (tgen_tui.engine.flowstats)."""
+
+    min: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
+    avg: float | None = None
+
+
+@dataclass(frozen=True)
 class PortStats:
     """One tester port: worker counters next to the kernel's interface counters."""
 
@@ -108,6 +120,17 @@ class StreamStats:
     # and what no counter explains: shown always, never hidden
     loss_causes: tuple[LossCause, ...] = ()
     loss_unexplained: int = 0
+    # stateful figures (tgen_tui.engine.flowstats), None where they do not apply: a
+    # ``learn: true`` stream's tuples learned (and the first few, "NAT a:p -> own a:p"); a
+    # forward stream's flows sent, verified (reply received) and setup latency; every
+    # received stream's longest receive gap and when it began (s from the first start)
+    learned: int | None = None
+    learned_samples: tuple[str, ...] | None = None
+    flows: int | None = None
+    flows_verified: int | None = None
+    setup_latency_ns: SetupLatency | None = None
+    outage_ms: float | None = None
+    outage_at_s: float | None = None
 
     @property
     def latency_source(self) -> str:

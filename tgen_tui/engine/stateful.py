@@ -3,8 +3,8 @@ the longest receive gap (outage) of each stream.
 
 The workers do the work (:mod:`tgen_tui.worker.liveflow`); this module says what each
 port's worker does (:func:`live_options`: which port learns which streams' tuples, which
-port verifies which flows) and folds the workers' final reports into the run result
-(:func:`apply_flow_reports`):
+port verifies which flows) and fills in, from the workers' final reports, what the final snapshot lacks
+(:func:`apply_flow_reports`; the live figures: :mod:`tgen_tui.engine.flowstats`):
 
 - ``streams.<reply>.learned``: distinct tuples the reply stream's port learned, and
   ``learned_samples``: a few of them, as received (``NAT address:port -> own address:port``);
@@ -81,7 +81,8 @@ def remove_live_tables(learn: dict[str, dict] | None) -> None:
                 os.unlink(f)
 
 
-def _tuple_text(row) -> str:
+def tuple_text(row) -> str:
+    """A learned tuple (src, dst, sport, dport) as ``a:p -> b:q``."""
     src, dst, sp, dp = (int(x) for x in row)
     return f"{ipaddress.IPv4Address(src)}:{sp} -> {ipaddress.IPv4Address(dst)}:{dp}"
 
@@ -89,11 +90,19 @@ def _tuple_text(row) -> str:
 def apply_flow_reports(
     result, programs, reports: dict[str, Any], learned: dict[str, dict], t0_s: float | None
 ) -> None:
-    """Add the stateful figures to ``result.streams`` (a RunResult): ``reports`` is
-    port -> the worker's ``flows`` report, ``learned`` port -> its learner's summary,
-    ``t0_s`` the start of sending (CLOCK_MONOTONIC s)."""
+    """Fill in the stateful figures the final snapshot lacks (tgen_tui.engine.flowstats
+    defines them from the counters, and the result copies those: a figure already set
+    stays, so the result equals the last live figures) from the workers' final reports:
+    ``reports`` is port -> the worker's ``flows`` report, ``learned`` port -> its
+    learner's summary, ``t0_s`` the start of sending (CLOCK_MONOTONIC s)."""
     by_index = {p.index: p for p in programs}
     streams = result.streams
+
+    def fill(sr, **kw) -> None:
+        for k, v in kw.items():
+            if getattr(sr, k, None) is None:
+                setattr(sr, k, v)
+
     gaps: dict[int, tuple[int, int | None]] = {}
     for rep in reports.values():
         for s, g in (rep.get("gaps") or {}).items():
@@ -105,9 +114,9 @@ def apply_flow_reports(
         if p is None or p.name not in streams:
             continue
         sr = streams[p.name]
-        sr.outage_ms = round(gap / 1e6, 3)
-        if at is not None and t0_s is not None:
-            sr.outage_at_s = round(at / 1e9 - t0_s, 3)
+        at_s = round(at / 1e9 - t0_s, 3) if at is not None and t0_s is not None else None
+        if sr.outage_ms is None:
+            fill(sr, outage_ms=round(gap / 1e6, 3), outage_at_s=at_s)
     for port, rep in reports.items():
         v = rep.get("verify")
         if v:
@@ -115,18 +124,21 @@ def apply_flow_reports(
                 p = by_index.get(i)
                 if p is None or p.name not in streams:
                     continue
-                sr = streams[p.name]
-                sr.flows = v["flows"]
-                sr.flows_verified = v["flows_verified"]
-                if v.get("setup_latency_ns"):
-                    sr.setup_latency_ns = v["setup_latency_ns"]
+                fill(
+                    streams[p.name],
+                    flows=v["flows"],
+                    flows_verified=v["flows_verified"],
+                    setup_latency_ns=v.get("setup_latency_ns") or None,
+                )
         for i in rep.get("live_streams", []):
             p = by_index.get(i)
             if p is None or p.name not in streams:
                 continue
-            sr = streams[p.name]
-            sr.learned = int((learned.get(port) or {}).get("tuples", 0))
-            sr.learned_samples = [_tuple_text(r) for r in rep.get("learned_samples", [])]
+            fill(
+                streams[p.name],
+                learned=int((learned.get(port) or {}).get("tuples", 0)),
+                learned_samples=[tuple_text(r) for r in rep.get("learned_samples", [])],
+            )
 
 
-__all__ = ["LIVE_MAX", "apply_flow_reports", "live_options", "remove_live_tables"]
+__all__ = ["LIVE_MAX", "apply_flow_reports", "live_options", "remove_live_tables", "tuple_text"]

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from tgen_tui.engine import figures as F
+from tgen_tui.engine import flowstats as FS
 from tgen_tui.engine import lanes as L
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats, WorkerStats
 from tgen_tui.worker import counters as C
@@ -64,6 +65,7 @@ class StreamCtx:
     index: int  # global stream index (the signature's)
     port: str
     rx_port: str | None
+    role: str = ""  # stateful: flowstats.ROLE_LEARN | ROLE_VERIFY | ""
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,7 @@ class _Read:
     heartbeat: dict[int, int]
     busy: dict[int, int]
     wframes: dict[int, tuple[int, int]] = field(default_factory=dict)  # its own port rows
+    flow: FS.FlowRead | None = None  # flow rows and receive gaps (not baselined)
 
 
 def _if_tuple(c: Any) -> tuple[int, int, int, int, int]:
@@ -283,11 +286,13 @@ class Accumulator:
     def _read(self) -> _Read:
         """Copy every block once and subtract the baselines of the monotonic slots."""
         out = _Read({}, {}, F.RxTotals(self.ctx.n_streams), {}, {})
+        out.flow = FS.FlowRead(self.ctx.n_streams)
         for wid, w in self.w.items():
             raw = np.array(w.view.arr, copy=True)
             out.heartbeat[wid] = int(raw[C.H_HEARTBEAT_NS])
             p_raw, t_raw, r_raw = w.view.tables(raw)
             p_b, t_b, r_b = w.view.tables(w.base)
+            out.flow.add(w.view.flow_table(raw), w.ctx.ports, r_raw)
             out.busy[wid] = int(p_raw[:, C.P_BUSY_NS].sum())
             p = p_raw.copy()
             p[:, F.PORT_MONO] -= p_b[:, F.PORT_MONO]
@@ -397,7 +402,8 @@ class Accumulator:
         if prev and dt > 0 and i in prev.stream:
             a = prev.stream[i]
             rates = (F.per_s(txf, a[0], dt), F.per_s(rxf, a[1], dt))
-        return F.stream_stats(i, sc, tv, rx, rates, live, final)
+        st = F.stream_stats(i, sc, tv, rx, rates, live, final)
+        return r.flow.apply(st, sc, self.ctx.block, self.ctx.lanes, live.t0) if r.flow else st
 
     def _worker(
         self,

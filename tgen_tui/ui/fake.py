@@ -50,6 +50,7 @@ from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
 from tgen_tui.engine.setup import Setup, flows
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
+from tgen_tui.ui.fake_flows import write_flows, write_gap
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.main import TxStream
 from tgen_tui.worker.rxstats import lat_bucket
@@ -115,6 +116,7 @@ class _SimPort:
     streams: dict[int, TxStream] = field(default_factory=dict)  # program position -> pacer
     state: int = C.STATE_IDLE
     t0: float = 0.0  # clock at the last start
+    flow: np.ndarray | None = None  # its flow row (FLOW_STRIDE): fake_flows
 
     def rel(self, now: float) -> float:
         """Seconds since the port's start (0 when it does not run: as the worker does)."""
@@ -149,7 +151,7 @@ class SimWorkers:
             view = _counter_block(len(plan.ports), len(pos), setup.n_streams)
             self.views[plan.id] = view
             for k, pn in enumerate(plan.ports):
-                p = _SimPort(pn, plan.id, view.ports[k], view.rx[k])
+                p = _SimPort(pn, plan.id, view.ports[k], view.rx[k], flow=view.flows[k])
                 p.ctr[C.P_RX_TABLE] = k
                 self.ports[pn] = p
             for row, i in enumerate(pos):  # the worker's tx rows: port by port (tx_rows)
@@ -194,6 +196,10 @@ class SimWorkers:
         p.ctr[C.P_TX_BYTES] = sum(int(r[C.T_TX_BYTES]) for r in rows)
         p.ctr[C.P_TX_DUE] = sum(int(r[C.T_DUE]) for r in rows)
 
+    def _sent(self, i: int) -> int:
+        st = self.tx.get(i)
+        return int(st.row[C.T_TX_FRAMES]) if st is not None else 0
+
     def received(self, i: int) -> int:
         """Frames of program position ``i`` that arrived so far (all time)."""
         sent = int(self.tx[i].row[C.T_TX_FRAMES])
@@ -210,8 +216,12 @@ class SimWorkers:
             b = round(n * prog.sizes.mean)
             st = self.tx[i]
             write_rx_row(rxp.rx[prog.index], n, b, self.marks.get(i, 0), st.sent - 1)
+            t0 = round(self.ports[prog.port].t0 * 1e9)
+            write_gap(rxp.rx[prog.index], prog.schedule.pps, n - self.marks.get(i, 0), t0)
             frames[rxp.name] += n
             nbytes[rxp.name] += b
+        rows = {n: p.flow for n, p in self.ports.items() if p.flow is not None}
+        write_flows(self.setup.programs, rows, self.received, self._sent)
         for name, p in self.ports.items():
             p.ctr[C.P_RX_FRAMES], p.ctr[C.P_RX_BYTES] = frames[name], nbytes[name]
             p.ctr[C.P_RX_KERNEL_PACKETS] = frames[name]

@@ -18,6 +18,7 @@ from textual.widgets import Label
 
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
+from tgen_tui.engine.flowstats import short_text
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats
 from tgen_tui.ui.charts import Chart, charts_fit, latency_lines, lost_lines, pps_lines, timebase
 from tgen_tui.ui.screens import ViewScreen
@@ -37,6 +38,7 @@ STREAM_ROWS: tuple[tuple[str, str, Any], ...] = (
     ("loss", "Loss", lambda s: fmt.pct(s.loss_pct, 3)),
     ("p50", "Latency p50", lambda s: fmt.ns(s.latency_ns.p50)),
     ("p99", "Latency p99", lambda s: fmt.ns(s.latency_ns.p99)),
+    ("flows", "Flows", short_text),  # verified/sent, or L learned (engine/flowstats.py)
 )
 
 

@@ -22,7 +22,8 @@ from textual.widgets import DataTable, Input, Label, Log, OptionList, Static
 
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
-from tgen_tui.engine.snapshot import PortStats, StatsSnapshot
+from tgen_tui.engine.flowstats import short_text
+from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats
 from tgen_tui.ui.actions import bindings, help_rows
 from tgen_tui.ui.charts import Chart, draw_main_charts, show_charts
 from tgen_tui.ui.dut_counters import DutCounters, stream_why
@@ -280,6 +281,7 @@ STREAM_COLS = [
     ("l99", "p99", 9, True),
     ("lmax", "max", 9, False),
     ("jit", "Jitter", 9, False),
+    ("flows", "Flows", 10, False),  # verified/sent, or L learned (engine/flowstats.py)
     ("state", "", 7, True),
 ]
 
@@ -349,6 +351,7 @@ class StreamsScreen(ViewScreen):
                 "l99": fmt.ns(lat.p99),
                 "lmax": fmt.ns(lat.max),
                 "jit": fmt.ns(lat.jitter),
+                "flows": short_text(s),
                 "state": Text("PAUSED", style="bold yellow") if s.paused else Text(""),
             }
             for col, v in vals.items():
@@ -390,10 +393,31 @@ class StreamsScreen(ViewScreen):
         ]
         if s.latency_note:
             lines.append(f"  note      {s.latency_note}")
+        lines += stateful_lines(s)
         text = "\n".join(lines)
         if self._cells.get(("#detail", "")) != text:
             self._cells[("#detail", "")] = text
             self.query_one("#stream-detail", Static).update(text)
+
+
+def stateful_lines(s: StreamStats) -> list[str]:
+    """The selected stream's stateful figures (learned tuples and samples, flows verified,
+    setup latency) and its longest receive gap."""
+    out = []
+    if s.learned is not None:
+        out.append(f"  learned   {fmt.count(s.learned)} tuples")
+        out += [f"            {t}" for t in (s.learned_samples or ())[:3]]
+    if s.flows is not None:
+        sl = s.setup_latency_ns
+        setup = ""
+        if sl is not None:
+            setup = f"   setup p50 {fmt.ns(sl.p50)}  p99 {fmt.ns(sl.p99)}"
+        ok = fmt.count(s.flows_verified or 0)
+        out.append(f"  flows     verified {ok} of {fmt.count(s.flows)}" + setup)
+    if s.outage_ms is not None:
+        at = f" at {s.outage_at_s:.3f} s" if s.outage_at_s is not None else ""
+        out.append(f"  outage    longest receive gap {s.outage_ms:,.1f} ms{at}")
+    return out
 
 
 def _tester_floor() -> float | None:

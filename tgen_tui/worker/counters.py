@@ -19,6 +19,11 @@ Layout (all offsets in int64 slots from the start of the file)::
     rx tables  n_rx      x n_streams x RX_STRIDE (24 + HIST_BUCKETS)
                one table per port with rx, indexed by global stream index; see R_* and
                HIST (the latency histogram, :mod:`tgen_tui.worker.rxstats`)
+    flows      n_ports   x FLOW_STRIDE (32 + HIST_BUCKETS)  see F_*, in configure order:
+               the port's stateful figures (:mod:`tgen_tui.worker.liveflow`): tuples
+               learned, flows sent / verified, setup latency (sum, min, max, histogram),
+               the first learned tuples; not reset by ``clear`` (the engine does not
+               baseline them either: they count since the start, like the final report)
 
 Who creates and removes the file: the worker creates (and truncates) it at
 ``configure``; the engine removes it when it is done reading (the worker never unlinks,
@@ -35,7 +40,7 @@ import os
 import numpy as np
 
 MAGIC = int.from_bytes(b"tgenctr1", "little")
-VERSION = 1
+VERSION = 2  # 2: the flow table, the rx rows' receive gap
 
 # ---- header
 HDR_SLOTS = 16
@@ -136,8 +141,8 @@ RX_FIELDS = (
     "seq_window",  # 18 (g) duplicate window (sequence numbers)
     "lat_every",  # 19 (g) latency from kernel tx timestamps of every K-th frame; 0: signature
     "lat_unstamped",  # 20 sampled frames whose kernel tx time never came (no latency taken)
-    "reserved21",
-    "reserved22",
+    "max_gap_ns",  # 21 (g) longest gap between two received frames (kernel rx times); 0 none
+    "gap_start_ns",  # 22 (g) CLOCK_MONOTONIC ns at which that gap began
     "reserved23",
 )
 (
@@ -162,7 +167,9 @@ RX_FIELDS = (
     R_SEQ_WINDOW,
     R_LAT_EVERY,
     R_LAT_UNSTAMPED,
-) = range(21)
+    R_MAX_GAP,
+    R_GAP_START,
+) = range(23)
 R_HIST = RX_FIXED  # histogram buckets start here
 
 # latency histogram geometry (see rxstats.lat_bucket): 16 linear buckets of 64 ns below
@@ -176,10 +183,33 @@ RX_STRIDE = RX_FIXED + HIST_BUCKETS
 
 INT64_MAX = np.iinfo(np.int64).max
 
+# ---- per port: stateful figures (one writer: the port's worker; gauges marked (g))
+FLOW_FIXED = 32
+SAMPLES = 5  # learned tuples kept as samples (the first ones learned)
+FLOW_FIELDS = (
+    "learned",  # 0  distinct tuples this port's learner holds
+    "flows",  # 1  distinct flows (own address, port) this port sent (verifying ports)
+    "flows_verified",  # 2  of those, flows whose reply arrived here
+    "setup_sum_ns",  # 3  sum of the verified flows' setup latencies (first reply - first send)
+    "setup_min_ns",  # 4  (g) INT64_MAX when none
+    "setup_max_ns",  # 5  (g) -1 when none
+    "n_samples",  # 6  (g) learned tuples in the sample slots
+)
+F_LEARNED, F_FLOWS, F_VERIFIED, F_SETUP_SUM, F_SETUP_MIN, F_SETUP_MAX, F_N_SAMPLES = range(7)
+F_SAMPLES = 8  # SAMPLES x (src, dst, sport, dport) of learned tuples, (g)
+F_HIST = FLOW_FIXED  # setup latency histogram (rxstats.lat_bucket geometry)
+FLOW_STRIDE = FLOW_FIXED + HIST_BUCKETS
+
 
 def layout_size(n_ports: int, n_tx: int, n_streams: int, n_rx: int) -> int:
     """Slots for a block with these dimensions."""
-    return HDR_SLOTS + n_ports * PORT_STRIDE + n_tx * TX_STRIDE + n_rx * n_streams * RX_STRIDE
+    return (
+        HDR_SLOTS
+        + n_ports * PORT_STRIDE
+        + n_tx * TX_STRIDE
+        + n_rx * n_streams * RX_STRIDE
+        + n_ports * FLOW_STRIDE
+    )
 
 
 class CounterView:
@@ -214,11 +244,12 @@ class CounterView:
         self.n_rx = int(h[H_N_RX])
         self.header = h
         self.ports, self.tx, self.rx = self.tables(a)
+        self.flows = self.flow_table(a)
 
     def tables(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The port, tx and rx tables of ``a`` (this block or a copy of it): the one place
-        that slices the layout. Shapes: (n_ports, PORT_STRIDE), (n_tx, TX_STRIDE),
-        (n_rx, n_streams, RX_STRIDE)."""
+        that slices the layout (with :meth:`flow_table`). Shapes: (n_ports, PORT_STRIDE),
+        (n_tx, TX_STRIDE), (n_rx, n_streams, RX_STRIDE)."""
         h = self.header
         pb, tb, rb = int(h[H_PORT_BASE]), int(h[H_TX_BASE]), int(h[H_RX_BASE])
         ports = a[pb : pb + self.n_ports * PORT_STRIDE].reshape(self.n_ports, PORT_STRIDE)
@@ -227,6 +258,12 @@ class CounterView:
             self.n_rx, self.n_streams, RX_STRIDE
         )
         return ports, tx, rx
+
+    def flow_table(self, a: np.ndarray) -> np.ndarray:
+        """The per-port flow table of ``a``: shape (n_ports, FLOW_STRIDE), right after the
+        rx tables."""
+        fb = int(self.header[H_RX_BASE]) + self.n_rx * self.n_streams * RX_STRIDE
+        return a[fb : fb + self.n_ports * FLOW_STRIDE].reshape(self.n_ports, FLOW_STRIDE)
 
     # ------------------------------------------------------------------ open / create
     @classmethod
@@ -261,6 +298,8 @@ class CounterView:
         del a
         cv = cls(path, mm, writable=True)
         cv.ports[:, P_RX_TABLE] = -1
+        cv.flows[:, F_SETUP_MIN] = INT64_MAX
+        cv.flows[:, F_SETUP_MAX] = -1
         if n_rx:
             cv.reset_rx_gauges()
         return cv
@@ -286,6 +325,7 @@ class CounterView:
 
     def close(self) -> None:
         self.header = self.ports = self.tx = self.rx = self.arr = None  # type: ignore[assignment]
+        self.flows = None  # type: ignore[assignment]
         try:
             self._mm.close()
         except (BufferError, ValueError):

@@ -16,6 +16,14 @@ verification and the longest receive gap (outage) of every stream.
 - :class:`GapTracker`: per stream, the longest gap between two received signature frames
   (kernel receive times) and when it began: the outage a DUT event caused.
 
+The live figures go into the counter block (DESIGN rule 4, one writer: this worker):
+the receive gap of each stream into its rx row (``R_MAX_GAP``, ``R_GAP_START``), and the
+port's learned count, samples, flows, verified flows and setup-latency histogram into its
+flow row (``counters.F_*``), updated as they change (verification: at each merge, every
+``MERGE_NS``; a pair is counted once, when the later of its two keys is merged). The
+final report (:meth:`PortFlows.report`) writes them once more, so the engine's final
+snapshot and the report agree.
+
 Imports: the standard library and numpy only.
 """
 
@@ -23,9 +31,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tgen_tui.worker import counters as C
+from tgen_tui.worker.rxstats import lat_bucket
+
 LIVE_MERGE_NS = 5_000_000  # a live learner merges (and its replies see new tuples) every 5 ms
 MERGE_NS = 50_000_000  # first-seen tables merge their pending keys every 50 ms
-SAMPLES = 5  # learned tuples named in the report
+SAMPLES = C.SAMPLES  # learned tuples named in the report
 _U16 = np.uint64(16)
 
 
@@ -47,9 +58,10 @@ class FirstSeen:
             self._pk.append(keys)
             self._pt.append(times)
 
-    def merge(self) -> None:
+    def merge(self) -> tuple[np.ndarray, np.ndarray]:
+        """Fold the pending keys in; return the keys (and times) that were new."""
         if not self._pk:
-            return
+            return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
         k = np.concatenate(self._pk)
         t = np.concatenate(self._pt)
         self._pk, self._pt = [], []
@@ -68,20 +80,41 @@ class FirstSeen:
             self.times = np.insert(self.times, pos, t)
         else:
             self.keys, self.times = k, t
+        return k, t
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mask of ``keys`` held here, their times)."""
+        if len(self.keys) == 0 or len(keys) == 0:
+            return np.zeros(len(keys), dtype=bool), np.empty(0, dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        hit = self.keys[pos] == keys
+        return hit, self.times[pos[hit]]
 
 
 class GapTracker:
     """The longest receive gap of every stream, in kernel receive time (ns)."""
 
-    def __init__(self) -> None:
+    def __init__(self, table: np.ndarray | None = None) -> None:
         self.last: dict[int, int] = {}
         self.gap: dict[int, int] = {}
         self.gap_at: dict[int, int] = {}
+        self.table = table  # the port's rx table (n_streams, RX_STRIDE): the live gauges
 
     def reset(self) -> None:
         self.last.clear()
         self.gap.clear()
         self.gap_at.clear()
+        if self.table is not None:
+            self.table[:, C.R_MAX_GAP] = 0
+            self.table[:, C.R_GAP_START] = 0
+
+    def _set(self, s: int, gap: int, at: int) -> None:
+        self.gap[s] = gap
+        self.gap_at[s] = at
+        t = self.table
+        if t is not None and 0 <= s < len(t):
+            t[s, C.R_GAP_START] = at
+            t[s, C.R_MAX_GAP] = gap
 
     def add(self, stream: np.ndarray, rx_ns: np.ndarray, sig: np.ndarray) -> None:
         if len(stream) == 0:
@@ -118,8 +151,7 @@ class GapTracker:
         if prev is not None and int(ts[a]) - prev > gap:
             gap, at = int(ts[a]) - prev, prev
         if gap >= 0 and gap > self.gap.get(s, -1):
-            self.gap[s] = gap
-            self.gap_at[s] = at
+            self._set(s, gap, at)
         self.last[s] = int(ts[b - 1])
 
     def _one(self, s: int, ts: np.ndarray) -> None:
@@ -132,8 +164,7 @@ class GapTracker:
         if prev is not None and int(ts[0]) - prev > gap:
             gap, at = int(ts[0]) - prev, prev
         if gap >= 0 and gap > self.gap.get(s, -1):
-            self.gap[s] = gap
-            self.gap_at[s] = at
+            self._set(s, gap, at)
         self.last[s] = int(ts[-1])
 
     def report(self) -> dict[int, dict]:
@@ -146,10 +177,11 @@ class GapTracker:
 class LiveReplies:
     """The port's ``learn: true`` streams reply to the tuples its Learner holds so far."""
 
-    def __init__(self, learner, streams: list) -> None:
+    def __init__(self, learner, streams: list, row: np.ndarray | None = None) -> None:
         self.learner = learner
         learner.merge_ns = LIVE_MERGE_NS
         self.streams = streams
+        self.row = row  # the port's flow row (counters.F_*)
         self.rows = 0
         self.next_ns = 0
         for st in streams:  # nothing to reply to yet
@@ -167,11 +199,22 @@ class LiveReplies:
             for st in self.streams:
                 st.set_paused(False, rel_s)
         self.rows = len(t)
+        self.write_samples(t)
         # a big table is copied less often (each refresh is O(M))
         self.next_ns = now_ns + LIVE_MERGE_NS + 50 * self.rows
 
+    def write_samples(self, t: np.ndarray) -> None:
+        """The first SAMPLES tuples learned, into the flow row (once there are that many)."""
+        r = self.row
+        if r is None or int(r[C.F_N_SAMPLES]) >= SAMPLES:
+            return
+        k = min(SAMPLES, len(t))
+        r[C.F_SAMPLES : C.F_SAMPLES + 4 * k] = np.asarray(t[:k], dtype=np.int64).reshape(-1)
+        r[C.F_N_SAMPLES] = k
+
     def samples(self) -> list[list[int]]:
         t = self.learner.table()
+        self.write_samples(t)
         return [[int(x) for x in r] for r in t[:SAMPLES]]
 
 
@@ -179,12 +222,38 @@ class FlowVerify:
     """Flows sent by this port (source address, port) against replies received here
     (destination address, port): verified when both ways happened."""
 
-    def __init__(self, tx_streams, rx_streams) -> None:
+    def __init__(self, tx_streams, rx_streams, row: np.ndarray | None = None) -> None:
         self.tx_streams = {int(s) for s in tx_streams}
         self.rx_streams = np.array(sorted(int(s) for s in rx_streams), dtype=np.uint16)
         self.tx = FirstSeen()
         self.rx = FirstSeen()
         self.next_ns = 0
+        self.row = row  # the port's flow row (counters.F_*): the live figures
+
+    def merge(self) -> None:
+        """Merge both sides; count the flows verified by this merge into the flow row."""
+        rx_before = self.rx.keys
+        k, t = self.tx.merge()
+        lat = []
+        if len(rx_before) and len(k):  # new flows whose reply was already merged
+            pos = np.minimum(np.searchsorted(rx_before, k), len(rx_before) - 1)
+            hit = rx_before[pos] == k
+            lat.append(self.rx.times[pos[hit]] - t[hit])  # rx.keys is still rx_before
+        k, t = self.rx.merge()
+        hit, tt = self.tx.lookup(k)  # new replies of flows sent (this merge's included)
+        lat.append(t[hit] - tt)
+        r = self.row
+        if r is None:
+            return
+        r[C.F_FLOWS] = len(self.tx.keys)
+        d = np.concatenate(lat)
+        if len(d):
+            r[C.F_SETUP_SUM] += int(d.sum())
+            r[C.F_SETUP_MIN] = min(int(r[C.F_SETUP_MIN]), int(d.min()))
+            r[C.F_SETUP_MAX] = max(int(r[C.F_SETUP_MAX]), int(d.max()))
+            b = lat_bucket(np.clip(d, 0, (1 << 32) - 1))
+            r[C.F_HIST :] += np.bincount(b, minlength=C.HIST_BUCKETS)[: C.HIST_BUCKETS]
+            r[C.F_VERIFIED] += len(d)  # last: a reader sees the histogram first
 
     def on_tx(self, prog, buf: np.ndarray, m: int, send_ns: int) -> None:
         if prog.index not in self.tx_streams or m <= 0:
@@ -207,13 +276,11 @@ class FlowVerify:
                 h = batch.hdr[mine]
                 self.rx.add(_ip_port_keys(h[:, 1], h[:, 3]), batch.rx_ns[mine])
         if now_ns >= self.next_ns:
-            self.tx.merge()
-            self.rx.merge()
+            self.merge()
             self.next_ns = now_ns + MERGE_NS
 
     def report(self) -> dict:
-        self.tx.merge()
-        self.rx.merge()
+        self.merge()
         _, it, ir = np.intersect1d(
             self.tx.keys, self.rx.keys, assume_unique=True, return_indices=True
         )
@@ -240,10 +307,23 @@ class FlowVerify:
 class PortFlows:
     """What one port keeps of the above (see :func:`attach`)."""
 
-    def __init__(self, gaps: GapTracker, live: LiveReplies | None, verify: FlowVerify | None):
+    def __init__(
+        self,
+        gaps: GapTracker,
+        live: LiveReplies | None,
+        verify: FlowVerify | None,
+        learner=None,
+        row: np.ndarray | None = None,
+    ):
         self.gaps = gaps
         self.live = live
         self.verify = verify
+        self.learner = learner
+        self.row = row  # the port's flow row: learned count
+
+    def _learned(self) -> None:
+        if self.learner is not None and self.row is not None:
+            self.row[C.F_LEARNED] = self.learner.learned
 
     def on_tx(self, prog, buf, m: int, send_ns: int) -> None:
         if self.verify is not None:
@@ -256,8 +336,11 @@ class PortFlows:
             self.verify.on_rx(batch, now_ns)
         if self.live is not None:
             self.live.update(now_ns, rel_s)
+        self._learned()
 
     def report(self) -> dict:
+        """The final figures (after the learner's last merge); the flow row gets them too."""
+        self._learned()
         out: dict = {"gaps": {str(k): v for k, v in self.gaps.report().items()}}
         if self.verify is not None:
             out["verify"] = self.verify.report()
@@ -267,9 +350,16 @@ class PortFlows:
         return out
 
 
-def attach(spec: dict, learner, streams: list) -> PortFlows:
+def attach(
+    spec: dict,
+    learner,
+    streams: list,
+    row: np.ndarray | None = None,
+    rx_table: np.ndarray | None = None,
+) -> PortFlows:
     """The port's flow figures: live replies when it sends ``learn: true`` streams (and
-    learns), verification when its spec has ``flows: {tx_streams, rx_streams}``."""
+    learns), verification when its spec has ``flows: {tx_streams, rx_streams}``. ``row``:
+    the port's flow row, ``rx_table``: its rx table (the live figures; None: report only)."""
     from tgen_tui.packets.program import LIVE_TABLE
 
     live_streams = [st for st in streams if st.prog.table == LIVE_TABLE]
@@ -281,7 +371,7 @@ def attach(spec: dict, learner, streams: list) -> PortFlows:
                 f"stream(s) {names} reply to learned tuples, but port {spec.get('name')} "
                 "does not learn (no stream arrives there: set the forward stream's rx_port)"
             )
-        live = LiveReplies(learner, live_streams)
+        live = LiveReplies(learner, live_streams, row)
     fl = spec.get("flows")
-    verify = FlowVerify(fl["tx_streams"], fl["rx_streams"]) if fl else None
-    return PortFlows(GapTracker(), live, verify)
+    verify = FlowVerify(fl["tx_streams"], fl["rx_streams"], row) if fl else None
+    return PortFlows(GapTracker(rx_table), live, verify, learner, row)

@@ -205,7 +205,10 @@ class Port:
         for p, row in zip(progs, tx_rows, strict=True):
             self.streams.append(TxStream(p, row, self.idx, max_batch, lane))
         self._setup_stamps()
-        self.flows = attach_flows(self.spec, self.learn, self.streams)
+        rx_rows = self.w.cv.rx[rx_table] if rx_table is not None else None
+        self.flows = attach_flows(
+            self.spec, self.learn, self.streams, self.w.cv.flows[self.idx], rx_rows
+        )
 
     def _setup_stamps(self) -> None:
         """Kernel transmit timestamps on a sample of every stream's frames (sendmmsg only;
