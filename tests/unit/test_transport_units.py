@@ -137,3 +137,14 @@ def test_a_flow_without_reports_still_summarises():
     s = ts.flow_summary(spec, {}, [], 2.0)
     assert s["goodput_bps"] == 0 and "rtt_ms" not in s
     assert ts.run_metrics({"x": s})["goodput_bps"] == 0
+
+
+@pytest.mark.parametrize(
+    "extra", [["--fail-on", "loss>0"], ["--rate-scale", "2"], ["--ports", "p0"], ["--lanes", "2"]]
+)
+def test_run_options_a_transport_run_cannot_honour_are_refused(extra, capsys):
+    from tgen_tui.cli import main
+
+    assert main(["run", "profiles/tcp-rules.yaml", "-d", "1", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and extra[0] in err and "transport" in err, err

@@ -81,6 +81,25 @@ def run_transport(args: argparse.Namespace, prof) -> int:
             f"{args.profile}: streams: and transport: in one profile are not supported yet; "
             "run them as two profiles"
         )
+    refused = [
+        opt
+        for opt, given in (
+            ("--ports", args.ports),
+            ("--lanes", getattr(args, "lanes", None)),
+            ("--rate-scale", args.rate_scale != 1.0),
+            ("--fail-on", args.fail_on),
+            ("--flush-dut", args.flush_dut),
+            ("--dut-event", args.dut_event),
+            ("--cluster", args.cluster),
+            ("--preflight", getattr(args, "preflight", False)),
+        )
+        if given
+    ]
+    if refused:  # accepted and ignored would surprise: say so instead
+        raise BadInput(
+            f"{', '.join(refused)}: not supported for transport streams (kernel TCP/UDP "
+            "sockets); give the rate, flows and schedule in the profile's transport: entries"
+        )
     try:
         duration = parse_duration(args.duration) if args.duration is not None else prof.duration
         interval = max(0.1, parse_duration(args.interval))
