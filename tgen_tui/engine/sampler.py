@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -126,15 +127,20 @@ class Sampler:
             workers=workers,
         )
 
+    def _blocking_reads(self) -> tuple[Any, Any, Any, stats.LiveState]:
+        """Per-core CPU, the DUT's conntrack, the drop counters and the live state."""
+        cores = self.transport.cores()
+        dut_reading = self.dut.read() if self.dut else None
+        return cores, dut_reading, self.losses.read(), self._live()
+
     async def publish(self, final: bool = False) -> StatsSnapshot:
         """Sample now; the snapshot becomes ``latest`` and goes to every subscriber."""
         ifc = await self.transport.interfaces()
-        cores = await trio.to_thread.run_sync(self.transport.cores)
-        dut_reading = await trio.to_thread.run_sync(self.dut.read) if self.dut else None
-        counters = await trio.to_thread.run_sync(self.losses.read)
         if time.monotonic() - self._last_link >= LINK_EVERY:
             await self._read_links()
-        live = await trio.to_thread.run_sync(self._live)
+        # the blocking reads in one thread hop (in the console each hop wakes the trio
+        # guest loop and asyncio: five hops a sample cost more than the reads)
+        cores, dut_reading, counters, live = await trio.to_thread.run_sync(self._blocking_reads)
         rd = stats.Readings(ifc, cores, dut_reading, self.dut_settings)
         snap = self.acc.sample(rd, live, final=final)
         snap = self.transport.adjust(snap)  # latency notes of streams across hosts

@@ -1,0 +1,39 @@
+"""Link state from rtnetlink (no `ip` process per read), checked against iproute2 on a real
+veth pair: up, down at the near end, no carrier when the far end is down, missing."""
+
+from __future__ import annotations
+
+import subprocess
+
+from tgen_tui.engine.probes import (
+    IF_OPER_UNKNOWN,
+    IF_OPER_UP,
+    IFF_LOWER_UP,
+    IFF_UP,
+    InterfaceProbe,
+    link_state_of,
+)
+
+
+def test_operstate_rules():
+    assert link_state_of(0, IF_OPER_UP) == "up"
+    assert link_state_of(IFF_UP | IFF_LOWER_UP, IF_OPER_UNKNOWN) == "up"  # e.g. lo
+    assert link_state_of(IFF_UP, IF_OPER_UNKNOWN) == "down"  # up, but no carrier
+    assert link_state_of(IFF_UP, 3) == "down"  # lower layer down: the peer is down
+    assert link_state_of(IFF_UP | IFF_LOWER_UP, 2) == "down"
+
+
+def _both(ns: str, ifname: str) -> tuple[str, str]:
+    return InterfaceProbe.link_state(ns, ifname), InterfaceProbe.link_state_ip(ns, ifname)
+
+
+def test_netlink_and_iproute2_agree_on_a_real_veth(direct_lab):
+    ns = f"{direct_lab}-tester"
+    assert _both(ns, "p0") == ("up", "up")
+    subprocess.run(["ip", "-n", ns, "link", "set", "p1", "down"], check=True)
+    try:
+        assert _both(ns, "p1") == ("down", "down")  # the near end is down
+        assert _both(ns, "p0") == ("down", "down")  # its peer is down: no carrier
+    finally:
+        subprocess.run(["ip", "-n", ns, "link", "set", "p1", "up"], check=True)
+    assert InterfaceProbe.link_state(ns, "nope0") == "missing"
