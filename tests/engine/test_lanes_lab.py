@@ -42,6 +42,16 @@ async def test_two_lanes_on_p0_count_exactly(nat_lab):
         await trio.sleep(1.2)
         await eng.stop()
         snap = await eng.final_snapshot()
+        # stop, clear, start: every lane's rx row is cleared, also on p1, whose one
+        # receiver has no lanes of its own (a stale row read lane 1's new frames as
+        # duplicates and out of order, and its old highest seq as loss)
+        await eng.clear()
+        await eng.start()
+        await trio.sleep(0.8)
+        await eng.stop()
+        again = (await eng.final_snapshot()).stream("up")
+    assert again.tx_frames > 2000 and again.rx_frames == again.tx_frames
+    assert (again.lost, again.out_of_order, again.duplicates) == (0, 0, 0)
     p0, p1 = snap.port("p0"), snap.port("p1")
     assert p0.tx_frames == p0.if_tx_frames and p1.rx_frames == p1.if_rx_frames
     assert p1.tx_frames == p1.if_tx_frames and p0.rx_frames == p0.if_rx_frames

@@ -49,3 +49,13 @@ def test_columns_place_samples_by_time() -> None:
     pts = columns([3.0] * 120, t2, 60, 240)
     assert pts[-1] == 3.0 and pts.count(3.0) == 120 and pts.count(None) == 120
     assert [nice_top(v) for v in (0, 3, 20_001, 65_536)] == [1.0, 5.0, 50_000.0, 100_000.0]
+
+
+def test_a_chart_squeezed_to_its_legend_draws_no_plot():
+    """Four rows and a legend that wraps to three lines leave no plot row: no IndexError."""
+    from tgen_tui.ui.charts import Chart, Line, TimeBase
+
+    lines = [Line(f"stream-{i} p99", [float(i)] * 10, "red") for i in range(8)]
+    strips = Chart("Latency", "µs")._draw(lines, TimeBase(list(range(10)), 60.0), "60 s",
+                                          None, str, "", 33, 4)  # fmt: skip
+    assert 0 < len(strips) <= 4

@@ -157,6 +157,17 @@ def test_echo_requests_to_the_port_address_are_answered():
     assert Ether(bytes(out))[ICMPv6EchoReply].cksum == c
 
 
+def test_a_malformed_ipv4_header_gets_no_answer_and_no_exception():
+    r = responder()
+    req = Ether(src=DUT, dst=MAC) / IP(src="198.18.0.1", dst="198.18.0.2") / ICMP(type=8)
+    raw = bytearray(bytes(req).ljust(60, b"\0"))
+    raw[14] = 0x4F  # IHL 15: a 60-byte header that the 60-byte frame cannot hold
+    assert r.answer(bytes(raw), -1) is None
+    raw[14] = 0x44  # IHL 4: shorter than an IPv4 header
+    assert r.answer(bytes(raw), -1) is None
+    assert r.answered["echo"] == 0
+
+
 def test_announcements_per_tag_stack():
     spec = {"own4": v4("198.18.0.2"), "own6": str(v6("2001:2::2")), "tags": [[], [[0x8100, 35]]]}
     frames = [Ether(f) for f in Responder(spec, mac_bytes(MAC)).announcements()]

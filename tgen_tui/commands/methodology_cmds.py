@@ -556,9 +556,12 @@ def _execute(state, args) -> tuple[dict, str | None]:
                 hooks = state.params.hooks
                 if hooks is not None:
                     await trio.to_thread.run_sync(hooks.run, "before_run")
-                await procedure(state.test).run(state)
-                if hooks is not None:
-                    await trio.to_thread.run_sync(hooks.run, "after_run")
+                try:
+                    await procedure(state.test).run(state)
+                finally:  # also after Ctrl-C/SIGTERM: after_run restores the DUT
+                    if hooks is not None:
+                        with trio.CancelScope(shield=True):
+                            await trio.to_thread.run_sync(hooks.run, "after_run")
                 nursery.cancel_scope.cancel()
 
     try:

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from tgen_tui.diagnostics import BadInput
 from tgen_tui.engine.cli_options import add_cores_option, add_dut_options, parse_cores_option
 
 
@@ -42,7 +43,13 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     from tgen_tui.profiles.loader import load_profile
 
     compiled = compile_profile(load_profile(args.profile))
-    ports = [p.strip() for p in args.ports.split(",")] if args.ports else None
+    ports = [p.strip() for p in args.ports.split(",") if p.strip()] if args.ports else None
+    unknown = [p for p in ports or () if p not in compiled.ports]
+    if unknown or ports == []:
+        raise BadInput(
+            f"--ports: unknown port {', '.join(map(repr, unknown)) or repr(args.ports)} "
+            f"(the profile has {', '.join(compiled.ports)})"
+        )
     opts = EngineOptions(
         cores=parse_cores_option(args.cores),
         ports=ports,

@@ -15,6 +15,7 @@ from tgen_tui.commands.methodology_cmds import (
     _exit,
     _finish,
     _need_root,
+    _preflight_and_hooks,
     params_from_args,
 )
 from tgen_tui.diagnostics import BadInput
@@ -131,6 +132,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if params.max_rate and cfg.min_load and cfg.min_load >= params.max_rate:
         raise BadInput("--min-load must be below --max-rate")
     _need_root("tgen search")
+    _preflight_and_hooks(args, params)  # --preflight, and dut.hooks around the run and each trial
     state = RunState(test="search", params=params)
     state.body["config"] = cfg
     doc, sig = _execute(state, args)

@@ -46,6 +46,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         _exit,
         _finish,
         _need_root,
+        _preflight_and_hooks,
         params_from_args,
     )
     from tgen_tui.methodology.run import RunState
@@ -54,6 +55,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sessions = parse_sessions(args.sessions, args.points, _count)
     params = params_from_args(args)
     _need_root("tgen sweep")
+    _preflight_and_hooks(args, params)  # --preflight, and dut.hooks around the run and each trial
     state = RunState(test="sweep", params=params)
     state.body["sessions"] = sessions
     doc, sig = _execute(state, args)

@@ -32,7 +32,7 @@ from tgen_tui.engine.api import (
     WorkerFailed,
 )
 from tgen_tui.engine.events import EventLog
-from tgen_tui.engine.lanes import port_workers
+from tgen_tui.engine.lanes import port_workers, rx_rows
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
 from tgen_tui.engine.setup import PortSetup, Setup
 from tgen_tui.engine.transport import SpawnedWorker, WorkerLink
@@ -371,6 +371,10 @@ class PortControl:
         """Tell every live worker; returns {stream index: (frames sent, raw tx count)} of
         the sending streams, from the workers' acknowledgements."""
         seq: dict[int, tuple[int, int]] = {}
+        lanes = max(1, self.setup.lanes)
+        if lanes > 1:  # every lane's rx row, also on a one-lane receiver (its block is 0)
+            block = self.setup.n_streams // lanes
+            gidx = [r for g in gidx for r in rx_rows(g, block, lanes)]
         for h in self.workers.values():
             if not h.state.alive:
                 continue

@@ -20,6 +20,7 @@ import dataclasses
 import ipaddress
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -159,10 +160,21 @@ def burst_profile(compiled: CompiledProfile, frames: int, pps: float) -> Compile
 
 async def burst_checks(compiled: CompiledProfile, options: Any, neighbours: dict) -> list[Check]:
     """Send a short burst on every stream; check arrival and (IPv4) translation."""
-    from tgen_tui.engine.controller import open_engine
 
     burst = burst_profile(compiled, BURST_FRAMES, BURST_PPS)
+    if options.ports:  # only the selected ports' streams: the engine builds no others
+        sel = set(options.ports)
+        burst = dataclasses.replace(burst, streams=[p for p in burst.streams if p.port in sel])
     tmp = tempfile.mkdtemp(prefix="tgen-preflight-")
+    try:
+        return await _bursts(burst, options, neighbours, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def _bursts(burst: CompiledProfile, options: Any, neighbours: dict, tmp: str) -> list[Check]:
+    from tgen_tui.engine.controller import open_engine
+
     learn: dict[str, dict[str, Any]] = {}
     for rx in {p.rx_port for p in burst.streams if p.rx_port}:
         idx = [
@@ -192,6 +204,9 @@ async def burst_checks(compiled: CompiledProfile, options: Any, neighbours: dict
         scope = f"stream {p.name}"
         if p.rx_port is None:
             out.append(Check(scope, "burst", True, "no rx_port: arrival not checked"))
+            continue
+        if options.ports and p.rx_port not in options.ports:
+            out.append(Check(scope, "burst", True, f"{p.rx_port} not selected: not checked"))
             continue
         n_rx = s.rx_frames if s else 0
         n_tx = s.tx_frames if s else 0

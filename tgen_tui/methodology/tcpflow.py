@@ -143,6 +143,8 @@ def tcp_setup(state, prof, runner, spec, teardown: str) -> TcpRunners:
             timeout_s=p.timeout_s,
             settle_s=0.0,
             dut=runner.dut,
+            # the DUT hooks run around the SYN batch, which every TCP trial starts with
+            hooks=p.hooks if ph == "syn" else None,
             **p.trial_options(),
         )
     return TcpRunners(runners, table, spec.port, teardown, size)

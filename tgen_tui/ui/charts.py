@@ -141,6 +141,8 @@ class Chart(Widget):
         styles = [self.rich_style + _style(ln.style) for ln in lines]
         head = self._head(lines, window, note, styles, self.rich_style, w)
         pw, ph = w - AXIS - 1, h - 1 - len(head)  # plot cells across and down
+        if ph < 1:  # a chart squeezed to its legend: the legend, no plot
+            return head[:h]
         dots = 2 * pw
         points = [columns(ln.values, tb.times, tb.seconds, dots) for ln in lines]
         bridge = max(1, round(dots * BRIDGE_S / tb.seconds))  # empty points a line crosses

@@ -29,7 +29,7 @@ from tgen_tui.worker.liveflow import PortFlows
 from tgen_tui.worker.liveflow import attach as attach_flows
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK, LATE_NS, MIN_WAKE_NS
-from tgen_tui.worker.responder import PortResponder, with_macs
+from tgen_tui.worker.responder import PortResponder, receive_all_multicast, with_macs
 from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
@@ -185,6 +185,7 @@ class Port:
                     **ring_opts,
                 )
                 if l3.get("respond"):
+                    receive_all_multicast(self.rx.sock, self.interface)
                     self.responder = PortResponder(self.interface, l3["respond"], progs)
                     self.responder.announce()
                 if self.spec.get("fanout") is not None:  # one of the port's lane workers

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import select
 import socket
+import struct
 import time
 
 import numpy as np
@@ -75,6 +76,18 @@ def _ranges(pairs) -> tuple[np.ndarray, np.ndarray]:
     lo = np.array([int(a) for a, _ in pairs], dtype=np.uint64)
     hi = np.array([int(b) for _, b in pairs], dtype=np.uint64)
     return lo, hi
+
+
+SOL_PACKET, PACKET_ADD_MEMBERSHIP, PACKET_MR_ALLMULTI = 263, 1, 2
+
+
+def receive_all_multicast(sock: socket.socket, interface: str) -> None:
+    """Make the ring see every multicast frame: a Neighbour Solicitation goes to the
+    solicited-node group (33:33:ff:xx:xx:xx) of the address asked for, which a real NIC's
+    filter drops unless the interface is in all-multicast mode (veth delivers all). The
+    kernel undoes it when the socket closes."""
+    mreq = struct.pack("iHH8s", socket.if_nametoindex(interface), PACKET_MR_ALLMULTI, 0, b"")
+    sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
 
 
 class Responder:
@@ -131,10 +144,15 @@ class Responder:
         if et == A.ETH_P_IPV6:
             return self._icmp6(frame, l3, tags)
         if et == A.ETH_P_IP and self.own4 is not None and len(frame) >= l3 + 28:
-            if frame[l3 + 9] == A.IPPROTO_ICMP and frame[l3 + (frame[l3] & 15) * 4] == 8:
+            ihl = (frame[l3] & 15) * 4  # a malformed header length must not end the worker
+            if ihl < 20 or len(frame) < l3 + ihl + 8:
+                return None
+            if frame[l3 + 9] == A.IPPROTO_ICMP and frame[l3 + ihl] == 8:
                 if int.from_bytes(frame[l3 + 16 : l3 + 20], "big") == self.own4:
-                    self.answered["echo"] += 1
-                    return A.echo4_reply(frame, l3, self.mac, tags)
+                    reply = A.echo4_reply(frame, l3, self.mac, tags)
+                    if reply is not None:
+                        self.answered["echo"] += 1
+                    return reply
         return None
 
     def _arp(self, frame: bytes, l3: int, tags: list) -> bytes | None:
