@@ -97,3 +97,13 @@ def test_description_file_round_trip(tmp_path, monkeypatch):
     settings.remove_description("x-dut")
     settings.remove_description("x-dut")  # twice is fine
     assert settings.read_description("x-dut") is None
+
+
+def test_the_command_lines_dut_replaces_the_profiles_as_a_whole():
+    from tgen_tui.dut.channel import pick_dut
+
+    # a lab profile (dut.netns) run with --dut-ssh talks to the ssh host, not the namespace
+    assert pick_dut(None, "ssh fw", "tgen-dut", None) == (None, "ssh fw")
+    assert pick_dut("other-dut", None, "tgen-dut", None) == ("other-dut", None)
+    assert pick_dut(None, None, "tgen-dut", None) == ("tgen-dut", None)
+    assert pick_dut(None, None, None, "ssh fw") == (None, "ssh fw")

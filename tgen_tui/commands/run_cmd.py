@@ -17,6 +17,7 @@ import time
 
 from tgen_tui import fmt
 from tgen_tui.diagnostics import BadInput, ExitCode
+from tgen_tui.dut.channel import pick_dut
 from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
@@ -337,13 +338,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     args.dut_events = _dut_events(args, compiled)
     if args.flush_dut:
-        _flush_dut(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
+        _flush_dut(*pick_dut(args.dut_netns, args.dut_ssh, compiled.dut_netns, compiled.dut_ssh))
     from tgen_tui.dut.hooks import profile_hooks
 
     hooks = profile_hooks(prof, args.dut_netns, args.dut_ssh)
     if args.preflight:
-        run_preflight(compiled, cores=cores, ports=ports, dut_netns=args.dut_netns,
-                      dut_ssh=args.dut_ssh, quiet=args.quiet)
+        run_preflight(
+            compiled,
+            cores=cores,
+            ports=ports,
+            dut_netns=args.dut_netns,
+            dut_ssh=args.dut_ssh,
+            quiet=args.quiet,
+        )
     hooks.run("before_run")  # HookFailed stops the run with the hook's output
     out = _Outputs(args)
     channel = _tcp_handshake(tcp, opts, compiled) if tcp is not None else None
@@ -404,7 +411,9 @@ def _tcp_handshake(tcp, opts, compiled):
     from tgen_tui.dut.channel import DutChannel
     from tgen_tui.methodology.tcprun import handshake
 
-    channel = DutChannel.of(opts.dut_netns or compiled.dut_netns, opts.dut_ssh or compiled.dut_ssh)
+    channel = DutChannel.of(
+        *pick_dut(opts.dut_netns, opts.dut_ssh, compiled.dut_netns, compiled.dut_ssh)
+    )
     if channel is None:
         raise BadInput("tcp.handshake reads the DUT's conntrack: give dut.netns or --dut-ssh")
     trio.run(handshake, tcp, opts, channel)
@@ -430,7 +439,9 @@ def _dut_events(args: argparse.Namespace, compiled):
     from tgen_tui.engine.dut_events import parse_dut_event
 
     events = [parse_dut_event(t) for t in args.dut_event]
-    channel = DutChannel.of(args.dut_netns or compiled.dut_netns, args.dut_ssh or compiled.dut_ssh)
+    channel = DutChannel.of(
+        *pick_dut(args.dut_netns, args.dut_ssh, compiled.dut_netns, compiled.dut_ssh)
+    )
     if channel is None:
         raise BadInput(
             "--dut-event needs a DUT: dut.netns in the profile, --dut-netns or --dut-ssh"

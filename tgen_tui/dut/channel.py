@@ -281,3 +281,14 @@ def forget_netns(netns: str) -> None:
     with _lock:
         for key in [k for k in _fds if k[0] == netns]:
             _close(key)
+
+
+def pick_dut(
+    cli_netns: str | None, cli_ssh: str | None, prof_netns: str | None, prof_ssh: str | None
+) -> tuple[str | None, str | None]:
+    """(netns, ssh) of the DUT: the command line's (--dut-netns or --dut-ssh) replaces the
+    profile's as a whole, so that a lab profile run with --dut-ssh talks to that host and
+    not to the profile's namespace."""
+    if cli_netns or cli_ssh:
+        return cli_netns, cli_ssh
+    return prof_netns, prof_ssh

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tgen_tui.diagnostics import EnvironmentProblem
-from tgen_tui.dut.channel import DutChannel
+from tgen_tui.dut.channel import DutChannel, pick_dut
 
 HOOK_NAMES = ("before_run", "after_run", "before_trial", "after_trial")
 MAX_KEPT = 4000  # characters of stdout/stderr kept per run
@@ -132,7 +132,7 @@ def profile_hooks(profile: Any, netns: str | None = None, ssh: str | None = None
     dut = getattr(profile, "dut", None)
     hooks = getattr(dut, "hooks", None) if dut is not None else None
     channel = DutChannel.of(
-        netns or (dut.netns if dut else None), ssh or (dut.ssh if dut else None)
+        *pick_dut(netns, ssh, dut.netns if dut else None, dut.ssh if dut else None)
     )
     return Hooks.of(hooks, channel)
 

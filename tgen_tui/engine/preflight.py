@@ -26,6 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from tgen_tui.dut.channel import pick_dut
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN, StreamProgram
 
@@ -267,7 +268,8 @@ async def preflight(compiled: CompiledProfile, options: Any, bursts: bool = True
     ports = list(options.ports or compiled.ports)
     checks = await trio.to_thread.run_sync(port_checks, compiled, ports)
     checks += await trio.to_thread.run_sync(
-        dut_checks, options.dut_netns or compiled.dut_netns, options.dut_ssh or compiled.dut_ssh
+        dut_checks,
+        *pick_dut(options.dut_netns, options.dut_ssh, compiled.dut_netns, compiled.dut_ssh),
     )
     if bursts and all(c.ok for c in checks) and compiled.streams:
         neigh, problems = await trio.to_thread.run_sync(resolve_all, compiled, ports)

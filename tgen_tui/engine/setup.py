@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from tgen_tui.diagnostics import BadInput
+from tgen_tui.dut.channel import pick_dut
 from tgen_tui.engine import stats
 from tgen_tui.engine.api import (
     EngineCommandError,
@@ -90,7 +91,9 @@ class Setup:
             )
         kept = [p for p in used if p in learning and p not in live_lanes]
         if options.cluster and max(lanes.values(), default=1) > 1:
-            raise BadInput("lanes: sender lanes are not supported with --cluster yet (use lanes: 1)")
+            raise BadInput(
+                "lanes: sender lanes are not supported with --cluster yet (use lanes: 1)"
+            )
         learners = [p for p in (options.learn or {}) if lanes.get(p, 1) > 1]
         if learners:  # the profile's lanes: each would see a share of the tuples
             raise BadInput(
@@ -131,6 +134,7 @@ class Setup:
         warnings += one_lane_warning(getattr(options, "lanes", None), kept)
         warnings += split_warnings(programs, lanes)  # flows that cannot keep to one lane
         warnings += _host_warnings(compiled, used, options.cluster)
+        dut = pick_dut(options.dut_netns, options.dut_ssh, compiled.dut_netns, compiled.dut_ssh)
         return cls(
             compiled=compiled,
             port_names=tuple(used),
@@ -139,8 +143,8 @@ class Setup:
             plans=tuple(plans),
             ports=ports,
             warnings=tuple(warnings),
-            dut_netns=options.dut_netns or compiled.dut_netns,
-            dut_ssh=options.dut_ssh or compiled.dut_ssh,
+            dut_netns=dut[0],
+            dut_ssh=dut[1],
             l3=_l3_entries(compiled, used, neigh),
             lanes=n_lanes,
         )

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from tgen_tui.diagnostics import BadInput
+from tgen_tui.dut.channel import pick_dut
 from tgen_tui.methodology.dut import DutControl, timeout_warnings
 from tgen_tui.methodology.procedures import (
     LossPoint,
@@ -210,8 +211,7 @@ def make_runner(params: Params, prof, size: int | None) -> tuple[TrialRunner, ob
 
 
 def dut_control(params: Params, compiled) -> DutControl | None:
-    netns = params.dut_netns or compiled.dut_netns
-    ssh = params.dut_ssh or compiled.dut_ssh
+    netns, ssh = pick_dut(params.dut_netns, params.dut_ssh, compiled.dut_netns, compiled.dut_ssh)
     if not (netns or ssh or params.dut_reset):
         return None
     return DutControl(netns=netns, ssh=ssh, reset_cmd=params.dut_reset)

@@ -113,6 +113,7 @@ class TgenApp(App):
         self.quitting = False
         self.signal_name: str | None = None
         self.on_forced_exit: Callable[[dict], object] | None = None  # stores the result (cli)
+        self.cli_dut: tuple[str | None, str | None] = (None, None)  # --dut-netns, --dut-ssh
 
     # ------------------------------------------------------------------ lifecycle
     async def on_mount(self) -> None:

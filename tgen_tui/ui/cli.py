@@ -167,6 +167,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
         profiles_dir=args.profiles_dir,
         results_db=getattr(args, "db", None),
     )
+    app.cli_dut = (args.dut_netns, args.dut_ssh)  # --dut-netns/--dut-ssh for key x
     if not args.fake:
         from tgen_tui.ui.record import store_session
 

@@ -52,11 +52,12 @@ def run_named_event(app: Any) -> None:
     if not events:
         app.notify("no DUT events: add dut.events {name: command} to the profile")
         return
-    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.dut.channel import DutChannel, pick_dut
 
-    channel = DutChannel.of(compiled.dut_netns, compiled.dut_ssh)
+    cli_netns, cli_ssh = app.cli_dut
+    channel = DutChannel.of(*pick_dut(cli_netns, cli_ssh, compiled.dut_netns, compiled.dut_ssh))
     if channel is None:
-        app.notify("DUT events need a DUT: dut.netns or dut.ssh in the profile")
+        app.notify("DUT events need a DUT: dut.netns in the profile, --dut-netns or --dut-ssh")
         return
 
     def run(name: str) -> None:
