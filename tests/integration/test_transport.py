@@ -89,7 +89,8 @@ def test_no_transport_hosts_unless_asked(make_lab):
 
 
 def test_middlebox_set_and_down(make_lab):
-    with make_lab("nat", "n", transport_hosts=True, delay="3ms", loss=1.0, rps_cpus=None) as prefix:
+    # a delay implies the hosts, and removing the delay keeps them (bridged)
+    with make_lab("nat", "n", delay="3ms", loss=1.0, rps_cpus=None) as prefix:
         st = lab.status(prefix)
         dl = st["delay_line"]
         assert dl["running"] and st["transport_hosts"]["p1"]["ipv4"] == hosts.H1_IP
@@ -97,6 +98,7 @@ def test_middlebox_set_and_down(make_lab):
         lab.set_dut(prefix, delay=None, loss=0.0)  # back to the kernel bridge
         st = lab.status(prefix)
         assert st["delay_line"] is None and not middlebox._ours(pid, prefix)
+        assert st["transport_hosts"]["p1"]["netns"] == f"{prefix}-h1"
         links = {x["ifname"]: x for x in commands.ip_json(["link", "show"], netns=f"{prefix}-mb")}
         assert links["x1"].get("master") == hosts.B1 and links["y1"].get("master") == hosts.B1
         lab.set_dut(prefix, delay="2ms")

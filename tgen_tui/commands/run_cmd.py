@@ -307,6 +307,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise BadInput(f"tgen run: {e}") from None
     if interval <= 0:
         raise BadInput("--interval must be > 0")
+    _check_dut_event_times(args, duration)  # bad input before any environment check
     thresholds = parse_thresholds(args.fail_on)
     cores = parse_cores_option(args.cores)
     lanes = parse_lanes_option(args.lanes)
@@ -383,6 +384,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     failed_ports = [n for n, p in result["ports"].items() if p["state"] == "failed"]
     if result["breached"]:
         return int(ExitCode.TEST_FAILED)
+    if tcp is not None and tcp.report.get("error"):  # the connections did not all open
+        print(
+            f"tgen: TCP handshake failed at {tcp.report['error']}: the run fails", file=sys.stderr
+        )
+        return int(ExitCode.TEST_FAILED)
     if failed_ports:
         print(f"tgen: port(s) {', '.join(failed_ports)} failed", file=sys.stderr)
         return int(ExitCode.ENVIRONMENT)
@@ -429,6 +435,18 @@ def _cluster_transport(address: str | None):
     from tgen_tui.cluster.transport import cluster_transport
 
     return cluster_transport(address)
+
+
+def _check_dut_event_times(args: argparse.Namespace, duration: float | None) -> None:
+    """Each --dut-event parses, and falls inside the run (one past its end would never run)."""
+    from tgen_tui.engine.dut_events import parse_dut_event
+
+    for text in getattr(args, "dut_event", None) or ():
+        ev = parse_dut_event(text)
+        if duration is not None and ev.at_s >= duration:
+            raise BadInput(
+                f"--dut-event {text!r}: at {ev.at_s:g} s, but the run sends for {duration:g} s"
+            )
 
 
 def _dut_events(args: argparse.Namespace, compiled):

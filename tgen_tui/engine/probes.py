@@ -112,7 +112,9 @@ def link_state_of(flags: int, operstate: int | None) -> str:
     return "down"
 
 
-def _netlink_link_state(netns: str | None, interface: str) -> str:
+def _netlink_link_state(netns: str | None, interface: str, again: bool = True) -> str:
+    """The state from the namespace's kept socket; "missing" is asked once more on a new
+    socket (a namespace deleted and made again under the same name keeps the old one)."""
     from tgen_tui.dut.netlink import Dumper, attrs, cstr
 
     with _LINK_LOCK:
@@ -133,6 +135,12 @@ def _netlink_link_state(netns: str | None, interface: str) -> str:
         if cstr(a.get(IFLA_IFNAME)) == interface:
             op = a.get(IFLA_OPERSTATE)
             return link_state_of(flags, op[0] if op else None)
+    if again:
+        with _LINK_LOCK:
+            stale = _LINK_SOCKETS.pop(netns, None)
+        if stale is not None:
+            stale.close()
+        return _netlink_link_state(netns, interface, again=False)
     return "missing"
 
 

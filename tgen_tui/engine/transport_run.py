@@ -203,7 +203,9 @@ class TransportRun:
             self._prev[r["id"]] = r
         self._t_prev = t
         tcp = [f for f in flows.values() if "rtt_ms" in f] or list(flows.values())
-        active = [f["goodput_bps"] for f in tcp if f["goodput_bps"] > 0]  # Jain: TCP flows
+        # Jain over the TCP flows scheduled on in this interval: a starved flow counts
+        # (with 0), one that is off by its schedule does not
+        active = [f["goodput_bps"] for f in tcp if f.get("on", True)]
         return {
             "t": round(t, 3),
             "kind": "transport",

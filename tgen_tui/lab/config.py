@@ -133,6 +133,13 @@ class LabConfig:
     loss: float = 0.0  # % dropped at random by the delay line, each way
     transport_hosts: bool = False  # h0/h1 namespaces for transport flows (on with delay/loss)
 
+    def __post_init__(self) -> None:
+        # a delay or a loss implies the transport hosts, and they are recorded as asked for,
+        # so that a later `lab set --delay none` keeps them (bridged) instead of removing them
+        delay = str(self.delay or "").strip().lower()
+        if delay not in ("", "none", "0", "0ms", "0s") or (self.loss or 0) > 0:
+            object.__setattr__(self, "transport_hosts", True)
+
     def validated(self) -> LabConfig:
         """Return self if every field is valid, else raise :class:`BadInput`."""
         validate(self)

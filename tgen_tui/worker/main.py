@@ -604,6 +604,7 @@ class Worker:
                 if spec.get("rx"):
                     rx_table = k
                     k += 1
+                self.ports.append(p)  # closed below if its open (or a later one) fails
                 p.open(rows, rx_table, ring_opts)
                 for j, st in enumerate(p.streams):
                     if st.index >= n_streams:
@@ -613,7 +614,6 @@ class Worker:
                     self.by_stream[st.index] = st
                     self._row_of[id(st)] = row + j
                 row += nt
-                self.ports.append(p)
                 self.by_name[p.name] = p
         except BaseException:
             for p in self.ports:
