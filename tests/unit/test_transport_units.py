@@ -148,3 +148,43 @@ def test_run_options_a_transport_run_cannot_honour_are_refused(extra, capsys):
     assert main(["run", "profiles/tcp-rules.yaml", "-d", "1", *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and extra[0] in err and "transport" in err, err
+
+
+def test_the_transport_console_refuses_options_it_cannot_honour(capsys):
+    from tgen_tui.cli import main
+
+    assert main(["tui", "profiles/tcp-rules.yaml", "--lanes", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--lanes" in err and "transport" in err, err
+    assert main(["run", "profiles/tcp-rules.yaml", "-d", "1", "--interval", "50ms"]) == 2
+    assert "--interval" in capsys.readouterr().err
+
+
+def test_validate_refuses_what_run_would_refuse(capsys, tmp_path):
+    """A profile with both streams: and transport:, and hosts: of a port that does not
+    exist, fail `tgen validate` with file:line: field lines, as `tgen run` would."""
+    from tgen_tui.cli import main
+
+    path = tmp_path / "mixed.yaml"
+    path.write_text(MIXED)
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert any(":9:3: hosts.p7: unknown port 'p7'" in ln for ln in err), err
+    assert any(":12:1: transport: streams: and transport:" in ln for ln in err), err
+
+
+MIXED = """\
+name: mixed
+duration: 5s
+ports:
+  p0: {interface: p0, netns: tgen-tester}
+  p1: {interface: p1, netns: tgen-tester}
+hosts:
+  p0: {netns: tgen-h0, ipv4: 198.18.100.2}
+  p1: {netns: tgen-h1, ipv4: 198.19.100.2}
+  p7: {netns: x, ipv4: 198.18.100.9}
+streams:
+  - {name: s, port: p0, rx_port: p1, ipv4: {src: 198.18.0.2, dst: 198.19.0.2}, udp: {src_port: 1, dst_port: 7}, rate: 10pps}
+transport:
+  - {name: t, port: p0, rx_port: p1, protocol: tcp}
+"""

@@ -36,14 +36,14 @@ def summary_table(result: dict) -> str:
         + ("  (PARTIAL: interrupted)" if result["partial"] else "")
     ]
     lines.append(
-        f"{'stream':<14}{'proto':<11}{'goodput Mbit/s':>15}{'rtt ms':>9}{'min rtt':>9}"
+        f"{'stream':<14}{'proto':<11}{'goodput Mbit/s':>15}{'rtt ms':>9}{'min rtt ms':>12}"
         f"{'retrans':>9}{'retr %':>8}{'loss %':>8}{'jitter ms':>10}{'tx bytes':>13}{'rx bytes':>13}"
     )
     for name, s in tr["streams"].items():
         proto = s["protocol"] + (f"/{s['cc']}" if s.get("cc") else "")
         lines.append(
             f"{name[:13]:<14}{proto:<11}{_mbit(s['goodput_bps']):>15}{_f(s.get('rtt_ms')):>9}"
-            f"{_f(s.get('min_rtt_ms')):>9}{_f(s.get('retransmits'), 'd'):>9}"
+            f"{_f(s.get('min_rtt_ms')):>12}{_f(s.get('retransmits'), 'd'):>9}"
             f"{_f(s.get('retransmit_pct'), '.3f'):>8}{_f(s.get('loss_pct'), '.3f'):>8}"
             f"{_f(s.get('jitter_ms'), '.3f'):>10}{s['tx_bytes']:>13,}{s['rx_bytes']:>13,}"
         )
@@ -81,30 +81,27 @@ def run_transport(args: argparse.Namespace, prof) -> int:
             f"{args.profile}: streams: and transport: in one profile are not supported yet; "
             "run them as two profiles"
         )
-    refused = [
-        opt
-        for opt, given in (
-            ("--ports", args.ports),
-            ("--lanes", getattr(args, "lanes", None)),
-            ("--rate-scale", args.rate_scale != 1.0),
-            ("--fail-on", args.fail_on),
-            ("--flush-dut", args.flush_dut),
-            ("--dut-event", args.dut_event),
-            ("--cluster", args.cluster),
-            ("--preflight", getattr(args, "preflight", False)),
-        )
-        if given
-    ]
-    if refused:  # accepted and ignored would surprise: say so instead
-        raise BadInput(
-            f"{', '.join(refused)}: not supported for transport streams (kernel TCP/UDP "
-            "sockets); give the rate, flows and schedule in the profile's transport: entries"
-        )
+    from tgen_tui.engine.transport_run import refuse_options
+
+    refuse_options(
+        ("--ports", args.ports),
+        ("--lanes", getattr(args, "lanes", None)),
+        ("--rate-scale", args.rate_scale != 1.0),
+        ("--fail-on", args.fail_on),
+        ("--flush-dut", args.flush_dut),
+        ("--dut-event", args.dut_event),
+        ("--cluster", args.cluster),
+        ("--preflight", getattr(args, "preflight", False)),
+        ("--dut-netns", args.dut_netns),
+        ("--dut-ssh", args.dut_ssh),
+    )
     try:
         duration = parse_duration(args.duration) if args.duration is not None else prof.duration
-        interval = max(0.1, parse_duration(args.interval))
+        interval = parse_duration(args.interval)
     except ValueError as e:
         raise BadInput(f"tgen run: {e}") from None
+    if interval < 0.1:
+        raise BadInput("--interval: transport flows report at most every 100ms (give >= 0.1s)")
     if duration is None:
         raise BadInput("the profile runs until stopped: give --duration (e.g. --duration 10s)")
     groups = plan_flows(prof)

@@ -125,6 +125,13 @@ def resolve_all(
         spec = compiled.ports[name]
         if not wants_resolution(spec):
             continue
+        if getattr(spec, "host", None):  # its namespace is on another machine, not here
+            from tgen_tui.diagnostics import BadInput
+
+            raise BadInput(
+                f"port {name}: gateway resolution for a port on another host ({spec.host}) "
+                "is not supported yet: give its streams eth.dst (the gateway's MAC)"
+            )
         tags = _tags_of(compiled, name)
         r, p = resolve_port(spec, tags, tries, timeout_s)
         res[name] = r

@@ -23,7 +23,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from tgen_tui.diagnostics import EnvironmentProblem
+from tgen_tui.diagnostics import BadInput, EnvironmentProblem
 from tgen_tui.engine import transport_stats as ts
 from tgen_tui.worker.transport_flow import is_on
 
@@ -280,3 +280,14 @@ def _send(w: _Worker, text: str) -> None:
         w.proc.stdin.flush()
     except (OSError, ValueError):
         pass
+
+
+def refuse_options(*given: tuple[str, object]) -> None:
+    """One line, exit 2, for options a transport run cannot honour (accepted and ignored
+    would surprise)."""
+    refused = [opt for opt, value in given if value]
+    if refused:
+        raise BadInput(
+            f"{', '.join(refused)}: not supported for transport streams (kernel TCP/UDP "
+            "sockets); give the rate, flows and schedule in the profile's transport: entries"
+        )

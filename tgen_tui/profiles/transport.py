@@ -110,6 +110,14 @@ class TransportStream(_Strict):
 def check_transport(profile) -> list[str]:
     """Cross-field problems of ``hosts:``/``transport:`` as "path: message" lines."""
     problems: list[str] = []
+    if profile.transport and profile.streams:
+        problems.append(
+            "transport: streams: and transport: in one profile are not supported yet "
+            "(run them as two profiles)"
+        )
+    for h in profile.hosts:
+        if h not in profile.ports:
+            problems.append(f"hosts.{h}: unknown port {h!r} (ports: {', '.join(profile.ports)})")
     names = {s.name for s in profile.streams}
     for i, t in enumerate(profile.transport):
         where = f"transport[{i}]"

@@ -197,10 +197,22 @@ def run_transport_console(args, prof) -> int:
         )
     if prof.duration is None:
         raise BadInput(f"{args.profile}: a transport profile needs duration: in the console")
+    from tgen_tui.engine.transport_run import refuse_options
+
+    refuse_options(
+        ("--lanes", getattr(args, "lanes", None)),
+        ("--preflight", getattr(args, "preflight", False)),
+        ("--cluster", getattr(args, "cluster", None)),
+        ("--dut-netns", getattr(args, "dut_netns", None)),
+        ("--dut-ssh", getattr(args, "dut_ssh", None)),
+    )
+    from tgen_tui.engine.cli_options import parse_cores_option
+
+    cores = parse_cores_option(getattr(args, "cores", None))
     started = _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds")
 
     def make_run():
-        run = TransportRun(plan_flows(prof), duration=prof.duration, interval=1.0)
+        run = TransportRun(plan_flows(prof), duration=prof.duration, interval=1.0, cores=cores)
         run.start()
         return run
 
