@@ -28,7 +28,7 @@ from typing import Any
 
 from tgen_tui.dut.channel import pick_dut
 from tgen_tui.packets.compile import CompiledProfile
-from tgen_tui.packets.program import FCS_LEN, StreamProgram
+from tgen_tui.packets.program import StreamProgram
 
 BURST_FRAMES = 20
 BURST_PPS = 200.0
@@ -109,7 +109,7 @@ def port_checks(compiled: CompiledProfile, ports: list[str]) -> list[Check]:
 
 def _l3_len(p: StreamProgram) -> int:
     """Bytes above Ethernet (and its tags) of the stream's largest frame: what the MTU bounds."""
-    return p.sizes.max - p.l3_offset if p.l3 else p.sizes.max + FCS_LEN
+    return p.sizes.max - p.l3_offset if p.l3 else p.sizes.max - 14  # sizes exclude the FCS
 
 
 def dut_checks(netns: str | None, ssh: str | None) -> list[Check]:

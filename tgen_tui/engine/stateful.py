@@ -60,7 +60,8 @@ def live_options(
                 "max": LIVE_MAX,
             }
         for q in fwd:
-            if p.rx_port != q.port:
+            # flows are keyed by IPv4 address and UDP/TCP port: other forward streams have none
+            if p.rx_port != q.port or q.l3 != 4 or q.l4 not in ("udp", "tcp"):
                 continue
             f = flows.setdefault(q.port, {"tx_streams": [], "rx_streams": []})
             if q.index not in f["tx_streams"]:

@@ -133,7 +133,11 @@ async def mlr_search(
     from MLRsearch import AbstractMeasurer, MeasurementResult, MultipleLossRatioSearch
 
     if not 0 < min_load < max_load:
-        raise ValueError(f"need 0 < min load ({min_load:g}) < max load ({max_load:g})")
+        from tgen_tui.diagnostics import BadInput
+
+        raise BadInput(
+            f"--min-load {min_load:g} must be above 0 and below the max load {max_load:g} fps"
+        )
     res = result or MlrResult(goals, min_load, max_load, warmup_s, unsent_is_loss)
     cfg = _config(goals, min_load, max_load, warmup_s)
     search = MultipleLossRatioSearch(cfg)
