@@ -176,8 +176,8 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
         default=d,
         metavar="TIME",
         help="delay each way on the transport hosts' path (h0/h1, user-space delay line in "
-        "the middlebox namespace PREFIX-mb next to the DUT), e.g. 20ms for a 40 ms RTT; "
-        "'none' removes it",
+        "the middlebox namespace PREFIX-mb next to the DUT), e.g. 20ms for a 40 ms RTT (a "
+        "bare number is ms); 'none' removes it and keeps the hosts, bridged",
     )
     g.add_argument(
         "--loss",

@@ -74,13 +74,21 @@ def _ours(pid: int, prefix: str) -> bool:
     return b"tgen_tui.lab.delayline" in argv and prefix.encode() in argv
 
 
+def _running(prefix: str) -> list[int]:
+    """Every delay line of this lab that runs, found by its command line (a pid that was
+    never recorded, e.g. when a later step of `lab up` failed, is found too)."""
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and _ours(int(d), prefix)]
+
+
 def stop(prefix: str, state: dict) -> None:
-    """Stop the lab's delay line (if it runs) by its recorded pid."""
-    rec = state.pop("delayline", None)
-    if not rec:
-        return
-    pid = int(rec.get("pid", 0))
-    if pid > 0 and _ours(pid, prefix):
+    """Stop the lab's delay line(s): the recorded pid and any other of this lab's."""
+    rec = state.pop("delayline", None) or {}
+    pids = set(_running(prefix))
+    if int(rec.get("pid", 0)) > 0:
+        pids.add(int(rec["pid"]))
+    for pid in pids:
+        if not _ours(pid, prefix):
+            continue
         os.kill(pid, signal.SIGTERM)
         for _ in range(50):
             if not _ours(pid, prefix):
