@@ -83,17 +83,26 @@ async def run_events(channel, events: list[DutEvent], t0_s: float, records: list
 def attach_outages(records: list[dict], streams: dict[str, dict]) -> None:
     """Set ``outage_ms`` / ``outage_stream`` on each event record: the longest receive gap
     (``streams.<name>.outage_ms``, began at ``outage_at_s``) that began within
-    [at_s - BEFORE_S, end_s + AFTER_S]; 0 when no stream had a gap then."""
+    [at_s - BEFORE_S, end_s + AFTER_S]. Each stream keeps only its longest gap, so when
+    none began then, this event's outage is not known, only bounded by the longest gap
+    elsewhere: ``outage_ms`` None and ``outage_at_most_ms`` (0 when no stream had one)."""
     for rec in records:
         lo, hi = rec["at_s"] - BEFORE_S, rec.get("end_s", rec["at_s"]) + AFTER_S
         best: tuple[float, str | None] = (0.0, None)
+        bound = 0.0
         for name, s in streams.items():
             gap, at = s.get("outage_ms"), s.get("outage_at_s")
-            if gap is None or at is None or not lo <= at <= hi:
+            if gap is None or at is None:
                 continue
-            if gap > best[0]:
+            if not lo <= at <= hi:
+                bound = max(bound, float(gap))
+            elif gap > best[0]:
                 best = (float(gap), name)
-        rec["outage_ms"] = best[0]
+        rec.pop("outage_at_most_ms", None)
+        if best[1] is None and bound > 0:
+            rec["outage_ms"], rec["outage_at_most_ms"] = None, bound
+        else:
+            rec["outage_ms"] = best[0]
         rec["outage_stream"] = best[1]
 
 
@@ -104,6 +113,11 @@ def event_line(rec: dict) -> str:
     out = f"DUT event at {rec['at_s']:.2f} s ({rec['took_ms']:.0f} ms, {status}): {what}"
     if rec.get("outage_ms"):
         out += f"; outage {rec['outage_ms']:.1f} ms ({rec['outage_stream']})"
+    elif rec.get("outage_at_most_ms"):
+        out += (
+            f"; outage at most {rec['outage_at_most_ms']:.1f} ms (not measured: each stream "
+            "keeps only its longest gap, which began at another time)"
+        )
     elif "outage_ms" in rec:
         out += "; no outage"
     return out
