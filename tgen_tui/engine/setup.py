@@ -106,31 +106,8 @@ class Setup:
             plans, warnings = plan_workers(port_streams, cores)
         n_names = max(len(compiled.all_stream_names), 1)
         n_lanes = max(lanes.values(), default=1)
-        ports = {}
         neigh = getattr(options, "neighbours", None) or {}
-        for plan in plans:
-            for pn in plan.ports:
-                if pn in ports:  # another lane of a port already set up (its lane 0)
-                    continue
-                spec = compiled.ports[pn]
-                ports[pn] = PortSetup(
-                    pn,
-                    spec.interface,
-                    spec.netns,
-                    plan.id,
-                    plan.core,
-                    speed_bps=spec.speed_bps,
-                    streams=tuple(i for i, s in enumerate(programs) if s.port == pn),
-                    host=getattr(spec, "host", None) if options.cluster else None,
-                    tx_path=getattr(spec, "tx_path", None),
-                    gateway_mac=(neigh.get(pn) or {}).get("gw4"),
-                    gateway6_mac=(neigh.get(pn) or {}).get("gw6"),
-                    lanes=lanes[pn],
-                    mac=(neigh.get(pn) or {}).get("mac")
-                    or (None if options.cluster else interface_mac(spec.netns, spec.interface)),
-                    gateway=str(spec.gateway) if getattr(spec, "gateway", None) else None,
-                    gateway6=str(spec.gateway6) if getattr(spec, "gateway6", None) else None,
-                )
+        ports = _port_setups(compiled, plans, programs, lanes, neigh, options.cluster)
         warnings += one_lane_warning(getattr(options, "lanes", None), kept)
         warnings += split_warnings(programs, lanes)  # flows that cannot keep to one lane
         warnings += _host_warnings(compiled, used, options.cluster)
@@ -369,6 +346,43 @@ def resolve_rate(rate: str | float, mean_bytes: float, speed: float, target: str
     except ValueError as e:
         raise RateError(target, str(e)) from None
     return rate_to_pps(spec, mean_bytes, speed)
+
+
+def _port_setups(
+    compiled: CompiledProfile,
+    plans: list[WorkerPlan],
+    programs: tuple[StreamProgram, ...],
+    lanes: dict[str, int],
+    neigh: dict,
+    cluster: str | None,
+) -> dict[str, PortSetup]:
+    """Each port's PortSetup (its lane 0's worker and core; MACs, gateways)."""
+    ports: dict[str, PortSetup] = {}
+    for plan in plans:
+        for pn in plan.ports:
+            if pn in ports:  # another lane of a port already set up (its lane 0)
+                continue
+            spec = compiled.ports[pn]
+            found = neigh.get(pn) or {}
+            ports[pn] = PortSetup(
+                pn,
+                spec.interface,
+                spec.netns,
+                plan.id,
+                plan.core,
+                speed_bps=spec.speed_bps,
+                streams=tuple(i for i, s in enumerate(programs) if s.port == pn),
+                host=getattr(spec, "host", None) if cluster else None,
+                tx_path=getattr(spec, "tx_path", None),
+                gateway_mac=found.get("gw4"),
+                gateway6_mac=found.get("gw6"),
+                lanes=lanes[pn],
+                mac=found.get("mac")
+                or (None if cluster else interface_mac(spec.netns, spec.interface)),
+                gateway=str(spec.gateway) if getattr(spec, "gateway", None) else None,
+                gateway6=str(spec.gateway6) if getattr(spec, "gateway6", None) else None,
+            )
+    return ports
 
 
 def _host_warnings(compiled: CompiledProfile, used: list[str], cluster: str | None) -> list[str]:
