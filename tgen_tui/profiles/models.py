@@ -15,9 +15,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -25,16 +23,15 @@ from pydantic import (
     model_validator,
 )
 
+from tgen_tui.profiles.base import Schedule, Seconds, Strict
 from tgen_tui.profiles.transport import TransportHost, TransportStream, check_transport
 from tgen_tui.profiles.units import (
     line_rate_fps,
     parse_bitrate,
     parse_count,
-    parse_duration,
 )
 from tgen_tui.profiles.wire import FCS_LEN, L1_OVERHEAD, SIG_LEN
 
-Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 BitRate = Annotated[float, BeforeValidator(parse_bitrate), Field(ge=1.0)]
 Count = Annotated[float, BeforeValidator(parse_count)]
 
@@ -46,12 +43,6 @@ VLAN_HLEN = 4
 MAX_FRAME = 9216
 MAX_UNIQUE = 1 << 64
 MIN_FRAME = 64
-
-
-class Strict(BaseModel):
-    """Base: unknown keys are errors; values are validated on assignment (editor)."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 # --------------------------------------------------------------------------- ranges
@@ -476,23 +467,6 @@ Mode = Annotated[
 ]
 
 
-class Schedule(Strict):
-    """Timed start/stop relative to the port start, and optional on/off periods."""
-
-    start: Seconds = Field(0.0, description="Start after, e.g. 2s")
-    stop: Seconds | None = Field(None, description="Stop at (from the port start), e.g. 5s")
-    on: Seconds = Field(0.0, description="On period of an on/off cycle (0 = always on)")
-    off: Seconds = Field(0.0, description="Off period of an on/off cycle")
-
-    @model_validator(mode="after")
-    def _order(self):
-        if self.stop is not None and self.stop <= self.start:
-            raise ValueError(f"stop ({self.stop:g} s) must be after start ({self.start:g} s)")
-        if (self.on > 0) != (self.off > 0):
-            raise ValueError("on and off go together: give both or neither")
-        return self
-
-
 class ConstantIdt(Strict):
     dist: Literal["constant"] = "constant"
 
@@ -687,7 +661,8 @@ class Port(Strict):
         "without --cluster it is ignored and the port runs on this machine",
     )
     ipv4: Annotated[ipaddress.IPv4Interface | None, BeforeValidator(_iface_v4)] = Field(
-        None, description="The port's IPv4 address with prefix, e.g. 198.18.0.2/24 (answered by ARP)"
+        None,
+        description="The port's IPv4 address with prefix, e.g. 198.18.0.2/24 (answered by ARP)",
     )
     gateway: V4 | None = Field(
         None, description="IPv4 gateway (the DUT's address); its MAC is resolved by ARP at start"

@@ -18,11 +18,11 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from tgen_tui.profiles.units import parse_bitrate, parse_duration
+from tgen_tui.profiles.base import Schedule, Strict
+from tgen_tui.profiles.units import parse_bitrate
 
-Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 BitRate = Annotated[float, BeforeValidator(parse_bitrate), Field(ge=1.0)]
 
 _CC = re.compile(r"^[a-z0-9_]{1,15}$")
@@ -30,28 +30,7 @@ FIRST_PORT = 5201
 MAX_MESSAGE = 1 << 20
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-class TransportSchedule(_Strict):
-    """Start and stop (from the run's start), and optional on/off periods."""
-
-    start: Seconds = Field(0.0, description="Start sending after, e.g. 2s")
-    stop: Seconds | None = Field(None, description="Stop sending at, e.g. 20s")
-    on: Seconds = Field(0.0, description="On period of an on/off cycle (0 = always on)")
-    off: Seconds = Field(0.0, description="Off period of an on/off cycle")
-
-    @model_validator(mode="after")
-    def _order(self):
-        if self.stop is not None and self.stop <= self.start:
-            raise ValueError(f"stop ({self.stop:g} s) must be after start ({self.start:g} s)")
-        if (self.on > 0) != (self.off > 0):
-            raise ValueError("on and off go together: give both or neither")
-        return self
-
-
-class TransportHost(_Strict):
+class TransportHost(Strict):
     """Where a tester port's kernel sockets live, and their address."""
 
     netns: str | None = Field(None, description="Namespace of the sockets (the lab's: tgen-h0)")
@@ -67,7 +46,7 @@ class TransportHost(_Strict):
         return v
 
 
-class TransportStream(_Strict):
+class TransportStream(Strict):
     """Kernel socket flows from ``port``'s host to ``rx_port``'s host."""
 
     name: str = Field(min_length=1, max_length=64)
@@ -87,7 +66,7 @@ class TransportStream(_Strict):
         "(default 1400)",
     )
     rate: BitRate | None = Field(None, description="UDP payload rate per flow, e.g. 2M")
-    schedule: TransportSchedule = Field(default_factory=TransportSchedule)
+    schedule: Schedule = Field(default_factory=Schedule)
     dst_port: int | None = Field(
         None, ge=1, le=65535, description="First receiving port (default: 5201 + flow number)"
     )
