@@ -575,12 +575,18 @@ def _execute(state, args) -> tuple[dict, str | None]:
 
 
 def cmd_method(args: argparse.Namespace) -> int:
+    return run_procedure(args, args.verb_name, params_from_args(args))
+
+
+def run_procedure(args: argparse.Namespace, test: str, params, **body) -> int:
+    """Every methodology verb's run: root, --preflight and the DUT hooks, the procedure
+    (with ``body`` in its state), the report, the exit code."""
     from tgen_tui.methodology.run import RunState
 
-    params = params_from_args(args)
-    _need_root(f"tgen {args.verb_name.replace('-', ' ')}")
+    _need_root(f"tgen {test.replace('-', ' ')}")
     _preflight_and_hooks(args, params)
-    state = RunState(test=args.verb_name, params=params)
+    state = RunState(test=test, params=params)
+    state.body.update(body)
     doc, sig = _execute(state, args)
     _finish(args, doc, state)
     return _exit(sig)

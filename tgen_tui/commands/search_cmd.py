@@ -11,12 +11,8 @@ from tgen_tui.commands.methodology_cmds import (
     _common,
     _count,
     _dur,
-    _execute,
-    _exit,
-    _finish,
-    _need_root,
-    _preflight_and_hooks,
     params_from_args,
+    run_procedure,
 )
 from tgen_tui.diagnostics import BadInput
 
@@ -125,16 +121,8 @@ def config_from_args(args: argparse.Namespace):
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from tgen_tui.methodology.run import RunState
-
     cfg = config_from_args(args)
     params = params_from_args(args)
     if params.max_rate and cfg.min_load and cfg.min_load >= params.max_rate:
         raise BadInput("--min-load must be below --max-rate")
-    _need_root("tgen search")
-    _preflight_and_hooks(args, params)  # --preflight, and dut.hooks around the run and each trial
-    state = RunState(test="search", params=params)
-    state.body["config"] = cfg
-    doc, sig = _execute(state, args)
-    _finish(args, doc, state)
-    return _exit(sig)
+    return run_procedure(args, "search", params, config=cfg)

@@ -40,24 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from tgen_tui.commands.methodology_cmds import (
-        _count,
-        _execute,
-        _exit,
-        _finish,
-        _need_root,
-        _preflight_and_hooks,
-        params_from_args,
-    )
-    from tgen_tui.methodology.run import RunState
+    from tgen_tui.commands.methodology_cmds import _count, params_from_args, run_procedure
     from tgen_tui.methodology.sweep import parse_sessions
 
     sessions = parse_sessions(args.sessions, args.points, _count)
-    params = params_from_args(args)
-    _need_root("tgen sweep")
-    _preflight_and_hooks(args, params)  # --preflight, and dut.hooks around the run and each trial
-    state = RunState(test="sweep", params=params)
-    state.body["sessions"] = sessions
-    doc, sig = _execute(state, args)
-    _finish(args, doc, state)
-    return _exit(sig)
+    return run_procedure(args, "sweep", params_from_args(args), sessions=sessions)

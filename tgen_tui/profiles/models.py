@@ -613,22 +613,22 @@ class Stream(Strict):
         return n
 
 
-def _iface_v4(v: Any) -> Any:
-    if v is None or isinstance(v, ipaddress.IPv4Interface):
-        return v
-    s = str(v)
-    if "/" not in s:
-        raise ValueError(f"{s!r}: give the address with its prefix length, e.g. 198.18.0.2/24")
-    return ipaddress.IPv4Interface(s)
+def _iface(cls: type, example: str) -> Any:
+    """A validator: an address with its prefix length (``example``) -> ``cls``."""
+
+    def check(v: Any) -> Any:
+        if v is None or isinstance(v, cls):
+            return v
+        s = str(v)
+        if "/" not in s:
+            raise ValueError(f"{s!r}: give the address with its prefix length, e.g. {example}")
+        return cls(s)
+
+    return check
 
 
-def _iface_v6(v: Any) -> Any:
-    if v is None or isinstance(v, ipaddress.IPv6Interface):
-        return v
-    s = str(v)
-    if "/" not in s:
-        raise ValueError(f"{s!r}: give the address with its prefix length, e.g. 2001:2::2/64")
-    return ipaddress.IPv6Interface(s)
+_iface_v4 = _iface(ipaddress.IPv4Interface, "198.18.0.2/24")
+_iface_v6 = _iface(ipaddress.IPv6Interface, "2001:2::2/64")
 
 
 class Port(Strict):
