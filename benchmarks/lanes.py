@@ -55,7 +55,8 @@ streams:
 
 
 async def one_run(compiled, cores: list[int], lanes: int, seconds: float) -> dict:
-    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import EngineOptions
 
     opts = EngineOptions(cores=cores, lanes=lanes, ports=["p0"], drain_ms=100, interval=0.1)
     samples: list[tuple[float, int]] = []

@@ -243,7 +243,8 @@ def test_console_on_two_hosts(cluster, nat_lab, tmp_path):
     import asyncio
 
     from tgen_tui.cluster.transport import cluster_transport
-    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import EngineOptions
     from tgen_tui.packets.compile import compile_profile
     from tgen_tui.profiles.loader import load_profile
     from tgen_tui.ui.app import TgenApp
@@ -304,7 +305,8 @@ def test_reload_respawns_on_the_same_hosts(cluster, nat_lab, tmp_path):
 
     from tgen_tui.cluster.transport import cluster_transport
     from tgen_tui.diagnostics import BadInput
-    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import EngineOptions
     from tgen_tui.packets.compile import compile_profile
     from tgen_tui.profiles.loader import load_profile
 

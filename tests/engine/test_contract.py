@@ -116,7 +116,8 @@ def run_fake(compiled: CompiledProfile) -> Run:
 
 
 def run_real(compiled: CompiledProfile) -> Run:
-    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import EngineOptions
 
     async def main() -> Run:
         opts = EngineOptions(cores=default_cores(), interval=0.05, drain_ms=200)

@@ -25,7 +25,8 @@ from tgen_tui.engine.api import (
     RateError,
     StreamPaused,
 )
-from tgen_tui.engine.controller import EngineOptions, open_engine
+from tgen_tui.engine.controller import open_engine
+from tgen_tui.engine.options import EngineOptions
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tgen_tui.engine.controller import EngineOptions, open_engine
+from tgen_tui.engine.controller import open_engine
+from tgen_tui.engine.options import EngineOptions
 from tgen_tui.lab import topology as lab
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text

@@ -11,7 +11,8 @@ import pytest
 
 from tgen_tui.engine import figures as F
 from tgen_tui.engine.api import EngineAPI, EngineFeed, RateError
-from tgen_tui.engine.controller import Engine, EngineOptions
+from tgen_tui.engine.controller import Engine
+from tgen_tui.engine.options import EngineOptions
 from tgen_tui.engine.setup import Setup
 from tgen_tui.engine.transport import LocalTransport, WorkerTransport
 from tgen_tui.packets.compile import compile_profile

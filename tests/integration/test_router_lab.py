@@ -58,7 +58,8 @@ def dual_stack(prefix: str) -> str:
 
 async def run_and_look(compiled, prefix: str, seconds: float):
     """Run the profile, read the DUT's neighbour table while it runs; the final snapshot."""
-    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import EngineOptions
 
     async with open_engine(compiled, EngineOptions()) as eng:
         await eng.start()
@@ -195,7 +196,7 @@ def test_preflight_passes_and_names_the_cause_when_it_fails(router_lab, tmp_path
     # a run fails at start with one line per unresolved gateway (what open_engine raises)
     compiled = compile_profile(load_profile_text(wrong.read_text(), "w.yaml"))
     found, problems = resolve_all(compiled, None, tries=1, timeout_s=0.3)
-    assert found["p0"]["gw4"] is None and found["p0"]["gw6"] == D0_MAC
+    assert found["p0"].gw4 is None and found["p0"].gw6 == D0_MAC
     assert problems == [
         f"port p0: gateway 198.18.0.9: no ARP reply from 198.18.0.9 to 1 requests from "
         f"198.18.0.2 on p0 (netns {router_lab}-tester), 0.3 s apart"
@@ -233,7 +234,8 @@ def test_a_vlan_tagged_arp_request_gets_a_reply_with_the_same_tag(direct_lab):
     request that scapy sends into p1; the reply arrives on p1 with VLAN 35."""
     from scapy.layers.l2 import ARP, Dot1Q, Ether
 
-    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import EngineOptions
     from tgen_tui.worker.netns import netns
     from tgen_tui.worker.rxring import RxRing
 
@@ -356,7 +358,8 @@ def test_before_trial_runs_once_per_rfc9693_trial_and_the_report_counts_it(route
 def test_a_reload_that_adds_a_gateway_resolves_it(router_lab):
     """An edited profile whose port gains a gateway: reload resolves it (new workers send
     to the resolved MAC); the unchanged port keeps the MACs found at start."""
-    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import EngineOptions
 
     text = range_profile(router_lab)
     before = compile_profile(
@@ -373,7 +376,7 @@ def test_a_reload_that_adds_a_gateway_resolves_it(router_lab):
         async with open_engine(before, EngineOptions()) as eng:
             assert set(eng.options.neighbours) == {"p0"}
             await eng.reload(after)
-            assert eng.options.neighbours["p1"]["gw4"] == "02:74:67:00:01:fe"
+            assert eng.options.neighbours["p1"].gw4 == "02:74:67:00:01:fe"
             await eng.start()
             await trio.sleep(0.5)
             await eng.stop()

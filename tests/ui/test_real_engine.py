@@ -11,7 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tgen_tui.engine.controller import EngineOptions, open_engine
+from tgen_tui.engine.controller import open_engine
+from tgen_tui.engine.options import EngineOptions
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
 from tgen_tui.ui.app import TgenApp

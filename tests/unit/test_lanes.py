@@ -193,7 +193,7 @@ def _lab_compiled(lanes_p0: int = 2):
 
 def test_setup_plans_lanes_rows_and_refuses_them_with_a_cluster():
     from tgen_tui.diagnostics import BadInput
-    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.options import EngineOptions, LearnSpec
     from tgen_tui.engine.setup import Setup
 
     s = Setup.build(_lab_compiled(2), EngineOptions(cores=[0, 1]))
@@ -213,8 +213,14 @@ def test_setup_plans_lanes_rows_and_refuses_them_with_a_cluster():
     with pytest.raises(BadInput, match="not supported with --cluster"):
         Setup.build(_lab_compiled(2), EngineOptions(cores=[0, 1], cluster="auto"))
     with pytest.raises(BadInput, match="a learning port has one lane"):
-        Setup.build(_lab_compiled(2), EngineOptions(cores=[0, 1], learn={"p0": {}}))
-    learn = Setup.build(_lab_compiled(1), EngineOptions(cores=[0, 1], lanes=2, learn={"p1": {}}))
+        Setup.build(
+            _lab_compiled(2),
+            EngineOptions(cores=[0, 1], learn={"p0": LearnSpec("/dev/null", (0,), 1)}),
+        )
+    learn = Setup.build(
+        _lab_compiled(1),
+        EngineOptions(cores=[0, 1], lanes=2, learn={"p1": LearnSpec("/dev/null", (0,), 1)}),
+    )
     assert (learn.ports["p0"].lanes, learn.ports["p1"].lanes) == (2, 1)  # --lanes skips it
 
 

@@ -61,7 +61,7 @@ def test_validate_accepts_lanes_on_other_ports_of_a_learn_profile(tmp_path):
 
 
 def test_lanes_option_keeps_one_lane_on_learn_ports_and_says_so():
-    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.options import EngineOptions
     from tgen_tui.engine.setup import Setup
     from tgen_tui.packets.compile import compile_profile
     from tgen_tui.profiles.loader import load_profile_text

@@ -29,10 +29,9 @@ from tgen_tui.engine.workers import WorkerState
 if TYPE_CHECKING:
     from tgen_tui.cluster.remote import ClusterLink
     from tgen_tui.engine.assignment import WorkerPlan
-    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.options import EngineOptions, TransportFactory
     from tgen_tui.engine.setup import PortSetup, Setup
     from tgen_tui.engine.snapshot import StatsSnapshot
-    from tgen_tui.engine.transport import TransportFactory
 
 
 class ClusterTransport(LocalTransport):

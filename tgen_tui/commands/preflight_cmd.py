@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_preflight(args: argparse.Namespace) -> int:
     import trio
 
-    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.options import EngineOptions
     from tgen_tui.engine.preflight import preflight, render_table
     from tgen_tui.packets.compile import compile_profile
     from tgen_tui.profiles.loader import load_profile

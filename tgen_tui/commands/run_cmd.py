@@ -324,7 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     import trio
 
-    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.options import EngineOptions
 
     opts = EngineOptions(
         cores=cores,

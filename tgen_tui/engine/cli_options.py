@@ -142,7 +142,7 @@ def run_preflight(
     prints the table unless ``quiet``; raises PreflightFailed (exit 1) on a failure."""
     import trio
 
-    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.options import EngineOptions
     from tgen_tui.engine.preflight import preflight, render_table
 
     opts = EngineOptions(

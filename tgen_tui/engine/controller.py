@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import trio
 
@@ -35,13 +34,13 @@ from tgen_tui.diagnostics import BadInput
 from tgen_tui.engine.api import EngineDescription, EngineEvent, PortState
 from tgen_tui.engine.assignment import WorkerPlan
 from tgen_tui.engine.events import EventLog
+from tgen_tui.engine.options import EngineOptions
 from tgen_tui.engine.portcontrol import PortControl, PortRuntime
 from tgen_tui.engine.sampler import Sampler
 from tgen_tui.engine.setup import Setup
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.engine.transport import (
     LocalTransport,
-    TransportFactory,
     WorkerLink,
     WorkerTransport,
     remove_files_of_gone_processes,
@@ -50,31 +49,6 @@ from tgen_tui.engine.transport import (
 from tgen_tui.engine.workers import WorkerState
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.results.models import RunResult
-
-
-@dataclass
-class EngineOptions:
-    """How to run: cores, sampling interval, drain time, port subset, DUT probe."""
-
-    cores: list[int] | None = None  # default: all but the first core
-    interval: float = 0.1  # snapshot period, s (10 Hz)
-    drain_ms: int = 500  # keep counting after sending stops
-    stop_timeout: float = 5.0  # bounded wait for final counters before kill
-    ports: list[str] | None = None  # which ports to use (default: all with streams or rx)
-    dut_netns: str | None = None
-    dut_ssh: str | None = None
-    lock_ports: bool = True  # take an exclusive lock per interface (two tgens never share one)
-    cluster: str | None = None  # Ray head address or 'auto': ports with a host run on it
-    # RFC 9693 Responder: port name -> {"path", "streams", "max"}: the port learns the
-    # tuples of those streams' frames and writes them to path when it stops
-    learn: dict[str, dict] | None = None
-    # ports with a gateway: port name -> {"mac", "gw4", "gw6"}, resolved by open_engine
-    # (engine/neighbours.py) before the set-up is built
-    neighbours: dict[str, dict] | None = None
-    # how workers are reached (None: LocalTransport); --cluster passes the cluster's
-    # transport (tgen_tui.cluster.transport.cluster_transport): the engine never imports it
-    transport: TransportFactory | None = None
-    lanes: int | None = None  # --lanes: sender lanes of every port (None: each port's own)
 
 
 class Engine:

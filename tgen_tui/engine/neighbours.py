@@ -4,8 +4,8 @@ entry of their worker configuration (resolved MACs, the responder's address rang
 :func:`resolve_gateways` runs before the engine builds its set-up (``open_engine``): for
 every port of this machine with a ``gateway`` (``gateway6``) it sends ARP requests
 (Neighbour Solicitations) from the port's address, with retries, and fails with one line
-naming the port, the gateway and what was tried. The result (port -> {"mac", "gw4",
-"gw6"}) travels in ``EngineOptions.neighbours``; :func:`l3_entry` turns it and the
+naming the port, the gateway and what was tried. The result (port -> a
+:class:`~tgen_tui.engine.options.Neighbours`) travels in ``EngineOptions.neighbours``; :func:`l3_entry` turns it and the
 compiled port into the worker's ``l3`` entry, so the set-up stays pure.
 """
 
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tgen_tui.diagnostics import EnvironmentProblem
+from tgen_tui.engine.options import Neighbours
 from tgen_tui.packets.compile import CompiledProfile, PortSpec
 
 TRIES = 3
@@ -35,8 +36,8 @@ def wants_resolution(spec: PortSpec) -> bool:
 
 def resolve_port(
     spec: PortSpec, tags: list | None = None, tries: int = TRIES, timeout_s: float = TIMEOUT_S
-) -> tuple[dict, list[str]]:
-    """({"mac", "gw4", "gw6"}, problems) of one port (blocking; enters the port's netns).
+) -> tuple[Neighbours, list[str]]:
+    """(its Neighbours, problems) of one port (blocking; enters the port's netns).
 
     A problem is one line: ``port p0: gateway 198.18.0.9: no ARP reply from 198.18.0.9 to
     3 requests from 198.18.0.2 on p0 (netns x), 1 s apart``."""
@@ -44,12 +45,7 @@ def resolve_port(
     from tgen_tui.worker.netns import netns
     from tgen_tui.worker.responder import resolve
 
-    out: dict[str, Any] = {
-        "mac": None,
-        "gw4": None,
-        "gw6": None,
-        "asked": (spec.gateway, spec.gateway6),  # what was resolved (reload compares it)
-    }
+    out: dict[str, Any] = {"mac": None, "gw4": None, "gw6": None}
     problems: list[str] = []
     where = f"{spec.interface}" + (f" (netns {spec.netns})" if spec.netns else "")
     for fam, own, gw, key, proto in (
@@ -90,7 +86,8 @@ def resolve_port(
             )
         else:
             out[key] = mac_str(got)
-    return out, problems
+    # asked: what was resolved (a reload compares it with the edited profile's gateways)
+    return Neighbours(**out, asked=(spec.gateway, spec.gateway6)), problems
 
 
 def interface_mac(netns_name: str | None, interface: str) -> str | None:
@@ -117,9 +114,9 @@ def resolve_all(
     ports: list[str] | None = None,
     tries: int = TRIES,
     timeout_s: float = TIMEOUT_S,
-) -> tuple[dict[str, dict], list[str]]:
+) -> tuple[dict[str, Neighbours], list[str]]:
     """Resolve every port (of ``ports``) that has a gateway; (results, problems)."""
-    res: dict[str, dict] = {}
+    res: dict[str, Neighbours] = {}
     problems: list[str] = []
     for name in ports or list(compiled.ports):
         spec = compiled.ports[name]
@@ -151,7 +148,7 @@ def _tags_of(compiled: CompiledProfile, port: str) -> list:
 
 async def resolve_gateways(
     compiled: CompiledProfile, ports: list[str] | None, notice: Callable[[str], None] | None = None
-) -> dict[str, dict]:
+) -> dict[str, Neighbours]:
     """:func:`resolve_all` in a thread; EnvironmentProblem (one line each) on failure."""
     import trio
 
@@ -162,9 +159,7 @@ async def resolve_gateways(
         raise EnvironmentProblem("\n".join(problems))
     if notice is not None:
         for name, r in res.items():
-            gws = ", ".join(
-                f"{k} {v}" for k, v in (("gateway", r["gw4"]), ("gateway6", r["gw6"])) if v
-            )
+            gws = ", ".join(f"{k} {v}" for k, v in (("gateway", r.gw4), ("gateway6", r.gw6)) if v)
             notice(f"port {name}: resolved {gws}")
     return res
 
@@ -181,7 +176,7 @@ async def resolve_again(compiled: CompiledProfile, options: Any) -> Any:
         for n in ports
         if n in compiled.ports
         and wants_resolution(compiled.ports[n])
-        and (known.get(n) or {}).get("asked")
+        and (known.get(n) or Neighbours()).asked
         != (compiled.ports[n].gateway, compiled.ports[n].gateway6)
     ]
     if not stale:
@@ -189,9 +184,8 @@ async def resolve_again(compiled: CompiledProfile, options: Any) -> Any:
     return dataclasses.replace(options, neighbours=await resolve_gateways(compiled, options.ports))
 
 
-def l3_entry(spec: PortSpec, resolved: dict | None) -> dict | None:
+def l3_entry(spec: PortSpec, resolved: Neighbours | None) -> dict | None:
     """The worker's ``l3`` entry of a port: resolved MACs and the responder's spec."""
-    resolved = resolved or {}
     respond = None
     if getattr(spec, "respond", True) and (spec.ipv4 or spec.ipv6):
         respond = {
@@ -200,14 +194,10 @@ def l3_entry(spec: PortSpec, resolved: dict | None) -> dict | None:
             "own4": _ip(spec.ipv4),
             "own6": None if spec.ipv6 is None else str(_ip(spec.ipv6)),
         }
-    if respond is None and not resolved:
+    if respond is None and resolved is None:
         return None
-    return {
-        "mac": resolved.get("mac"),
-        "gw4": resolved.get("gw4"),
-        "gw6": resolved.get("gw6"),
-        "respond": respond,
-    }
+    r = resolved or Neighbours()
+    return {"mac": r.mac, "gw4": r.gw4, "gw6": r.gw6, "respond": respond}
 
 
 __all__ = [

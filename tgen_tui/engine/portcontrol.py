@@ -290,7 +290,9 @@ class PortControl:
                     self.set_state(pr, PortState.STOPPED)
                 continue
             h = self.workers[wid]
-            h.state.exit_reason = f"worker {wid} did not report final counters within {limit:.1f} s: killed"
+            h.state.exit_reason = (
+                f"worker {wid} did not report final counters within {limit:.1f} s: killed"
+            )
             h.kill()
             self.set_state(pr, PortState.FAILED, h.state.exit_reason)
 

@@ -99,8 +99,9 @@ def port_checks(compiled: CompiledProfile, ports: list[str]) -> list[Check]:
                 if gw is None:
                     continue
                 bad = [p for p in problems if f": {fam} " in p]
-                if res.get(key):
-                    out.append(Check(scope, fam, True, f"{gw} is at {res[key]}"))
+                mac = getattr(res, key)
+                if mac:
+                    out.append(Check(scope, fam, True, f"{gw} is at {mac}"))
                 else:
                     text = bad[0].split(": ", 1)[1] if bad else f"{gw}: not resolved"
                     out.append(Check(scope, fam, False, text))
@@ -175,8 +176,9 @@ async def burst_checks(compiled: CompiledProfile, options: Any, neighbours: dict
 
 async def _bursts(burst: CompiledProfile, options: Any, neighbours: dict, tmp: str) -> list[Check]:
     from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import LearnSpec
 
-    learn: dict[str, dict[str, Any]] = {}
+    learn: dict[str, LearnSpec] = {}
     for rx in {p.rx_port for p in burst.streams if p.rx_port}:
         idx = [
             p.index
@@ -184,7 +186,7 @@ async def _bursts(burst: CompiledProfile, options: Any, neighbours: dict, tmp: s
             if p.rx_port == rx and p.l3 == 4 and p.l4 in ("udp", "tcp")
         ]
         if idx:
-            learn[rx] = {"path": os.path.join(tmp, f"{rx}.npy"), "streams": idx, "max": 1 << 16}
+            learn[rx] = LearnSpec(os.path.join(tmp, f"{rx}.npy"), tuple(idx), 1 << 16)
     opts = dataclasses.replace(
         options, neighbours=neighbours, learn=learn or None, drain_ms=300, interval=0.1
     )
@@ -213,8 +215,8 @@ async def _bursts(burst: CompiledProfile, options: Any, neighbours: dict, tmp: s
         n_tx = s.tx_frames if s else 0
         ok = n_tx > 0 and n_rx >= n_tx
         out.append(Check(scope, "burst", ok, f"{n_rx} of {n_tx} frames arrived at {p.rx_port}"))
-        if p.rx_port in learn and ok and p.index in learn[p.rx_port]["streams"]:
-            out.append(_translation(p, learn[p.rx_port]["path"]))
+        if p.rx_port in learn and ok and p.index in learn[p.rx_port].streams:
+            out.append(_translation(p, learn[p.rx_port].path))
     return out
 
 

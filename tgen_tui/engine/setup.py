@@ -35,6 +35,7 @@ from tgen_tui.engine.lanes import (
     port_lanes,
 )
 from tgen_tui.engine.neighbours import interface_mac
+from tgen_tui.engine.options import Neighbours
 from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.flowsplit import split_warnings
@@ -43,7 +44,7 @@ from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.profiles.units import line_rate_fps
 
 if TYPE_CHECKING:
-    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.options import EngineOptions
 
 FLOW_FIELDS = ("ip.src", "ip.dst", "l4.src_port", "l4.dst_port")  # packets/compile.py names
 
@@ -106,7 +107,7 @@ class Setup:
             plans, warnings = plan_workers(port_streams, cores)
         n_names = max(len(compiled.all_stream_names), 1)
         n_lanes = max(lanes.values(), default=1)
-        neigh = getattr(options, "neighbours", None) or {}
+        neigh = options.neighbours or {}
         ports = _port_setups(compiled, plans, programs, lanes, neigh, options.cluster)
         warnings += one_lane_warning(getattr(options, "lanes", None), kept)
         warnings += split_warnings(programs, lanes)  # flows that cannot keep to one lane
@@ -353,7 +354,7 @@ def _port_setups(
     plans: list[WorkerPlan],
     programs: tuple[StreamProgram, ...],
     lanes: dict[str, int],
-    neigh: dict,
+    neigh: Mapping[str, Neighbours],
     cluster: str | None,
 ) -> dict[str, PortSetup]:
     """Each port's PortSetup (its lane 0's worker and core; MACs, gateways)."""
@@ -363,7 +364,7 @@ def _port_setups(
             if pn in ports:  # another lane of a port already set up (its lane 0)
                 continue
             spec = compiled.ports[pn]
-            found = neigh.get(pn) or {}
+            found = neigh.get(pn) or Neighbours()
             ports[pn] = PortSetup(
                 pn,
                 spec.interface,
@@ -374,11 +375,10 @@ def _port_setups(
                 streams=tuple(i for i, s in enumerate(programs) if s.port == pn),
                 host=getattr(spec, "host", None) if cluster else None,
                 tx_path=getattr(spec, "tx_path", None),
-                gateway_mac=found.get("gw4"),
-                gateway6_mac=found.get("gw6"),
+                gateway_mac=found.gw4,
+                gateway6_mac=found.gw6,
                 lanes=lanes[pn],
-                mac=found.get("mac")
-                or (None if cluster else interface_mac(spec.netns, spec.interface)),
+                mac=found.mac or (None if cluster else interface_mac(spec.netns, spec.interface)),
                 gateway=str(spec.gateway) if getattr(spec, "gateway", None) else None,
                 gateway6=str(spec.gateway6) if getattr(spec, "gateway6", None) else None,
             )

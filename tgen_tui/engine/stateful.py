@@ -26,6 +26,7 @@ import secrets
 from typing import Any
 
 from tgen_tui.diagnostics import BadInput
+from tgen_tui.engine.options import LearnSpec
 from tgen_tui.packets.program import LIVE_TABLE, StreamProgram
 
 LEARN_DIR = "/dev/shm"
@@ -34,14 +35,14 @@ LIVE_MAX = 1 << 40  # a live table is not a ring: it keeps every tuple
 
 def live_options(
     programs: tuple[StreamProgram, ...] | list[StreamProgram],
-) -> tuple[dict[str, dict], dict[str, dict]]:
+) -> tuple[dict[str, LearnSpec], dict[str, dict]]:
     """(learn, flows) for the ``learn: true`` streams among ``programs``.
 
-    learn: port -> ``{"path", "streams", "max"}``: the reply stream's port learns the
+    learn: port -> its LearnSpec: the reply stream's port learns the
     tuples of every other stream that arrives there. flows: port -> ``{"tx_streams",
     "rx_streams"}``: the port that sends those streams and receives the replies verifies
     the flows."""
-    learn: dict[str, dict] = {}
+    learn: dict[str, LearnSpec] = {}
     flows: dict[str, dict] = {}
     live = [p for p in programs if p.table == LIVE_TABLE]
     for p in live:
@@ -52,13 +53,13 @@ def live_options(
                 f"{p.port}, and none does (give the forward stream rx_port: {p.port})"
             )
         if p.port not in learn:
-            learn[p.port] = {
-                "path": os.path.join(
+            learn[p.port] = LearnSpec(
+                os.path.join(
                     LEARN_DIR, f"tgen-learn-{os.getpid()}-live-{secrets.token_hex(4)}.npy"
                 ),
-                "streams": sorted({q.index for q in fwd}),
-                "max": LIVE_MAX,
-            }
+                tuple(sorted({q.index for q in fwd})),
+                LIVE_MAX,
+            )
         for q in fwd:
             # flows are keyed by IPv4 address and UDP/TCP port: other forward streams have none
             if p.rx_port != q.port or q.l3 != 4 or q.l4 not in ("udp", "tcp"):
@@ -71,10 +72,10 @@ def live_options(
     return learn, flows
 
 
-def remove_live_tables(learn: dict[str, dict] | None) -> None:
+def remove_live_tables(learn: dict[str, LearnSpec] | None) -> None:
     """Delete the tables the live learners wrote when they stopped."""
     for spec in (learn or {}).values():
-        path = spec.get("path", "")
+        path = spec.path
         if "-live-" not in path:
             continue
         for f in [path, *glob.glob(glob.escape(path) + ".tmp*")]:

@@ -44,7 +44,7 @@ from tgen_tui.worker import protocol as P
 from tgen_tui.worker.txstamps import StampTable
 
 if TYPE_CHECKING:
-    from tgen_tui.engine.controller import EngineOptions
+    from tgen_tui.engine.options import EngineOptions, LearnSpec
     from tgen_tui.engine.snapshot import StatsSnapshot
 
 SHM_DIR = "/dev/shm"
@@ -154,9 +154,6 @@ class WorkerTransport(Protocol):
         ...
 
 
-TransportFactory = Callable[["EngineOptions"], WorkerTransport]
-
-
 # ---------------------------------------------------------------------- files of dead runs
 def remove_files_of_gone_processes(pattern: str, pid_field: int) -> list[str]:
     """Remove the files matching ``pattern`` whose owner is gone: the owner's pid is the
@@ -201,12 +198,16 @@ def missing_interfaces(setup: Setup, ifc: dict) -> None:
 
 
 def finish_port_entries(
-    st: WorkerState, entries: list[dict], learn: dict | None, flows: dict | None = None
+    st: WorkerState,
+    entries: list[dict],
+    learn: dict[str, LearnSpec] | None,
+    flows: dict | None = None,
 ) -> None:
     """Add the learn settings to the configure entries; note each port's send path and why."""
     for d in entries:
-        if (learn or {}).get(d["name"]):
-            d["learn"] = dict(learn[d["name"]])  # type: ignore[index]
+        spec = (learn or {}).get(d["name"])
+        if spec is not None:
+            d["learn"] = spec.to_worker()
         if (flows or {}).get(d["name"]):  # flow verification (engine.stateful)
             d["flows"] = dict(flows[d["name"]])  # type: ignore[index]
     # which send path each port uses and why (profile, tgen calibrate's cache, default)
@@ -356,7 +357,6 @@ __all__ = [
     "SHM_PREFIX",
     "LocalTransport",
     "SpawnedWorker",
-    "TransportFactory",
     "WorkerLink",
     "WorkerTransport",
     "remove_files_of_gone_processes",

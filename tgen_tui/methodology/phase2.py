@@ -20,8 +20,12 @@ import glob
 import os
 import secrets
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tgen_tui.diagnostics import BadInput
+
+if TYPE_CHECKING:
+    from tgen_tui.engine.options import LearnSpec
 
 ORDERS = ("fixed", "increasing", "decreasing", "random")
 _TABLE_ORDER = {"fixed": "fixed", "increasing": "inc", "decreasing": "dec", "random": "random"}
@@ -84,9 +88,11 @@ def remove_table(path: str | None) -> None:
             os.unlink(f)
 
 
-def learn_options(port: str, path: str, streams: list[int], max_rows: int) -> dict[str, dict]:
+def learn_options(port: str, path: str, streams: list[int], max_rows: int) -> dict[str, LearnSpec]:
     """EngineOptions.learn for a phase-1 trial: ``port`` learns the tuples of ``streams``."""
-    return {port: {"path": path, "streams": [int(s) for s in streams], "max": int(max_rows)}}
+    from tgen_tui.engine.options import LearnSpec
+
+    return {port: LearnSpec(path, tuple(int(s) for s in streams), int(max_rows))}
 
 
 def learned_count(path: str) -> int:

@@ -123,7 +123,8 @@ async def _batch(plan: TcpPlan, phase: str, data: int, opts, learn=None) -> dict
     """Send ``phase``'s N segments at the stream's rate; their counts."""
     import trio
 
-    from tgen_tui.engine.controller import EngineOptions, open_engine
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import EngineOptions
     from tgen_tui.methodology.trial import scaled_programs
     from tgen_tui.packets.compile import compile_profile, with_learned_table
 

@@ -147,7 +147,8 @@ class TrialRunner:
         """One trial. ``count``: frames per direction (stateful trials: N tuples);
         ``clear_at_s``: zero the counters then (RFC 8219 latency delay); ``learn``: ports
         that learn the tuples they receive (RFC 9693 Responder, EngineOptions.learn)."""
-        from tgen_tui.engine.controller import EngineOptions, open_engine
+        from tgen_tui.engine.controller import open_engine
+        from tgen_tui.engine.options import EngineOptions
 
         d = duration_s if duration_s is not None else (count / rate if count else 0.0)
         if d <= 0:

@@ -114,7 +114,8 @@ def make_host_builder(args: argparse.Namespace):
         cluster = getattr(args, "cluster", None)
         check_cluster_option(cluster)
         _check_environment(compiled, cluster)
-        from tgen_tui.engine.controller import EngineOptions, open_engine
+        from tgen_tui.engine.controller import open_engine
+        from tgen_tui.engine.options import EngineOptions
         from tgen_tui.ui.host import GuestEngineHost
 
         opts = EngineOptions(

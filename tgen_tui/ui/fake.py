@@ -42,8 +42,8 @@ from tgen_tui.engine.api import (
     RateChanged,
     StreamPaused,
 )
-from tgen_tui.engine.controller import EngineOptions
 from tgen_tui.engine.losscauses import LossCauses, simulated_reading
+from tgen_tui.engine.options import EngineOptions
 from tgen_tui.engine.portcontrol import clear_targets, seq_floors
 from tgen_tui.engine.probes import IfCounters
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
