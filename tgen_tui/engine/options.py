@@ -10,10 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from tgen_tui.engine.transport import WorkerTransport
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -43,7 +40,9 @@ class Neighbours:
     asked: tuple[str | None, str | None] = (None, None)
 
 
-TransportFactory = Callable[["EngineOptions"], "WorkerTransport"]
+#: options -> a :class:`~tgen_tui.engine.transport.WorkerTransport` (typed ``Any`` here: the
+#: transport module sits above this one, and this module imports nothing of the engine)
+TransportFactory = Callable[["EngineOptions"], Any]
 
 
 @dataclass
