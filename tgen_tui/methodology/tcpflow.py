@@ -180,9 +180,9 @@ async def tcp_trial(state, tr: TcpRunners, n: int, rate: float, kind: str) -> Tr
     every segment arrived and the DUT held N ESTABLISHED entries."""
     import trio
 
-    from tgen_tui.methodology.phase2 import learned_count, remove_table
+    from tgen_tui.methodology.phase2 import learn_options, learned_count, remove_table
 
-    lrn = {tr.responder: {"path": tr.table, "streams": [0], "max": n}}
+    lrn = learn_options(tr.responder, tr.table, [0], n)
     phases: dict[str, dict] = {}
     first: TrialResult | None = None
     try:

@@ -162,14 +162,14 @@ async def handshake(plan: TcpPlan, opts, channel) -> None:
     """SYN, SYN-ACK, ACK batches; then the DUT's TCP states (``plan.report``)."""
     import trio
 
-    from tgen_tui.methodology.phase2 import learned_count, new_table_path
+    from tgen_tui.methodology.phase2 import learn_options, learned_count, new_table_path
 
     plan.table = new_table_path()
     n = plan.flows
     rep = plan.report
     rep |= {"connections": n, "teardown": plan.teardown, "handshake": {}}
     # the SYN batch's profile has one stream (index 0); the reply stream's port learns it
-    learn = {_learn_port(plan): {"path": plan.table, "streams": [0], "max": n}}
+    learn = learn_options(_learn_port(plan), plan.table, [0], n)
     for ph in HANDSHAKE:
         got = await _batch(plan, ph, 0, opts, learn=learn if ph == "syn" else None)
         rep["handshake"][ph] = got
