@@ -167,7 +167,7 @@ def test_rfc9693_cps_tcp_handshakes_then_fin_teardown(random_nat_lab, tmp_path):
     """TCP connections through the random-port NAT with tcp_loose=0: N ESTABLISHED after
     the handshakes, all in TIME_WAIT after the FIN teardown."""
     from tgen_tui.dut.channel import DutChannel
-    from tgen_tui.methodology.tcpflow import tcp_states
+    from tgen_tui.session.tcpsegments import tcp_states
 
     n = 200
     dut = DutChannel(netns=f"{random_nat_lab}-dut")

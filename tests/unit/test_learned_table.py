@@ -240,7 +240,7 @@ def test_tables_of_dead_runs_are_removed(tmp_path):
     import subprocess
     import sys
 
-    from tgen_tui.methodology.phase2 import remove_stale_tables, remove_table
+    from tgen_tui.session.learned import remove_stale_tables, remove_table
 
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()

@@ -213,7 +213,7 @@ def summary_table(result: dict) -> str:
         )
     lines += _stateful_lines(result["streams"])
     if result.get("tcp"):
-        from tgen_tui.methodology.tcprun import summary
+        from tgen_tui.session.tcprun import summary
 
         lines += summary(result["tcp"])
     floor = result.get("latency_floor_ns")
@@ -292,7 +292,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from tgen_tui.commands.transport_cmd import run_transport
 
         return run_transport(args, prof)
-    from tgen_tui.methodology.tcprun import data_profile, tcp_plan
+    from tgen_tui.session.tcprun import data_profile, tcp_plan
 
     tcp = tcp_plan(prof)  # tcp.handshake: connections opened before the run, closed after
     if tcp is not None:
@@ -360,7 +360,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         out.close()
     if tcp is not None:
-        from tgen_tui.methodology.tcprun import teardown
+        from tgen_tui.session.tcprun import teardown
 
         trio.run(teardown, tcp, opts, channel)
         result["tcp"] = tcp.report
@@ -415,7 +415,7 @@ def _tcp_handshake(tcp, opts, compiled):
     import trio
 
     from tgen_tui.dut.channel import DutChannel
-    from tgen_tui.methodology.tcprun import handshake
+    from tgen_tui.session.tcprun import handshake
 
     channel = DutChannel.of(
         *pick_dut(opts.dut_netns, opts.dut_ssh, compiled.dut_netns, compiled.dut_ssh)

@@ -14,22 +14,13 @@ picks ports: a NAT that rewrites them is answered on the ports it chose.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import glob
-import os
-import secrets
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from tgen_tui.diagnostics import BadInput
 
-if TYPE_CHECKING:
-    from tgen_tui.engine.options import LearnSpec
-
 ORDERS = ("fixed", "increasing", "decreasing", "random")
 _TABLE_ORDER = {"fixed": "fixed", "increasing": "inc", "decreasing": "dec", "random": "random"}
-LEARN_DIR = "/dev/shm"
 
 
 @dataclass(frozen=True)
@@ -65,54 +56,13 @@ def veth_responder(
     return ResponderSpec(port=port, src_mac=own[0]["address"], dst_mac=peer[0]["address"])
 
 
-def new_table_path() -> str:
-    """A fresh path for one run's learned-tuple table (removed by :func:`remove_table`);
-    tables left by runs that were killed are removed first."""
-    remove_stale_tables()
-    return os.path.join(LEARN_DIR, f"tgen-learn-{os.getpid()}-{secrets.token_hex(4)}.npy")
-
-
-def remove_stale_tables(directory: str = LEARN_DIR) -> list[str]:
-    """Remove learned-tuple tables (and temporary files) of tgen processes that are gone."""
-    from tgen_tui.engine.controller import remove_files_of_gone_processes
-
-    return remove_files_of_gone_processes(os.path.join(directory, "tgen-learn-*"), 2)
-
-
-def remove_table(path: str | None) -> None:
-    """Delete a learned-tuple table and any temporary file a worker left beside it."""
-    if not path:
-        return
-    for f in [path, *glob.glob(glob.escape(path) + ".tmp*")]:
-        with contextlib.suppress(OSError):
-            os.unlink(f)
-
-
-def learn_options(port: str, path: str, streams: list[int], max_rows: int) -> dict[str, LearnSpec]:
-    """EngineOptions.learn for a phase-1 trial: ``port`` learns the tuples of ``streams``."""
-    from tgen_tui.engine.options import LearnSpec
-
-    return {port: LearnSpec(path, tuple(int(s) for s in streams), int(max_rows))}
-
-
-def learned_count(path: str) -> int:
-    """Rows of the table the Responder wrote (0 when there is none)."""
-    import numpy as np
-
-    try:
-        t = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError):
-        return 0
-    return int(t.shape[0]) if t.ndim == 2 else 0
-
-
 def responder_profile(profile, spec: ResponderSpec):
     """A copy of ``profile`` whose only stream is the Responder's reply stream.
 
     Its addresses and ports are placeholders (the Initiator's, reversed): the compiled
     program takes them from the learned table (:func:`responder_program`).
     """
-    from tgen_tui.methodology.run import _revalidate
+    from tgen_tui.profiles.revalidate import revalidate
 
     def change(d: dict) -> None:
         init = d["streams"][0]
@@ -131,7 +81,7 @@ def responder_profile(profile, spec: ResponderSpec):
         }
         d["streams"] = [reply]
 
-    return _revalidate(profile, change)
+    return revalidate(profile, change)
 
 
 def responder_program(compiled, table_path: str, order: str):

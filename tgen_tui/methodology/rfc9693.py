@@ -75,13 +75,12 @@ def _phase2_runner(state: RunState, prof, runner: TrialRunner, n: int, space: in
     ``state.body["learn"]``: the port that learns in phase 1, its table file and M."""
     from tgen_tui.methodology.phase2 import (
         ResponderSpec,
-        learn_options,
-        new_table_path,
         responder_profile,
         responder_program,
         veth_responder,
     )
     from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.session.learned import learn_options, new_table_path
 
     p = state.params
     if p.phase2 == "off":
@@ -142,7 +141,7 @@ async def stateful_trial(
     translated tuples in phase 1 (at most M; fewer fail the trial), and D ms after phase 1
     began it sends α·rate replies to the learned tuples, all of which must come back
     through the NAT."""
-    from tgen_tui.methodology.phase2 import learned_count, remove_table
+    from tgen_tui.session.learned import learned_count, remove_table
 
     p = state.params
     if state.body.get("tcp") is not None:  # --proto tcp

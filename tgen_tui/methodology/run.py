@@ -32,6 +32,7 @@ from tgen_tui.methodology.search import (
     binary_search,
 )
 from tgen_tui.methodology.trial import TrialRunner, select_streams
+from tgen_tui.profiles.revalidate import with_frame_size, with_seed
 
 RFC2544_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
 L1_OVERHEAD = 20  # preamble + inter-frame gap, bytes
@@ -147,33 +148,7 @@ def load(params: Params):
     """The profile with the run's seed; returns (profile, profile_doc)."""
     from tgen_tui.profiles.loader import load_profile
 
-    prof = load_profile(params.profile)
-    if params.seed is not None:
-        prof = _revalidate(prof, lambda d: d.__setitem__("seed", params.seed))
-    return prof
-
-
-def _revalidate(prof, change):
-    from pydantic import ValidationError
-
-    from tgen_tui.profiles import models as m
-
-    d = prof.model_dump(mode="json", exclude_none=True)
-    change(d)
-    try:
-        return m.Profile.model_validate(d)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(x) for x in first.get("loc", ()))
-        raise BadInput(f"{where}: {first.get('msg')}") from None
-
-
-def with_frame_size(prof, size: int):
-    def change(d: dict) -> None:
-        for s in d["streams"]:
-            s["size"] = size
-
-    return _revalidate(prof, change)
+    return with_seed(load_profile(params.profile), params.seed)
 
 
 def profile_sizes(prof) -> list[int]:

@@ -53,7 +53,7 @@ def parse_sessions(text: str, points: int, count) -> list[int]:
 def with_sessions(prof, sessions: int):
     """``prof`` whose first stream has exactly ``sessions`` unique tuples (or as close as
     its destination ports allow); (profile, sessions used)."""
-    from tgen_tui.methodology.run import _revalidate
+    from tgen_tui.profiles.revalidate import revalidate
 
     s0 = prof.streams[0]
     l4 = s0.udp or s0.tcp
@@ -72,7 +72,7 @@ def with_sessions(prof, sessions: int):
         ports = (d["streams"][0].get("udp") or d["streams"][0].get("tcp"))["src_port"]
         ports["max"] = lo + src - 1
 
-    return _revalidate(prof, change), src * dst
+    return revalidate(prof, change), src * dst
 
 
 async def run_sweep(state: RunState) -> None:

@@ -1,74 +1,28 @@
 """TCP connections for RFC 9693's procedures (``--proto tcp``): handshakes and teardowns
 in batches, through a conntrack that tracks TCP strictly (``nf_conntrack_tcp_loose=0``).
 
-Every connection of a trial goes through the same packets in lockstep, so each packet
-type is one stream of N frames (one per connection), sent in its own batch:
-
-=========  =========  =====  ===================  =====================
-phase      sender     flags  seq                  ack
-=========  =========  =====  ===================  =====================
-syn        Initiator  S      I                    0
-synack     Responder  SA     R                    I + 1 + L
-ack        Initiator  A      I + 1 + L            R + 1 + L
-fin        Initiator  FA     I + 1 + 2L           R + 1 + L
-ack_r      Responder  A      R + 1 + L            I + 2 + 3L
-fin_r      Responder  FA     R + 1 + 2L           I + 2 + 3L
-last       Initiator  A      I + 2 + 3L           R + 2 + 3L
-rst        Initiator  RA     I + 1 + 2L           R + 1 + L
-=========  =========  =====  ===================  =====================
-
-I and R are fixed initial sequence numbers (the same for every connection: conntrack
-keeps one window per connection), and L is the payload every segment carries (the test
-signature), so each segment acknowledges all the other side has sent and stays in the
-window. The Responder learns the NAT's tuples from the SYNs (:mod:`tgen_tui.worker.learn`)
-and its segments go to the learned tuples in arrival order, one per connection. A
-connection is 3 packets to set up and 4 to close with FIN (7, as CSIT counts a TCP CPS
-connection), or 1 with RST.
-
-After the handshakes the DUT's conntrack must hold N ESTABLISHED TCP entries
-(``conntrack -L -p tcp --state ESTABLISHED``); after a FIN teardown they are in
-TIME_WAIT (or CLOSE), after RST in CLOSE.
+Each packet type is one stream of N frames (one per connection), sent in its own batch;
+the segments' flags, sequence and acknowledgment numbers, and why, are in
+:mod:`tgen_tui.session.tcpsegments`. A trial passes when every segment arrived and the
+DUT's conntrack held N ESTABLISHED entries after the handshakes.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.methodology.search import TrialResult
-
-ISN_I = 0x10000000
-ISN_R = 0x20000000
-ETH_IP_TCP = 14 + 20 + 20
-MIN_SIZE = ETH_IP_TCP + 12 + 4  # headers, the signature, the FCS
-HANDSHAKE = ("syn", "synack", "ack")
-TEARDOWN = {"fin": ("fin", "ack_r", "fin_r", "last"), "rst": ("rst",), "none": ()}
-PACKETS = {"fin": 7, "rst": 4, "none": 3}
-_RESPONDER = {"synack", "ack_r", "fin_r"}
-
-
-def segment(phase: str, payload: int, data: int = 0) -> tuple[str, int, int]:
-    """(flags, seq, ack) of ``phase`` when every segment carries ``payload`` bytes and
-    each side sent ``data`` data segments (``data_i``, ``data_r``: ``tgen run``'s streams,
-    each frame a retransmission of that one segment) between handshake and teardown."""
-    i, r, n, d = ISN_I, ISN_R, payload, data * payload
-    table = {
-        "syn": ("S", i, 0),
-        "synack": ("SA", r, i + 1 + n),
-        "ack": ("A", i + 1 + n, r + 1 + n),
-        "data_i": ("PA", i + 1 + 2 * n, r + 1 + n),
-        "data_r": ("PA", r + 1 + n, i + 1 + 2 * n),
-        "fin": ("FA", i + 1 + 2 * n + d, r + 1 + n + d),
-        "ack_r": ("A", r + 1 + n + d, i + 2 + 3 * n + d),
-        "fin_r": ("FA", r + 1 + 2 * n + d, i + 2 + 3 * n + d),
-        "last": ("A", i + 2 + 3 * n + d, r + 2 + 3 * n + d),
-        # conntrack closes on an RST whose seq is what the other side last acknowledged
-        # (the Responder's data acknowledges the ACK, not the Initiator's data)
-        "rst": ("RA", i + 1 + 2 * n, r + 1 + n + d),
-    }
-    f, s, a = table[phase]
-    return f, s & 0xFFFFFFFF, a & 0xFFFFFFFF
+from tgen_tui.session.tcpsegments import (
+    ETH_IP_TCP,
+    HANDSHAKE,
+    MIN_SIZE,
+    PACKETS,
+    RESPONDER_PHASES,
+    TEARDOWN,
+    segment,
+    tcp_states,
+)
 
 
 def _l4(d: dict) -> dict:
@@ -79,7 +33,7 @@ def phase_profile(prof, phase: str, spec, size: int):
     """A copy of ``prof`` whose only stream is ``phase``'s: the Initiator's (its first
     stream, as TCP) or the Responder's reply (placeholders: the learned table fills it)."""
     from tgen_tui.methodology.phase2 import _lowest
-    from tgen_tui.methodology.run import _revalidate
+    from tgen_tui.profiles.revalidate import revalidate
 
     flags, seq, ack = segment(phase, size - 4 - ETH_IP_TCP)
 
@@ -88,7 +42,7 @@ def phase_profile(prof, phase: str, spec, size: int):
         if not init.get("ipv4") or not (init.get("udp") or init.get("tcp")) or init.get("vlan"):
             raise BadInput("--proto tcp needs an untagged IPv4 UDP or TCP Initiator stream")
         l4 = _l4(init)
-        if phase in _RESPONDER:
+        if phase in RESPONDER_PHASES:
             ip = init["ipv4"]
             s = {
                 "name": f"tcp-{phase}",
@@ -108,7 +62,7 @@ def phase_profile(prof, phase: str, spec, size: int):
         s["rate"] = {"pps": 1000}
         d["streams"] = [s]
 
-    return _revalidate(prof, change)
+    return revalidate(prof, change)
 
 
 @dataclasses.dataclass
@@ -124,9 +78,9 @@ class TcpRunners:
 
 def tcp_setup(state, prof, runner, spec, teardown: str) -> TcpRunners:
     """The runners of every phase (``spec``: the Responder, methodology.phase2)."""
-    from tgen_tui.methodology.phase2 import new_table_path
     from tgen_tui.methodology.trial import TrialRunner
     from tgen_tui.packets.compile import compile_profile, with_learned_table
+    from tgen_tui.session.learned import new_table_path
 
     p = state.params
     size = max(MIN_SIZE, _size(prof))
@@ -134,12 +88,12 @@ def tcp_setup(state, prof, runner, spec, teardown: str) -> TcpRunners:
     runners = {}
     for ph in HANDSHAKE + TEARDOWN[teardown]:
         compiled = compile_profile(phase_profile(prof, ph, spec, size))
-        if ph in _RESPONDER:
+        if ph in RESPONDER_PHASES:
             streams = [with_learned_table(s, table, "inc") for s in compiled.streams]
             compiled = dataclasses.replace(compiled, streams=streams)
         runners[ph] = TrialRunner(
             compiled,
-            direction="reverse" if ph in _RESPONDER else "forward",
+            direction="reverse" if ph in RESPONDER_PHASES else "forward",
             timeout_s=p.timeout_s,
             settle_s=0.0,
             dut=runner.dut,
@@ -158,29 +112,13 @@ def _size(prof) -> int:
     return int(v)
 
 
-_SHOWN = re.compile(r"(\d+) flow entries have been shown")
-
-
-def tcp_states(channel) -> dict[str, int]:
-    """TCP conntrack entries per state in the DUT (``conntrack -L -p tcp``)."""
-    out = channel.run("conntrack -L -p tcp", timeout=60)
-    if not out.ok:
-        raise BadInput(f"conntrack -L on the DUT failed: {(out.stderr or out.stdout).strip()}")
-    counts: dict[str, int] = {}
-    for line in out.stdout.splitlines():
-        parts = line.split()
-        if len(parts) > 3 and parts[0] == "tcp":
-            counts[parts[3]] = counts.get(parts[3], 0) + 1
-    return counts
-
-
 async def tcp_trial(state, tr: TcpRunners, n: int, rate: float, kind: str) -> TrialResult:
     """N TCP connections at ``rate`` connections/s: the handshakes (each phase a batch of
     N segments at that rate), then the conntrack check, then the teardown. Passes when
     every segment arrived and the DUT held N ESTABLISHED entries."""
     import trio
 
-    from tgen_tui.methodology.phase2 import learn_options, learned_count, remove_table
+    from tgen_tui.session.learned import learn_options, learned_count, remove_table
 
     lrn = learn_options(tr.responder, tr.table, [0], n)
     phases: dict[str, dict] = {}
@@ -269,12 +207,9 @@ def responder_spec(runner, prof):
 
 
 __all__ = [
-    "ISN_I",
-    "ISN_R",
     "TcpRunners",
     "phase_profile",
     "responder_spec",
-    "segment",
     "tcp_setup",
     "tcp_trial",
 ]

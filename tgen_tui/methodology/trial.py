@@ -28,6 +28,7 @@ from tgen_tui.methodology.dut import DutControl
 from tgen_tui.methodology.search import LossTolerance, TrialResult, judge
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import StreamProgram
+from tgen_tui.session.batch import scaled_programs
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 START_LEAD_S = 0.02  # the engine schedules the first frame 20 ms after the start command
@@ -46,29 +47,6 @@ def select_streams(compiled: CompiledProfile, direction: str) -> dict[str, list[
         out["forward"] = fwd
     if direction in ("reverse", "bidirectional") and rev:
         out["reverse"] = rev
-    return out
-
-
-def scaled_programs(
-    groups: dict[str, list[StreamProgram]],
-    rate: float,
-    duration_s: float,
-    *,
-    count: int | None = None,
-) -> list[StreamProgram]:
-    """Each direction's streams share ``rate`` in proportion to their profile rates; each
-    stream sends its share for ``duration_s`` (or ``count`` frames per direction)."""
-    out = []
-    for progs in groups.values():
-        total = sum(p.schedule.pps for p in progs) or 1.0
-        for p in progs:
-            share = p.schedule.pps / total if total else 1.0 / len(progs)
-            pps = rate * share
-            n = round(count * share) if count is not None else round(pps * duration_s)
-            sc = dataclasses.replace(
-                p.schedule, pps=float(pps), count=max(1, n), stop_s=None, on_s=0.0, off_s=0.0
-            )
-            out.append(dataclasses.replace(p, schedule=sc))
     return out
 
 

@@ -2,8 +2,8 @@
 ``tcp: {handshake: true, teardown: fin|rst|none}`` and its ``learn: true`` TCP reply stream.
 
 Before the run, the handshakes go out in batches, one frame per connection (N = the
-stream's distinct flows), each batch at the stream's rate (:mod:`tgen_tui.methodology.
-tcpflow`): SYN, then SYN-ACK from the reply stream's port to the tuples it learned from
+stream's distinct flows), each batch at the stream's rate (:mod:`tgen_tui.session.
+tcpsegments`): SYN, then SYN-ACK from the reply stream's port to the tuples it learned from
 the SYNs, then ACK; the DUT's conntrack is read (N ESTABLISHED expected). During the run
 both streams carry data (PSH-ACK) whose sequence and acknowledgment numbers stay inside
 the connection's window (each frame of a flow retransmits that flow's one data segment,
@@ -19,9 +19,14 @@ import dataclasses
 import time
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.methodology.tcpflow import ETH_IP_TCP, HANDSHAKE, TEARDOWN, segment, tcp_states
-
-_RESPONDER = {"synack", "ack_r", "fin_r"}
+from tgen_tui.session.tcpsegments import (
+    ETH_IP_TCP,
+    HANDSHAKE,
+    RESPONDER_PHASES,
+    TEARDOWN,
+    segment,
+    tcp_states,
+)
 
 
 @dataclasses.dataclass
@@ -73,7 +78,7 @@ def tcp_plan(prof) -> TcpPlan | None:
 def _with_segment(prof, names: dict[str, str], payload: int, data: int):
     """``prof`` with only the named streams, each one's TCP flags, seq and ack set to
     its phase's ({stream: phase})."""
-    from tgen_tui.methodology.run import _revalidate
+    from tgen_tui.profiles.revalidate import revalidate
 
     def change(d: dict) -> None:
         out = []
@@ -86,12 +91,12 @@ def _with_segment(prof, names: dict[str, str], payload: int, data: int):
             out.append(s)
         d["streams"] = out
 
-    return _revalidate(prof, change)
+    return revalidate(prof, change)
 
 
 def data_profile(plan: TcpPlan):
     """The profile the run itself sends: every stream, the two TCP streams carrying data."""
-    from tgen_tui.methodology.run import _revalidate
+    from tgen_tui.profiles.revalidate import revalidate
 
     keep = _with_segment(plan.prof, {plan.init: "data_i", plan.reply: "data_r"}, plan.payload, 1)
     by = {s.name: s for s in keep.streams}
@@ -101,13 +106,13 @@ def data_profile(plan: TcpPlan):
             if s["name"] in by:
                 s["tcp"] = by[s["name"]].tcp.model_dump(mode="json", exclude_none=True)
 
-    return _revalidate(plan.prof, change)
+    return revalidate(plan.prof, change)
 
 
 def _phase_profile(plan: TcpPlan, phase: str, data: int):
-    from tgen_tui.methodology.run import _revalidate
+    from tgen_tui.profiles.revalidate import revalidate
 
-    name = plan.reply if phase in _RESPONDER else plan.init
+    name = plan.reply if phase in RESPONDER_PHASES else plan.init
     p = _with_segment(plan.prof, {name: phase}, plan.payload, data)
 
     def change(d: dict) -> None:
@@ -116,7 +121,7 @@ def _phase_profile(plan: TcpPlan, phase: str, data: int):
             s["name"] = f"tcp-{phase}"
             s.pop("schedule", None)
 
-    return _revalidate(p, change)
+    return revalidate(p, change)
 
 
 async def _batch(plan: TcpPlan, phase: str, data: int, opts, learn=None) -> dict:
@@ -125,13 +130,13 @@ async def _batch(plan: TcpPlan, phase: str, data: int, opts, learn=None) -> dict
 
     from tgen_tui.engine.controller import open_engine
     from tgen_tui.engine.options import EngineOptions
-    from tgen_tui.methodology.trial import scaled_programs
     from tgen_tui.packets.compile import compile_profile, with_learned_table
+    from tgen_tui.session.batch import scaled_programs
 
     compiled = compile_profile(_phase_profile(plan, phase, data))
     n = plan.flows
     progs = compiled.streams
-    if phase in _RESPONDER:
+    if phase in RESPONDER_PHASES:
         progs = [with_learned_table(s, plan.table, "inc") for s in progs]
     progs = scaled_programs({"x": progs}, plan.rate, n / plan.rate, count=n)
     compiled = dataclasses.replace(compiled, streams=progs)
@@ -162,7 +167,7 @@ async def handshake(plan: TcpPlan, opts, channel) -> None:
     """SYN, SYN-ACK, ACK batches; then the DUT's TCP states (``plan.report``)."""
     import trio
 
-    from tgen_tui.methodology.phase2 import learn_options, learned_count, new_table_path
+    from tgen_tui.session.learned import learn_options, learned_count, new_table_path
 
     plan.table = new_table_path()
     n = plan.flows
@@ -186,7 +191,7 @@ async def teardown(plan: TcpPlan, opts, channel) -> None:
     """The teardown batches after the run (one data segment each way), then the states."""
     import trio
 
-    from tgen_tui.methodology.phase2 import remove_table
+    from tgen_tui.session.learned import remove_table
 
     try:
         if "error" in plan.report or not TEARDOWN[plan.teardown]:
