@@ -125,6 +125,21 @@ class RateChanged(EngineEvent):
 
 
 @dataclass(frozen=True)
+class FlowRateChanged(EngineEvent):
+    """A UDP socket flow's payload rate changed (bit/s)."""
+
+    flow: str
+    port: str
+    old_bps: float
+    new_bps: float
+    request: str = ""
+
+    def text(self) -> str:
+        req = f" ({self.request})" if self.request else ""
+        return f"flow {self.flow} on {self.port}: rate {self.old_bps:,.0f} -> {self.new_bps:,.0f} bit/s{req}"
+
+
+@dataclass(frozen=True)
 class StreamPaused(EngineEvent):
     stream: str
     paused: bool
@@ -165,6 +180,7 @@ _KIND: dict[type, str] = {
     WorkerFailed: "worker_failed",
     ThresholdBreached: "threshold",
     RateChanged: "rate",
+    FlowRateChanged: "flow_rate",
     StreamPaused: "pause",
     CountersCleared: "cleared",
     EngineNotice: "notice",
@@ -198,6 +214,23 @@ class PortInfo:
 
 
 @dataclass(frozen=True)
+class FlowInfo:
+    """A socket flow as configured (kernel TCP or UDP between the transport hosts)."""
+
+    name: str
+    stream: str  # its transport: entry
+    port: str
+    rx_port: str
+    protocol: str
+    cc: str | None
+    rate_bps: float | None  # UDP payload bit/s now (None: TCP)
+    worker: int
+    core: int
+    src: str  # "198.18.100.2 (netns tgen-h0)"
+    dst: str
+
+
+@dataclass(frozen=True)
 class WorkerInfo:
     id: int
     core: int
@@ -207,6 +240,7 @@ class WorkerInfo:
     tx_path: str | None = None
     lane: int = 0  # which of its port's sender lanes (tgen_tui.engine.lanes)
     lanes: int = 1
+    kind: str = "frames"  # frames | flows (a flow worker: ``streams`` are its flows)
 
 
 @dataclass(frozen=True)
@@ -221,9 +255,17 @@ class EngineDescription:
     workers: tuple[WorkerInfo, ...]
     dut_source: str = "none"
     warnings: tuple[str, ...] = ()
+    flows: tuple[FlowInfo, ...] = ()
 
     def port(self, name: str) -> PortInfo:
         return next(p for p in self.ports if p.name == name)
+
+    def flow(self, name: str) -> FlowInfo:
+        return next(f for f in self.flows if f.name == name)
+
+    def port_flows(self, port: str) -> tuple[FlowInfo, ...]:
+        """The socket flows sent from ``port``."""
+        return tuple(f for f in self.flows if f.port == port)
 
     def stream(self, name: str) -> StreamInfo:
         return next(s for s in self.streams if s.name == name)
@@ -344,6 +386,8 @@ __all__ = [
     "EngineEvent",
     "EngineNotice",
     "EngineWarning",
+    "FlowInfo",
+    "FlowRateChanged",
     "PortInfo",
     "PortState",
     "PortStateChanged",

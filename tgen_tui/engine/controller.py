@@ -106,6 +106,16 @@ class Engine:
                     f"worker {plan.id} (pid {w.state.pid}) pinned to {w.where}: "
                     f"port {', '.join(plan.ports)}; streams {', '.join(plan.streams) or '(receive only)'}"
                 )
+            for fp in self.setup.flow_plans:
+                w = await self.transport.spawn_flows(
+                    fp, self.setup, self.control.on_worker_event, self._nursery
+                )
+                self.control.spawned[fp.id] = w
+                self.sampler.attach(w)
+                self._log.notice(
+                    f"flow worker {fp.id} (pid {w.state.pid}) pinned to {w.where}: "
+                    f"port {fp.port}; flows {', '.join(fp.names)}"
+                )
         finally:
             await self.transport.spawned()
         await self.sampler.prime()
@@ -200,7 +210,7 @@ class Engine:
             paths = st.layout.tx_path if st.layout else {}
             workers[wid] = (st.pid, ", ".join(sorted(set(paths.values()))) or None)
         c = self.control
-        return self.setup.describe(c.rates, c.paused, workers, self.dut_source())
+        return self.setup.describe(c.rates, c.paused, workers, self.dut_source(), c.flow_rates)
 
     # ------------------------------------------------------------------ feed (EngineFeed)
     def latest_snapshot(self) -> StatsSnapshot | None:

@@ -32,6 +32,8 @@ from tgen_tui.engine.api import (
     WorkerFailed,
 )
 from tgen_tui.engine.events import EventLog
+from tgen_tui.engine.flowcontrol import apply_flow_rates, flow_workers, senders
+from tgen_tui.engine.flowrates import flow_target, initial_flow_rates, plan_flow_rate
 from tgen_tui.engine.lanes import port_workers, rx_rows
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
 from tgen_tui.engine.setup import PortSetup, Setup
@@ -128,6 +130,7 @@ class PortControl:
             self.ports[ps.name] = pr
         self.t0: float | None = None
         self.rates: dict[int, float] = setup.initial_rates()
+        self.flow_rates: dict[int, float] = initial_flow_rates(setup)  # UDP flows, bit/s
         self.paused: set[int] = set()
         self.seq_floor: dict[int, int] = {}
 
@@ -160,15 +163,15 @@ class PortControl:
                 if pr is not None and pr.state != PortState.FAILED:
                     self.set_state(pr, PortState.FAILED, reason)
         elif isinstance(ev, P.TxDone) and ev.port in self.ports:
-            pr = self.ports[ev.port]  # a port with lanes is done when every lane is
+            pr = self.ports[ev.port]  # done when every lane and flow worker of it is
             pr.lanes_done.add(st.plan.id)
-            pr.tx_done = len(pr.lanes_done) >= len(port_workers(self.setup.plans, ev.port))
+            pr.tx_done = pr.lanes_done >= set(senders(self.setup, ev.port))
         elif isinstance(ev, P.Error) and ev.id is None:
             self.log.warning(f"worker {st.plan.id}: {ev.message}")
 
     def ports_done_sending(self) -> bool:
         """True when every sending port's worker reported ``tx_done``."""
-        sending = [pr for pr in self.ports.values() if pr.spec.streams]
+        sending = [pr for pr in self.ports.values() if pr.spec.streams or pr.spec.flows]
         return bool(sending) and all(pr.tx_done for pr in sending)
 
     def requested_pps(self, stream_i: int) -> float:
@@ -184,8 +187,8 @@ class PortControl:
 
     def _by_worker(self, names: list[str]) -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}
-        for n in names:
-            for wid in port_workers(self.setup.plans, n):  # one, or one per lane
+        for n in names:  # its frame workers (one, or one per lane), then its flow workers
+            for wid in port_workers(self.setup.plans, n) + flow_workers(self.setup, n):
                 out.setdefault(wid, []).append(n)
         return out
 
@@ -302,7 +305,22 @@ class PortControl:
         proportion so that they sum to the rate). ``rate`` is written as in profiles:
         ``25kpps``, ``100Mbit`` (L1; ``100Mbit L2``), ``10%`` of the port's speed, or a
         number of frames/s. Takes effect at once on a running port (the pacer re-bases
-        at the current frame and time). Returns the target's new frames/s."""
+        at the current frame and time). Returns the target's new frames/s; for a UDP
+        socket flow (or a port with only flows: :mod:`~tgen_tui.engine.flowrates`), its
+        new bit/s."""
+        if flow_target(self.setup, target):
+            fnew, bps = plan_flow_rate(self.setup, self.flow_rates, target, rate)
+            await apply_flow_rates(
+                self.setup,
+                self.flow_rates,
+                fnew,
+                states={n: p.state for n, p in self.ports.items()},
+                workers=self.workers,
+                log=self.log,
+                request=str(rate),
+                ack_timeout=ACK_TIMEOUT,
+            )
+            return bps
         new, result = plan_rate(self.setup, self.rates, target, rate)
         await self.apply_rates(new, str(rate))
         return result

@@ -21,6 +21,7 @@ from tgen_tui import __version__
 from tgen_tui.dut.channel import DutChannel
 from tgen_tui.dut.settings import dut_settings
 from tgen_tui.engine import figures as F
+from tgen_tui.engine.flowresult import transport_part
 from tgen_tui.engine.losscauses import loss_fields
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
@@ -132,6 +133,11 @@ def build_result(
         "events": events,
         **_latency_fields(snap.streams),
     }
+    flow_workers = [asdict(w) for w in snap.workers if w.kind == "flows"]
+    transport = transport_part(snap, flow_workers)
+    if transport is not None:
+        doc["transport"] = transport
+        doc["metrics"] = transport["metrics"]
     return RunResult.model_validate(doc)
 
 

@@ -20,12 +20,14 @@ import trio
 from tgen_tui.dut.settings import dut_settings
 from tgen_tui.engine import stats
 from tgen_tui.engine.events import fan_out
+from tgen_tui.engine.flowplan import FlowPlan
 from tgen_tui.engine.losscauses import LossCauses
 from tgen_tui.engine.portcontrol import PortControl
 from tgen_tui.engine.probes import DutProbe
 from tgen_tui.engine.setup import Setup
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.engine.transport import SpawnedWorker, WorkerTransport
+from tgen_tui.worker import counters as C
 
 LINK_EVERY = 1.0  # s between link-state re-reads
 
@@ -65,6 +67,10 @@ class Sampler:
 
     def attach(self, w: SpawnedWorker) -> None:
         plan = w.state.plan
+        if isinstance(plan, FlowPlan):
+            self.acc.attach_flows(plan.id, w.view)
+            return
+        assert isinstance(w.view, C.CounterView)
         self.acc.attach(self.setup.worker_ctx(plan, w.state.shm_path), w.view)
 
     async def prime(self) -> None:
@@ -112,7 +118,11 @@ class Sampler:
                 pid=st.pid,
                 alive=st.alive,
                 exit_reason=st.exit_reason if not st.quitting else None,
-                tx_path=", ".join(sorted(set(st.layout.tx_path.values()))) if st.layout else None,
+                tx_path=(
+                    ", ".join(sorted(set(st.layout.tx_path.values())))
+                    if st.layout
+                    else ("sockets" if st.flows_ready else None)
+                ),
                 tx_path_why="; ".join(f"{p}: {w}" for p, w in st.tx_why.items()) or None,
                 proc_cpu_pct=self.transport.proc_cpu(w) if st.pid and st.alive else 0.0,
             )

@@ -9,7 +9,6 @@ take a Setup and do the work.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -20,12 +19,20 @@ from tgen_tui.engine import stats
 from tgen_tui.engine.api import (
     EngineCommandError,
     EngineDescription,
+    FlowInfo,
     PortInfo,
     RateError,
     StreamInfo,
     WorkerInfo,
 )
 from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
+from tgen_tui.engine.flowplan import (
+    FlowPlan,
+    flow_plan_lines,
+    plan_flow_workers,
+    shared_core_warning,
+)
+from tgen_tui.engine.flowsample import FlowCtx
 from tgen_tui.engine.flowstats import stream_roles
 from tgen_tui.engine.lanes import (
     assignment_lines,
@@ -34,10 +41,16 @@ from tgen_tui.engine.lanes import (
     plan_lanes,
     port_lanes,
 )
-from tgen_tui.engine.neighbours import interface_mac
-from tgen_tui.engine.options import Neighbours
+from tgen_tui.engine.portsetup import (
+    distinct_flows,
+    host_warnings,
+    l3_entries,
+    port_setups,
+    resolve_rate,
+)
 from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
+from tgen_tui.packets.flowprogram import FlowProgram
 from tgen_tui.packets.flowsplit import split_warnings
 from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
 from tgen_tui.packets.schedule import DueTimes
@@ -45,8 +58,6 @@ from tgen_tui.profiles.units import line_rate_fps
 
 if TYPE_CHECKING:
     from tgen_tui.engine.options import EngineOptions
-
-FLOW_FIELDS = ("ip.src", "ip.dst", "l4.src_port", "l4.dst_port")  # packets/compile.py names
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,6 +75,8 @@ class Setup:
     dut_ssh: str | None = None
     l3: Mapping[str, dict] = field(default_factory=dict)  # port -> worker "l3" entry
     lanes: int = 1  # the most sender lanes of any port; rx rows per stream (engine/lanes.py)
+    flows: tuple[FlowProgram, ...] = ()  # socket flows of the ports in use
+    flow_plans: tuple[FlowPlan, ...] = ()  # their workers (ids after the frame workers')
 
     # ------------------------------------------------------------------ build
     @classmethod
@@ -108,10 +121,13 @@ class Setup:
         n_names = max(len(compiled.all_stream_names), 1)
         n_lanes = max(lanes.values(), default=1)
         neigh = options.neighbours or {}
-        ports = _port_setups(compiled, plans, programs, lanes, neigh, options.cluster)
+        flows = _flows_of(compiled, used, options.cluster)
+        flow_plans = plan_flow_workers(flows, cores, first_id=len(plans))
+        warnings += shared_core_warning([p.core for p in plans], flow_plans, len(cores))
+        ports = port_setups(compiled, plans, programs, lanes, neigh, options.cluster, flows)
         warnings += one_lane_warning(getattr(options, "lanes", None), kept)
         warnings += split_warnings(programs, lanes)  # flows that cannot keep to one lane
-        warnings += _host_warnings(compiled, used, options.cluster)
+        warnings += host_warnings(compiled, used, options.cluster)
         dut = pick_dut(options.dut_netns, options.dut_ssh, compiled.dut_netns, compiled.dut_ssh)
         return cls(
             compiled=compiled,
@@ -123,14 +139,18 @@ class Setup:
             warnings=tuple(warnings),
             dut_netns=dut[0],
             dut_ssh=dut[1],
-            l3=_l3_entries(compiled, used, neigh),
+            l3=l3_entries(compiled, used, neigh),
             lanes=n_lanes,
+            flows=flows,
+            flow_plans=tuple(flow_plans),
         )
 
     def rates_only_change(self, compiled: CompiledProfile) -> bool:
         """True when ``compiled`` differs from this set-up's profile in stream rates only."""
+        mine = tuple(f for f in compiled.flows if f.port in self.port_names)
         return (
-            list(compiled.ports) == list(self.compiled.ports)
+            mine == self.flows
+            and list(compiled.ports) == list(self.compiled.ports)
             and all(compiled.ports[n] == self.compiled.ports[n] for n in compiled.ports)
             and [_sans_rate(p) for p in compiled.streams if p.port in self.port_names]
             == [_sans_rate(p) for p in self.programs]
@@ -167,6 +187,14 @@ class Setup:
                 ", ".join(unknown), f"no such port (ports: {', '.join(self.ports)})"
             )
         return names
+
+    def flow_pos(self, name: str) -> int | None:
+        """A socket flow's position in ``flows`` (None: no flow of that name)."""
+        return next((i for i, f in enumerate(self.flows) if f.name == name), None)
+
+    def flow_plan_of(self, pos: int) -> FlowPlan:
+        """The flow worker that runs flow position ``pos``."""
+        return next(p for p in self.flow_plans if pos in p.flows)
 
     def stream_pos(self, name: str) -> int:
         """A stream's position in ``programs``; EngineCommandError for an unknown name."""
@@ -212,7 +240,10 @@ class Setup:
         )
 
     def finite_total(self) -> int | None:
-        """Frames all streams will send in total, or None if any runs until stopped."""
+        """Frames all streams will send in total, or None if any stream or socket flow
+        runs until stopped (a flow without a schedule stop time)."""
+        if any(f.schedule.stop_s is None for f in self.flows):
+            return None
         totals = [DueTimes(p.schedule).total() for p in self.programs]
         return None if None in totals else sum(t for t in totals if t is not None)
 
@@ -258,7 +289,21 @@ class Setup:
             warnings=self.warnings,
             lanes=self.lanes,
             dut_source=dut_source,
+            flows=self.flow_ctx(),
         )
+
+    def flow_ctx(self) -> tuple[FlowCtx, ...]:
+        """Every socket flow as the sampler sees it (its worker and core)."""
+        out = []
+        for plan in self.flow_plans:
+            for i in plan.flows:
+                f = self.flows[i]
+                out.append(
+                    FlowCtx(
+                        i, f.name, f.stream, f.port, f.rx_port, f.protocol, f.cc, plan.id, plan.core
+                    )
+                )
+        return tuple(sorted(out, key=lambda c: c.pos))
 
     def describe(
         self,
@@ -266,8 +311,10 @@ class Setup:
         paused: frozenset[int] | set[int],
         workers: Mapping[int, tuple[int | None, str | None]],
         dut_source: str,
+        flow_rates: Mapping[int, float] | None = None,
     ) -> EngineDescription:
-        """The frozen description; ``workers``: worker id -> (pid, send paths)."""
+        """The frozen description; ``workers``: worker id -> (pid, send paths);
+        ``flow_rates``: UDP flows' bit/s now (default: the profile's)."""
         ports = [
             PortInfo(
                 p.name,
@@ -289,7 +336,7 @@ class Setup:
                 p.rx_port,
                 rates[i],
                 self.mean_bytes(i),
-                flows(p),
+                distinct_flows(p),
                 i in paused,
             )
             for i, p in enumerate(self.programs)
@@ -306,6 +353,11 @@ class Setup:
             )
             for plan in self.plans
         ]
+        for fp in self.flow_plans:
+            pid, _ = workers.get(fp.id, (None, None))
+            infos.append(
+                WorkerInfo(fp.id, fp.core, fp.ports, fp.names, pid, "sockets", kind="flows")
+            )
         c = self.compiled
         return EngineDescription(
             c.name,
@@ -316,96 +368,55 @@ class Setup:
             tuple(infos),
             dut_source,
             self.warnings,
+            self._flow_infos(flow_rates or {}),
         )
+
+    def _flow_infos(self, rates: Mapping[int, float]) -> tuple[FlowInfo, ...]:
+        out = []
+        for fp in self.flow_plans:
+            for i in fp.flows:
+                f = self.flows[i]
+                bps = rates.get(i, f.rate_bps) if f.protocol == "udp" else None
+                out.append(
+                    FlowInfo(
+                        f.name,
+                        f.stream,
+                        f.port,
+                        f.rx_port,
+                        f.protocol,
+                        f.cc,
+                        bps,
+                        fp.id,
+                        fp.core,
+                        f"{f.src_ip} (netns {f.src_netns})" if f.src_netns else f.src_ip,
+                        f"{f.dst_ip} (netns {f.dst_netns})" if f.dst_netns else f.dst_ip,
+                    )
+                )
+        return tuple(sorted(out, key=lambda x: self.flow_pos(x.name) or 0))
 
     def plan_text(self) -> list[str]:
         """Human-readable worker → core → port → streams mapping, each field labelled."""
         lines = assignment_lines(self.plans, self.host_of)
+        lines += flow_plan_lines(self.flow_plans, self.flows)
         return lines + [f"warning: {w}" for w in self.warnings]
 
 
-def flows(p: StreamProgram) -> int:
-    """Distinct flows of a stream: the product of the spans of its varying address fields."""
-    n = 1
-    for f in p.fields:
-        if f.mode != "fixed" and f.name in FLOW_FIELDS:
-            n *= f.span
-    return n
-
-
-def resolve_rate(rate: str | float, mean_bytes: float, speed: float, target: str) -> float:
-    """A rate as written in profiles (``25kpps``, ``100Mbit``, ``10%``) or a number of
-    frames/s, in frames/s at ``mean_bytes`` on a port of ``speed`` bit/s; RateError."""
-    from tgen_tui.profiles.models import parse_rate, rate_to_pps
-
-    if isinstance(rate, int | float) and not isinstance(rate, bool):
-        if not (rate > 0 and math.isfinite(rate)):
-            raise RateError(target, "rate must be a positive number of frames/s")
-        return float(rate)
-    try:
-        spec = parse_rate(rate)
-    except ValueError as e:
-        raise RateError(target, str(e)) from None
-    return rate_to_pps(spec, mean_bytes, speed)
-
-
-def _port_setups(
-    compiled: CompiledProfile,
-    plans: list[WorkerPlan],
-    programs: tuple[StreamProgram, ...],
-    lanes: dict[str, int],
-    neigh: Mapping[str, Neighbours],
-    cluster: str | None,
-) -> dict[str, PortSetup]:
-    """Each port's PortSetup (its lane 0's worker and core; MACs, gateways)."""
-    ports: dict[str, PortSetup] = {}
-    for plan in plans:
-        for pn in plan.ports:
-            if pn in ports:  # another lane of a port already set up (its lane 0)
-                continue
-            spec = compiled.ports[pn]
-            found = neigh.get(pn) or Neighbours()
-            ports[pn] = PortSetup(
-                pn,
-                spec.interface,
-                spec.netns,
-                plan.id,
-                plan.core,
-                speed_bps=spec.speed_bps,
-                streams=tuple(i for i, s in enumerate(programs) if s.port == pn),
-                host=getattr(spec, "host", None) if cluster else None,
-                tx_path=getattr(spec, "tx_path", None),
-                gateway_mac=found.gw4,
-                gateway6_mac=found.gw6,
-                lanes=lanes[pn],
-                mac=found.mac or (None if cluster else interface_mac(spec.netns, spec.interface)),
-                gateway=str(spec.gateway) if getattr(spec, "gateway", None) else None,
-                gateway6=str(spec.gateway6) if getattr(spec, "gateway6", None) else None,
-            )
-    return ports
-
-
-def _host_warnings(compiled: CompiledProfile, used: list[str], cluster: str | None) -> list[str]:
-    named = sorted({h for pn in used if (h := getattr(compiled.ports[pn], "host", None))})
-    if named and not cluster:
-        return [
-            f"the profile places ports on host(s) {', '.join(named)}, but --cluster was "
-            "not given: every port runs on this machine"
-        ]
-    if cluster and not named:
-        return [f"--cluster {cluster}: no port names a host: every port runs on this machine"]
-    return []
-
-
-def _l3_entries(compiled: CompiledProfile, used: list[str], neigh: Mapping) -> dict[str, dict]:
-    from tgen_tui.engine.neighbours import l3_entry
-
-    out = {}
-    for pn in used:
-        e = l3_entry(compiled.ports[pn], neigh.get(pn))
-        if e is not None:
-            out[pn] = e
-    return out
+def _flows_of(
+    compiled: CompiledProfile, used: list[str], cluster: str | None
+) -> tuple[FlowProgram, ...]:
+    """The socket flows sent from the ports in use; BadInput for one whose port is on
+    another tester host (its hosts' namespaces are there: not supported yet)."""
+    flows = tuple(f for f in compiled.flows if f.port in used)
+    remote = sorted(
+        {f.port for f in flows if cluster and getattr(compiled.ports[f.port], "host", None)}
+    )
+    if remote:
+        raise BadInput(
+            f"transport: socket flows of port(s) {', '.join(remote)} on another tester host "
+            "are not supported yet (their hosts' namespaces are there); run them on this "
+            "machine (no host: for that port) or leave --cluster out"
+        )
+    return flows
 
 
 def _sans_rate(p: StreamProgram) -> StreamProgram:
@@ -413,4 +424,4 @@ def _sans_rate(p: StreamProgram) -> StreamProgram:
     return replace(p, schedule=replace(p.schedule, pps=0.0))
 
 
-__all__ = ["PortSetup", "Setup", "flows", "resolve_rate"]
+__all__ = ["PortSetup", "Setup", "distinct_flows", "resolve_rate"]

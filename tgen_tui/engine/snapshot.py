@@ -138,6 +138,52 @@ class StreamStats:
 
 
 @dataclass(frozen=True)
+class FlowStats:
+    """One socket flow: kernel TCP or UDP between the transport hosts, through the DUT.
+    Every figure is defined in :mod:`tgen_tui.engine.flowfigures`; rates are over the
+    last interval, counts since the start (or the last clear)."""
+
+    name: str
+    stream: str  # the transport: entry it belongs to
+    port: str
+    rx_port: str
+    protocol: str  # tcp | udp
+    cc: str | None = None
+    worker: int | None = None
+    core: int | None = None
+    state: str = "idle"  # idle | connecting | sending | off | draining | stopped | failed
+    on: bool = False  # its schedule has it sending now
+    tx_bytes: int = 0
+    rx_bytes: int = 0
+    goodput_bps: float = 0.0  # read by the receiver over the interval, bit/s
+    tx_bps: float = 0.0
+    goodput_run_bps: float | None = None  # read while due to send / time due to send
+    active_s: float = 0.0  # time it was due to send
+    errors: int = 0
+    # TCP (TCP_INFO of the sender, across its connections)
+    rtt_ms: float | None = None
+    rttvar_ms: float | None = None
+    min_rtt_ms: float | None = None
+    rtt_mean_ms: float | None = None
+    cwnd: int | None = None
+    mss: int | None = None
+    delivery_rate_bps: float | None = None
+    retransmits: int | None = None
+    data_segs_out: int | None = None
+    retransmit_pct: float | None = None
+    connections: int | None = None
+    mathis_bps: float | None = None  # Reno: the throughput equation's figure
+    mathis_ratio: float | None = None  # goodput over the run / Mathis
+    # UDP
+    requested_bps: float | None = None
+    tx_packets: int | None = None
+    rx_packets: int | None = None
+    lost: int | None = None
+    loss_pct: float | None = None
+    jitter_ms: float | None = None
+
+
+@dataclass(frozen=True)
 class WorkerStats:
     """One worker process: where it runs, what it serves and how busy its core is."""
 
@@ -160,6 +206,7 @@ class WorkerStats:
     tx_path_why: str | None = None  # "cache: measured fastest by tgen calibrate ..." per port
     lane: int = 0  # which of its port's sender lanes (tgen_tui.engine.lanes)
     lanes: int = 1
+    kind: str = "frames"  # frames (raw frames, RX ring) | flows (kernel sockets)
 
 
 @dataclass(frozen=True)
@@ -202,12 +249,18 @@ class StatsSnapshot:
     dut: DutStats | None = None
     warnings: tuple[str, ...] = ()
     final: bool = False
+    flows: tuple[FlowStats, ...] = ()  # socket flows (profile transport:)
+    fairness_jain: float | None = None  # Jain's index over the flows' interval goodput
+    fairness_jain_run: float | None = None  # ... over their goodput over the run
 
     def port(self, name: str) -> PortStats:
         return next(p for p in self.ports if p.name == name)
 
     def stream(self, name: str) -> StreamStats:
         return next(s for s in self.streams if s.name == name)
+
+    def flow(self, name: str) -> FlowStats:
+        return next(f for f in self.flows if f.name == name)
 
     def to_dict(self) -> dict:
         """The public JSON shape: ports and streams keyed by name (NDJSON lines, result files)."""
@@ -220,6 +273,10 @@ class StatsSnapshot:
             "dut": None,
             "warnings": list(self.warnings),
         }
+        if self.flows:
+            d["flows"] = {f.name: asdict(f) for f in self.flows}
+            d["fairness_jain"] = self.fairness_jain
+            d["fairness_jain_run"] = self.fairness_jain_run
         if self.dut is not None:
             dd = asdict(self.dut)
             dd["fill_pct"] = self.dut.fill_pct

@@ -25,112 +25,19 @@ import numpy as np
 from tgen_tui.engine import figures as F
 from tgen_tui.engine import flowstats as FS
 from tgen_tui.engine import lanes as L
+from tgen_tui.engine.flowsample import FlowCtx, FlowSampler
+from tgen_tui.engine.sampleinputs import (
+    LiveState,
+    PortSetup,
+    Readings,
+    SampleContext,
+    StreamCtx,
+    WorkerCtx,
+    WorkerLive,
+    ifc_key,
+)
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats, WorkerStats
 from tgen_tui.worker import counters as C
-
-
-# ---------------------------------------------------------------------- inputs
-@dataclass(frozen=True)
-class PortSetup:
-    """A port as configured: where it is, which worker and core serve it, what it sends."""
-
-    name: str
-    interface: str
-    netns: str | None
-    worker: int
-    core: int
-    speed_bps: float = 0.0
-    streams: tuple[int, ...] = ()  # program positions sent from this port
-    host: str | None = None  # tester host under --cluster (None: this machine)
-    tx_path: str | None = None  # the profile's send path ('auto' or None: resolved at spawn)
-    gateway_mac: str | None = None  # the resolved MAC of the port's gateway (issue 19)
-    gateway6_mac: str | None = None
-    lanes: int = 1  # sender workers sharing the port (tgen_tui.engine.lanes)
-    mac: str | None = None  # the interface's own MAC (None: not read, e.g. a remote host)
-    gateway: str | None = None  # the profile's gateway addresses, as text
-    gateway6: str | None = None
-
-
-def ifc_key(host: str | None, netns: str | None) -> Any:
-    """Where a port's interface counters are in ``Readings.ifc``: by netns on this
-    machine, by (host, netns) for a port on another tester host."""
-    return netns if host is None else (host, netns)
-
-
-@dataclass(frozen=True)
-class StreamCtx:
-    """A stream as configured (position = its place in SampleContext.streams)."""
-
-    name: str
-    index: int  # global stream index (the signature's)
-    port: str
-    rx_port: str | None
-    role: str = ""  # stateful: flowstats.ROLE_LEARN | ROLE_VERIFY | ""
-
-
-@dataclass(frozen=True)
-class WorkerCtx:
-    """A worker as configured: its core, its ports and streams, its counter file."""
-
-    id: int
-    core: int
-    ports: tuple[str, ...]
-    streams: tuple[str, ...]
-    shm_path: str
-    tx_rows: tuple[tuple[int, int], ...]  # (stream position, row in the worker's tx table)
-    lane: int = 0  # which of its port's sender lanes (tgen_tui.engine.lanes)
-    lanes: int = 1
-
-
-@dataclass(frozen=True)
-class SampleContext:
-    """Everything fixed between reloads."""
-
-    ports: tuple[PortSetup, ...]
-    streams: tuple[StreamCtx, ...]
-    n_streams: int
-    warnings: tuple[str, ...] = ()
-    dut_source: str = "none"
-    lanes: int = 1  # rx rows per stream (stream index + lane * n_streams/lanes)
-
-    @property
-    def block(self) -> int:
-        """The stride between a stream's rx rows of successive lanes."""
-        return self.n_streams // max(1, self.lanes)
-
-
-@dataclass(frozen=True)
-class WorkerLive:
-    pid: int | None
-    alive: bool
-    exit_reason: str | None = None
-    tx_path: str | None = None
-    tx_path_why: str | None = None
-    proc_cpu_pct: float = 0.0
-
-
-@dataclass(frozen=True)
-class LiveState:
-    """The engine's state at the sampling instant (frozen copies, no engine objects)."""
-
-    t0: float | None  # monotonic s of the first start
-    port_state: dict[str, str]
-    port_failure: dict[str, str | None]
-    port_link: dict[str, str]
-    rates: dict[int, float]  # stream position -> requested fps
-    paused: frozenset[int] = frozenset()  # stream positions
-    seq_floor: dict[int, int] = field(default_factory=dict)  # position -> first seq since clear
-    workers: dict[int, WorkerLive] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Readings:
-    """Probe readings of one sample: interface counters per netns, per-core CPU, the DUT."""
-
-    ifc: dict
-    cores: list[float]
-    dut: Any = None  # probes.DutReading
-    dut_settings: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -161,6 +68,7 @@ class _Prev:
     busy: dict[int, int] = field(default_factory=dict)
     ct: int | None = None
     wframes: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker: tx, rx frames
+    flow: dict[int, tuple[int, int]] = field(default_factory=dict)  # flow: rx, tx bytes
 
 
 @dataclass
@@ -192,6 +100,7 @@ class Accumulator:
         self.seq = 0
         self.dut = F.DutTrack()
         self.cpu_acc: dict[int, list[float]] = {}  # worker -> [n, core sum, proc sum]
+        self.flows = FlowSampler(ctx.flows)  # socket flows (flow workers' blocks)
         # before the last sample: recent, cpu_acc
         self._undo: tuple[list[_Prev], dict[int, list[float]]] | None = None
 
@@ -216,6 +125,10 @@ class Accumulator:
         self.w[wctx.id] = _Worker(
             wctx, view, np.zeros_like(view.arr), port_rows, dict(wctx.tx_rows)
         )
+
+    def attach_flows(self, worker: int, view: Any) -> None:
+        """A flow worker's counter block (:class:`~tgen_tui.worker.flowcounters.FlowCounterView`)."""
+        self.flows.attach(worker, view)
 
     def _ifc(self, ifc: dict, pc: PortSetup) -> Any:
         return ifc.get(ifc_key(pc.host, pc.netns), {}).get(pc.interface)
@@ -261,6 +174,7 @@ class Accumulator:
             c = self._ifc(ifc, pc)
             if pc.name in ports and c is not None:
                 self.if_base[pc.name] = _if_tuple(c)
+        self.flows.clear(None if everything else ports)
         if everything:
             self.dut = F.DutTrack()
             self.cpu_acc.clear()
@@ -281,6 +195,7 @@ class Accumulator:
         for w in self.w.values():
             w.view.close()
         self.w.clear()
+        self.flows.close()
 
     # ------------------------------------------------------------------ sample
     def _read(self) -> _Read:
@@ -342,6 +257,11 @@ class Accumulator:
         dut = None
         if rd.dut is not None:
             dut = self._dut(rd, prev, dt, t if live.t0 is not None else None, cur)
+        alive = {wid: wl.alive for wid, wl in live.workers.items()}
+        flows, fair, fair_run, cur.flow = self.flows.sample(
+            self.flows.read(), prev.flow if prev else None, dt, alive
+        )
+        workers += tuple(flow_worker_stats(self.ctx, rd, live))
         self.recent = [*self.recent[-(RECENT - 1) :], cur]
         self.seq += 1
         return StatsSnapshot(
@@ -353,6 +273,9 @@ class Accumulator:
             dut=dut,
             warnings=self.ctx.warnings,
             final=final,
+            flows=flows,
+            fairness_jain=fair,
+            fairness_jain_run=fair_run,
         )
 
     def _port(
@@ -447,3 +370,29 @@ class Accumulator:
                 new_ps = max(0.0, F.per_s(reading.count, prev.ct, dt))
             cur.ct = reading.count
         return F.dut_stats(self.dut, reading, self.ctx.dut_source, rd.dut_settings, new_ps, t)
+
+
+def flow_worker_stats(ctx: SampleContext, rd: Readings, live: LiveState) -> list[WorkerStats]:
+    """The flow workers as the Workers screen lists them: core, port, flows, CPU."""
+    by_worker: dict[int, list[FlowCtx]] = {}
+    for c in ctx.flows:
+        by_worker.setdefault(c.worker, []).append(c)
+    out = []
+    for wid, fs in by_worker.items():
+        wl = live.workers.get(wid, WorkerLive(None, False))
+        core = fs[0].core
+        out.append(
+            WorkerStats(
+                id=wid,
+                core=core,
+                pid=wl.pid,
+                ports=(fs[0].port,),
+                streams=tuple(f.name for f in fs),
+                alive=wl.alive,
+                core_cpu_pct=rd.cores[core] if core < len(rd.cores) else 0.0,
+                proc_cpu_pct=wl.proc_cpu_pct if wl.alive else 0.0,
+                exit_reason=wl.exit_reason,
+                kind="flows",
+            )
+        )
+    return out

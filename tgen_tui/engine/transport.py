@@ -15,6 +15,8 @@ Life of a transport, as the engine drives it::
     await t.prepare(setup, notice)       # stale files, interfaces exist, port locks
     for plan in setup.plans:
         w = await t.spawn(plan, setup, on_event, nursery)
+    for plan in setup.flow_plans:        # socket flows: flow workers on this machine
+        w = await t.spawn_flows(plan, setup, on_event, nursery)
     await t.spawned()                    # start-up resources can go
     ... t.interfaces(), t.link_state(port), t.cores(), t.proc_cpu(...) at each sample
     t.check(new_setup); await t.release(); await t.prepare(new_setup, notice) ...  # reload
@@ -34,13 +36,16 @@ import trio
 
 from tgen_tui.diagnostics import EnvironmentProblem
 from tgen_tui.engine.assignment import WorkerPlan
+from tgen_tui.engine.flowplan import FlowPlan
 from tgen_tui.engine.lanes import lane_entries
 from tgen_tui.engine.probes import CpuProbe, InterfaceProbe
 from tgen_tui.engine.setup import PortSetup, Setup
 from tgen_tui.engine.stats import ifc_key
 from tgen_tui.engine.workers import WorkerDied, WorkerHandle, WorkerState, port_config
+from tgen_tui.packets.flowprogram import flow_to_dict
 from tgen_tui.worker import counters as C
 from tgen_tui.worker import protocol as P
+from tgen_tui.worker.flowcounters import FlowCounterView
 from tgen_tui.worker.txstamps import StampTable
 
 if TYPE_CHECKING:
@@ -69,7 +74,7 @@ class WorkerLink(Protocol):
     state: WorkerState
 
     @property
-    def plan(self) -> WorkerPlan: ...
+    def plan(self) -> WorkerPlan | FlowPlan: ...
 
     async def send(self, msg: P.Command) -> None:
         """Send a command without waiting for an answer (WorkerDied if it is gone)."""
@@ -84,10 +89,11 @@ class WorkerLink(Protocol):
 
 @dataclass
 class SpawnedWorker:
-    """A worker that is configured and ready: its handle and its counter block."""
+    """A worker that is configured and ready: its handle and its counter block (a frame
+    worker's, or a flow worker's)."""
 
     handle: WorkerLink
-    view: C.CounterView
+    view: C.CounterView | FlowCounterView
     where: str  # "core 3" or "host a, core 2" (for the engine's notice)
     host: str | None = None
 
@@ -116,6 +122,12 @@ class WorkerTransport(Protocol):
         """Spawn and configure ``plan``'s worker; its supervisor task runs in ``nursery``
         and reports every event (None: the process exited) to ``on_event``.
         EnvironmentProblem when it cannot start."""
+        ...
+
+    async def spawn_flows(
+        self, plan: FlowPlan, setup: Setup, on_event: EventSink, nursery: trio.Nursery
+    ) -> SpawnedWorker:
+        """Spawn and configure a flow worker (socket flows; on this machine)."""
         ...
 
     async def spawned(self) -> None:
@@ -215,20 +227,26 @@ def finish_port_entries(
 
 
 async def start_worker(
-    nursery: trio.Nursery, handle: Any, entries: list[dict], n_streams: int
+    nursery: trio.Nursery, handle: Any, entries: list[dict] | None, n_streams: int = 0
 ) -> None:
-    """Run the handle's supervisor task until the worker is ready (EnvironmentProblem if not)."""
+    """Run the handle's supervisor task until the worker is ready (EnvironmentProblem if
+    not): a frame worker with its port ``entries``, a flow worker (``entries`` None) with
+    its plan's flows."""
     st = handle.state
     try:
-        await nursery.start(handle.run, entries, n_streams)
+        if entries is None:
+            await nursery.start(handle.run_flows, st.flow_specs)
+        else:
+            await nursery.start(handle.run, entries, n_streams)
     except (WorkerDied, BaseExceptionGroup) as e:
         reason: BaseException = e
         while isinstance(reason, BaseExceptionGroup):
             reason = reason.exceptions[0]
         with contextlib.suppress(OSError):
             os.unlink(st.shm_path)
+        what = "flow worker" if entries is None else "worker"
         raise EnvironmentProblem(
-            f"worker for port(s) {', '.join(st.plan.ports)} could not start: {reason}"
+            f"{what} for port(s) {', '.join(st.plan.ports)} could not start: {reason}"
         ) from None
 
 
@@ -284,7 +302,7 @@ class LocalTransport:
             [(pr.netns, pr.interface) for pr in prs], names=[pr.name for pr in prs]
         )
 
-    def shm_path(self, plan: WorkerPlan) -> str:
+    def shm_path(self, plan: WorkerPlan | FlowPlan) -> str:
         return os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-w{plan.id}-{id(self):x}")
 
     async def spawn(
@@ -303,6 +321,25 @@ class LocalTransport:
             h.kill()
             raise EnvironmentProblem(f"worker {plan.id}: cannot map its counters: {e}") from None
         # mapped by the worker and by us: the name can go, so a SIGKILLed run leaves no file
+        with contextlib.suppress(OSError):
+            os.unlink(shm)
+        return SpawnedWorker(h, view, f"core {plan.core}")
+
+    async def spawn_flows(
+        self, plan: FlowPlan, setup: Setup, on_event: EventSink, nursery: trio.Nursery
+    ) -> SpawnedWorker:
+        shm = self.shm_path(plan)
+        st = WorkerState(plan, shm)
+        st.flow_specs = [flow_to_dict(setup.flows[i]) for i in plan.flows]
+        h = WorkerHandle(st, on_event)
+        await start_worker(nursery, h, None)
+        try:
+            view = FlowCounterView.open(shm)
+        except (OSError, ValueError) as e:  # a running worker nobody would quit: end it here
+            h.kill()
+            raise EnvironmentProblem(
+                f"flow worker {plan.id}: cannot map its counters: {e}"
+            ) from None
         with contextlib.suppress(OSError):
             os.unlink(shm)
         return SpawnedWorker(h, view, f"core {plan.core}")

@@ -1,7 +1,8 @@
 """Worker supervision: spawn one worker process, talk JSON lines to it, notice when it dies.
 
-Each worker runs ``python -m tgen_tui.worker --core N --parent-pid P`` (import-light,
-pinned, dying with its parent through PR_SET_PDEATHSIG). The supervisor task owns the
+A frame worker runs ``python -m tgen_tui.worker --core N --parent-pid P``, a flow worker
+(socket flows) ``python -m tgen_tui.worker.flows`` with the same options: import-light,
+pinned, dying with its parent through PR_SET_PDEATHSIG. The supervisor task owns the
 process: it configures it, hands the engine a handle once the worker reports ``ready``
 (``nursery.start`` handshake), routes its events, and when the process exits for any
 reason other than a requested quit, marks the worker's ports failed with the reason
@@ -19,17 +20,18 @@ from typing import Any
 import trio
 
 from tgen_tui.engine.assignment import WorkerPlan
+from tgen_tui.engine.flowplan import FlowPlan
 from tgen_tui.packets.program import StreamProgram, program_to_dict
 from tgen_tui.worker import protocol as P
+from tgen_tui.worker.client import FLOW_WORKER, FRAME_WORKER, stderr_suffix, worker_argv
 from tgen_tui.worker.client import describe_exit as _describe_exit
-from tgen_tui.worker.client import stderr_suffix, worker_argv
 
 
 @dataclass
 class WorkerState:
     """Mutable supervisor-side state of one worker (engine task only)."""
 
-    plan: WorkerPlan
+    plan: WorkerPlan | FlowPlan
     shm_path: str
     pid: int | None = None
     alive: bool = False
@@ -38,11 +40,13 @@ class WorkerState:
     stderr_tail: list[str] = field(default_factory=list)
     stopped: dict[str, trio.Event] = field(default_factory=dict)
     stopped_info: dict[str, P.Stopped] = field(default_factory=dict)
-    layout: P.Ready | None = None
+    layout: P.Ready | None = None  # a frame worker's ready
+    flows_ready: P.FlowsReady | None = None  # a flow worker's
     errors: list[str] = field(default_factory=list)
     replies: dict[str, tuple[trio.Event, list[P.Event]]] = field(default_factory=dict)
     tx_why: dict[str, str] = field(default_factory=dict)  # port -> why its send path was chosen
     stamps_path: str | None = None  # the shared kernel tx timestamp table (worker/txstamps)
+    flow_specs: list[dict] = field(default_factory=list)  # a flow worker's flows (plain data)
 
 
 class CommandRefused(Exception):
@@ -66,7 +70,7 @@ class WorkerHandle:
         self._next_id = 0
 
     @property
-    def plan(self) -> WorkerPlan:
+    def plan(self) -> WorkerPlan | FlowPlan:
         return self.state.plan
 
     async def send(self, msg: P.Command) -> None:
@@ -118,10 +122,29 @@ class WorkerHandle:
         n_streams: int,
         task_status: trio.TaskStatus[WorkerHandle] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Supervisor task: spawn, configure, report ready, then pump events until exit."""
+        """A frame worker's supervisor task: spawn, configure, report ready, then pump
+        events until it exits."""
+        st = self.state
+        configure = P.Configure(
+            shm=st.shm_path, n_streams=n_streams, ports=ports, stamps=st.stamps_path
+        )
+        await self._supervise(FRAME_WORKER, configure, task_status)
+
+    async def run_flows(
+        self,
+        flows: list[dict],
+        task_status: trio.TaskStatus[WorkerHandle] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """A flow worker's supervisor task (``flows``: its flows' plain data)."""
+        configure = P.ConfigureFlows(shm=self.state.shm_path, flows=flows)
+        await self._supervise(FLOW_WORKER, configure, task_status)
+
+    async def _supervise(
+        self, module: str, configure: P.Command, task_status: trio.TaskStatus[WorkerHandle]
+    ) -> None:
         st = self.state
         proc = await trio.lowlevel.open_process(
-            worker_argv(st.plan.core),
+            worker_argv(st.plan.core, module),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -134,11 +157,7 @@ class WorkerHandle:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._pump_stderr, proc)
-                await self.send(
-                    P.Configure(
-                        shm=st.shm_path, n_streams=n_streams, ports=ports, stamps=st.stamps_path
-                    )
-                )
+                await self.send(configure)
 
                 async def pump_stdout() -> None:
                     buf = b""
@@ -197,7 +216,7 @@ class WorkerHandle:
             await ready.wait()
         if cs.cancelled_caught or not st.alive:
             raise WorkerDied(st.exit_reason or not_ready())
-        if st.errors and not st.layout:
+        if st.errors and not (st.layout or st.flows_ready):
             raise WorkerDied(st.errors[-1])
         task_status.started(self)
 
@@ -220,6 +239,9 @@ class WorkerHandle:
         if isinstance(ev, P.Ready):
             st.layout = ev
             ready.set()
+        elif isinstance(ev, P.FlowsReady):
+            st.flows_ready = ev
+            ready.set()
         elif isinstance(ev, P.Stopped):
             st.stopped_info[ev.port] = ev
             e = st.stopped.get(ev.port)
@@ -227,7 +249,7 @@ class WorkerHandle:
                 e.set()
         elif isinstance(ev, P.Error):
             st.errors.append(ev.message)
-            if not st.layout:
+            if not (st.layout or st.flows_ready):
                 ready.set()
         self._on_event(st, ev)
 

@@ -20,6 +20,7 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
 from tgen_tui.packets.batch import word_sum
+from tgen_tui.packets.flowprogram import FlowProgram, compile_flows
 from tgen_tui.packets.l3 import eth_auto, responder_ranges
 from tgen_tui.packets.prng import mix_key
 from tgen_tui.packets.program import (
@@ -77,6 +78,7 @@ class CompiledProfile:
     dut_netns: str | None = None
     dut_ssh: str | None = None
     dut_events: dict[str, str] = field(default_factory=dict)  # dut.events: name -> command
+    flows: list[FlowProgram] = field(default_factory=list)  # transport: kernel socket flows
 
 
 def profile_hash(profile: m.Profile) -> str:
@@ -379,6 +381,7 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
         dut_netns=profile.dut.netns if profile.dut else None,
         dut_ssh=profile.dut.ssh if profile.dut else None,
         dut_events=dict(profile.dut.events) if profile.dut else {},
+        flows=compile_flows(profile, rate_scale),
     )
 
 

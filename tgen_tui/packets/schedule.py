@@ -288,9 +288,21 @@ class DueTimes:
         return r
 
 
+def is_on(schedule: Schedule, t: float) -> bool:
+    """Whether the schedule has its stream or flow sending at ``t`` (s since the port
+    start): after ``start_s``, before ``stop_s``, and in an "on" phase of the on/off
+    pattern (the same phases :class:`DueTimes` makes frames due in). A socket flow that
+    sends as fast as TCP lets it is switched by this; its count does not apply."""
+    if t < schedule.start_s or (schedule.stop_s is not None and t >= schedule.stop_s):
+        return False
+    if not (schedule.on_s > 0 and schedule.off_s > 0):
+        return True
+    return (t - schedule.start_s) % (schedule.on_s + schedule.off_s) < schedule.on_s
+
+
 def due_times(schedule: Schedule, n: int, start: int = 0) -> np.ndarray:
     """Convenience: due times of frames start..start+n-1 of a schedule."""
     return DueTimes(schedule).due(start, n)
 
 
-__all__ = ["DueTimes", "due_times", "uniform01", "TICKS_PER_S", "IDTS"]
+__all__ = ["DueTimes", "due_times", "is_on", "uniform01", "TICKS_PER_S", "IDTS"]

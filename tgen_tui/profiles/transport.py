@@ -89,11 +89,6 @@ class TransportStream(Strict):
 def check_transport(profile) -> list[str]:
     """Cross-field problems of ``hosts:``/``transport:`` as "path: message" lines."""
     problems: list[str] = []
-    if profile.transport and profile.streams:
-        problems.append(
-            "transport: streams: and transport: in one profile are not supported yet "
-            "(run them as two profiles)"
-        )
     for h in profile.hosts:
         if h not in profile.ports:
             problems.append(f"hosts.{h}: unknown port {h!r} (ports: {', '.join(profile.ports)})")

@@ -115,6 +115,43 @@ class DutResult(Part):
     error: str | None = None
 
 
+class FlowResult(Part):
+    """One socket flow of a run (tgen_tui.engine.flowresult): goodput over the run, mean
+    RTT, retransmits, UDP loss and jitter, the throughput equation's figure."""
+
+    protocol: str
+    port: str | None = None
+    rx_port: str | None = None
+    cc: str | None = None
+    tx_bytes: int = 0
+    rx_bytes: int = 0
+    goodput_bps: Num = 0.0
+    span_s: Num = 0.0
+    rtt_ms: Num | None = None
+    min_rtt_ms: Num | None = None
+    retransmits: int | None = None
+    data_segs_out: int | None = None
+    retransmit_pct: Num | None = None
+    mss: int | None = None
+    cwnd_final: int | None = None
+    mathis_bps: Num | None = None
+    mathis_ratio: Num | None = None
+    tx_packets: int | None = None
+    rx_packets: int | None = None
+    lost: int | None = None
+    loss_pct: Num | None = None
+    jitter_ms: Num | None = None
+
+
+class TransportResult(Part):
+    """The socket flows of a run: per flow (``streams``, by flow name), the headline
+    figures (``metrics``), and the flow workers (core, flows)."""
+
+    streams: dict[str, FlowResult] = Field(default_factory=dict)
+    metrics: dict[str, Num | None] = Field(default_factory=dict)
+    workers: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class RunResult(Doc):
     """``tgen run --json`` (tgen_tui.engine.result.build_result) and the console's runs."""
 
@@ -147,6 +184,8 @@ class RunResult(Doc):
     # every run of a DUT hook (dut/hooks.py HookRecord.to_dict): hook, command, output
     dut_hooks: list[dict[str, Any]] | None = None
     session: dict[str, Any] | None = None  # the console's run: clears, time sending
+    transport: TransportResult | None = None  # socket flows (profile transport:)
+    tcp: dict[str, Any] | None = None  # tcp.handshake: the connections opened and closed
 
 
 # ---------------------------------------------------------------- trials

@@ -47,7 +47,7 @@ from tgen_tui.engine.options import EngineOptions
 from tgen_tui.engine.portcontrol import clear_targets, seq_floors
 from tgen_tui.engine.probes import IfCounters
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
-from tgen_tui.engine.setup import Setup, flows
+from tgen_tui.engine.setup import Setup, distinct_flows
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.ui.fake_flows import write_flows, write_gap
@@ -370,7 +370,7 @@ class FakeEngine:
         self._paused: set[int] = set()
         self._seq_floor: dict[int, int] = {}
         self._t0: float | None = None
-        self._flows = {i: flows(p) for i, p in enumerate(setup.programs) if p.rx_port}
+        self._flows = {i: distinct_flows(p) for i, p in enumerate(setup.programs) if p.rx_port}
         self._sim = SimWorkers(setup, self.loss, self.conntrack_max)
         self._acc = stats.Accumulator(setup.sample_context(self._dut_source), clock=self.clock)
         for plan in setup.plans:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tgen_tui.engine.setup import flows as program_flows
+from tgen_tui.engine.setup import distinct_flows as program_flows
 from tgen_tui.packets.program import LIVE_TABLE
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.rxstats import lat_bucket

@@ -17,11 +17,15 @@ import time
 
 from tgen_tui.worker import protocol as P
 
+FRAME_WORKER = "tgen_tui.worker"  # frame streams: AF_PACKET send paths, RX rings
+FLOW_WORKER = "tgen_tui.worker.flows"  # socket flows: kernel TCP and UDP
 
-def worker_argv(core: int | None = None) -> list[str]:
-    """The command line of a worker process, pinned to ``core`` where given; it exits when
-    this process (its parent) does."""
-    argv = [sys.executable, "-m", "tgen_tui.worker"]
+
+def worker_argv(core: int | None = None, module: str = FRAME_WORKER) -> list[str]:
+    """The command line of a worker process (``module``: :data:`FRAME_WORKER` or
+    :data:`FLOW_WORKER`), pinned to ``core`` where given; it exits when this process (its
+    parent) does."""
+    argv = [sys.executable, "-m", module]
     if core is not None:
         argv += ["--core", str(core)]
     return argv + ["--parent-pid", str(os.getpid())]
@@ -52,9 +56,11 @@ class WorkerError(RuntimeError):
 class WorkerClient:
     """``python -m tgen_tui.worker`` as a subprocess, with a reader thread for its events."""
 
-    def __init__(self, core: int | None = None, cwd: str | None = None) -> None:
+    def __init__(
+        self, core: int | None = None, cwd: str | None = None, module: str = FRAME_WORKER
+    ) -> None:
         self.p = subprocess.Popen(
-            worker_argv(core),
+            worker_argv(core, module),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -123,4 +129,12 @@ class WorkerClient:
         return self.p.returncode
 
 
-__all__ = ["WorkerClient", "WorkerError", "describe_exit", "stderr_suffix", "worker_argv"]
+__all__ = [
+    "FLOW_WORKER",
+    "FRAME_WORKER",
+    "WorkerClient",
+    "WorkerError",
+    "describe_exit",
+    "stderr_suffix",
+    "worker_argv",
+]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 
 # by its soname: ctypes.util.find_library("c") runs `ldconfig -p` in every process that
 # imports this (each worker, at start-up), for the same answer on glibc
@@ -53,3 +54,20 @@ def prctl(option: int, arg: int) -> None:
 def setns(fd: int, nstype: int = CLONE_NEWNET) -> None:
     """Move the calling thread into the namespace referred to by ``fd``."""
     _check(libc.setns(fd, nstype), "setns(CLONE_NEWNET)")
+
+
+def arm_parent_death(parent: int) -> None:
+    """Die with the parent process (DESIGN rule 5: no orphan survives its tgen).
+
+    PR_SET_PDEATHSIG fires when the parent *thread* exits, not only the process: trio forks
+    workers from its thread cache, whose idle threads end after 10 s, and a SIGKILL death
+    signal then killed healthy workers of a live engine. So the signal is a catchable one,
+    and its handler kills the worker only when the parent process is gone (``getppid``
+    no longer names it: we were re-parented to init or a subreaper)."""
+
+    def on_parent_thread_exit(signum: int, frame: object) -> None:
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    signal.signal(signal.SIGUSR2, on_parent_thread_exit)
+    prctl(PR_SET_PDEATHSIG, signal.SIGUSR2)

@@ -22,7 +22,7 @@ from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.worker import counters as C
 from tgen_tui.worker import fanout as lanes
 from tgen_tui.worker import protocol as P
-from tgen_tui.worker.kernel import PR_SET_PDEATHSIG, PR_SET_TIMERSLACK, prctl
+from tgen_tui.worker.kernel import PR_SET_TIMERSLACK, arm_parent_death, prctl
 from tgen_tui.worker.learn import Learner
 from tgen_tui.worker.learn import from_spec as learner_from_spec
 from tgen_tui.worker.liveflow import PortFlows
@@ -704,23 +704,6 @@ class Worker:
         for p in self.ports:
             p.close()
         return EXIT_OK
-
-
-def arm_parent_death(parent: int) -> None:
-    """Die with the parent process (DESIGN rule 5: no orphan survives its tgen).
-
-    PR_SET_PDEATHSIG fires when the parent *thread* exits, not only the process: trio forks
-    workers from its thread cache, whose idle threads end after 10 s, and a SIGKILL death
-    signal then killed healthy workers of a live engine. So the signal is a catchable one,
-    and its handler kills the worker only when the parent process is gone (``getppid``
-    no longer names it: we were re-parented to init or a subreaper)."""
-
-    def on_parent_thread_exit(signum: int, frame: object) -> None:
-        if os.getppid() != parent:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    signal.signal(signal.SIGUSR2, on_parent_thread_exit)
-    prctl(PR_SET_PDEATHSIG, signal.SIGUSR2)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -79,8 +79,19 @@ Events (``{"event": ...}``)
 ``cleared`` ``{ports, streams, seq_reset, seq}``.
 ``paused``  ``{stream, paused}``.
 ``pong``    ``{t_ns}``.
-``error``   ``{message, cmd?, port?, fatal: bool}``; a fatal error is followed by exit 3.
+``error``   ``{message, cmd?, port?, flow?, fatal: bool}``; a fatal error is followed by
+            exit 3.
 ``bye``     ``{}``.
+
+Flow workers (``python -m tgen_tui.worker.flows --core N --parent-pid P``, kernel TCP
+and UDP sockets: :mod:`tgen_tui.worker.flows`) speak the same protocol with their own
+configure: ``configure_flows`` ``{shm, flows: [flow_to_dict(f), ...]}`` opens every
+flow's receiving socket and connects its TCP flows, then answers ``flows_ready`` ``{shm,
+flows: [ids], ports}``; ``start``/``stop`` take the flows of those ports (``stopped``
+per port once its flows drained, with empty ``counters``/``streams``; ``tx_done`` when
+every flow of the port reached its schedule's stop); ``set_flow_rate`` ``{flow, bps}``
+answers ``flow_rate``; ``clear``, ``ping`` and ``quit`` as above. Their counters are in
+:mod:`tgen_tui.worker.flowcounters`.
 
 Pacing (DESIGN rule 7): each loop turn sends, for every running stream, all frames whose
 due time has passed, in batches of at most ``max_batch`` (one syscall each), stamped with
@@ -198,6 +209,25 @@ class Clear(Command):
 
 
 @dataclass(frozen=True)
+class ConfigureFlows(Command):
+    """A flow worker's configure: its counter file and its flows
+    (:func:`tgen_tui.packets.flowprogram.flow_to_dict` each)."""
+
+    KIND: ClassVar[str] = "configure_flows"
+    shm: str
+    flows: list[dict]
+
+
+@dataclass(frozen=True)
+class SetFlowRate(Command):
+    """A UDP flow's payload rate from now on (bit/s; its schedule re-based)."""
+
+    KIND: ClassVar[str] = "set_flow_rate"
+    flow: int
+    bps: float
+
+
+@dataclass(frozen=True)
 class Ping(Command):
     KIND: ClassVar[str] = "ping"
 
@@ -224,6 +254,23 @@ class Ready(Event):
     rx_tables: dict[str, int]
     window: dict[str, int]
     tx_path: dict[str, str]
+
+
+@dataclass(frozen=True)
+class FlowsReady(Event):
+    """A flow worker opened every flow's sockets (TCP connected) and its counter file."""
+
+    KIND: ClassVar[str] = "flows_ready"
+    shm: str
+    flows: list[int]
+    ports: list[str]
+
+
+@dataclass(frozen=True)
+class FlowRateSet(Event):
+    KIND: ClassVar[str] = "flow_rate"
+    flow: int
+    bps: float
 
 
 @dataclass(frozen=True)
@@ -286,6 +333,7 @@ class Error(Event):
     cmd: str | None = None
     port: str | None = None
     traceback: str | None = None
+    flow: int | None = None  # a flow worker's flow the error is about
 
 
 @dataclass(frozen=True)
@@ -294,13 +342,28 @@ class Bye(Event):
 
 
 COMMAND_TYPES: dict[str, type[Command]] = {
-    c.KIND: c for c in (Configure, Start, Stop, SetRate, Pause, Resume, Clear, Ping, Quit)
+    c.KIND: c
+    for c in (
+        Configure,
+        ConfigureFlows,
+        Start,
+        Stop,
+        SetRate,
+        SetFlowRate,
+        Pause,
+        Resume,
+        Clear,
+        Ping,
+        Quit,
+    )
 }
 EVENT_TYPES: dict[str, type[Event]] = {
     e.KIND: e
     for e in (
         Hello,
         Ready,
+        FlowsReady,
+        FlowRateSet,
         Started,
         TxDone,
         Stopped,

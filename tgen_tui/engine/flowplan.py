@@ -1,0 +1,81 @@
+"""Which flow worker runs which socket flows, on which core (DESIGN rule 6).
+
+One flow worker per ``transport:`` entry: its ``parallel`` flows share one process, which
+holds both ends of each (the sender's socket in one host namespace, the receiver's in the
+other). A flow worker belongs to its entry's sending port: it starts, stops and drains
+with it. Flow workers are pinned round-robin onto the allowed cores, after the frame
+workers, and sharing a core is said, never done silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tgen_tui.packets.flowprogram import FlowProgram
+
+
+@dataclass(frozen=True)
+class FlowPlan:
+    """One flow worker: its id (after the frame workers'), core, port and flows."""
+
+    id: int
+    core: int
+    port: str  # the sending port its flows start and stop with
+    flows: tuple[int, ...]  # positions in Setup.flows
+    names: tuple[str, ...]  # the flows' names, for the plan text and the console
+    kind: str = "flows"
+
+    @property
+    def ports(self) -> tuple[str, ...]:
+        """The ports it serves (as a frame worker's plan says): its one port."""
+        return (self.port,)
+
+
+def plan_flow_workers(
+    flows: tuple[FlowProgram, ...], cores: list[int], first_id: int
+) -> list[FlowPlan]:
+    """One plan per transport entry, in profile order; core round-robin from where the
+    ``first_id`` frame workers left off."""
+    entries: dict[str, list[int]] = {}
+    for i, f in enumerate(flows):
+        entries.setdefault(f.stream, []).append(i)
+    plans = []
+    for k, pos in enumerate(entries.values()):
+        wid = first_id + k
+        plans.append(
+            FlowPlan(
+                id=wid,
+                core=cores[wid % len(cores)],
+                port=flows[pos[0]].port,
+                flows=tuple(pos),
+                names=tuple(flows[i].name for i in pos),
+            )
+        )
+    return plans
+
+
+def flow_plan_lines(plans: list[FlowPlan] | tuple[FlowPlan, ...], flows) -> list[str]:
+    """``worker 2: core 1: port p0: flows bulk.1 (tcp/cubic), bulk.2 (tcp/cubic)``."""
+    out = []
+    for p in plans:
+        what = ", ".join(
+            f"{flows[i].name} ({flows[i].protocol}{'/' + flows[i].cc if flows[i].cc else ''})"
+            for i in p.flows
+        )
+        out.append(f"worker {p.id}: core {p.core}: port {p.port}: flows {what}")
+    return out
+
+
+def shared_core_warning(frame_cores: list[int], plans: list[FlowPlan], n_cores: int) -> list[str]:
+    """A warning when frame and flow workers outnumber the allowed cores."""
+    total = len(frame_cores) + len(plans)
+    if total <= n_cores or not plans:
+        return []
+    return [
+        f"{len(plans)} flow worker(s) share {n_cores} core(s) with {len(frame_cores)} frame "
+        "worker(s): socket flows and frame streams take turns on a core, so each gets less "
+        "than a core's worth; allow more cores with --cores"
+    ]
+
+
+__all__ = ["FlowPlan", "flow_plan_lines", "plan_flow_workers", "shared_core_warning"]
