@@ -172,12 +172,13 @@ streams:
     _send(block, 1000)
     _receive(block, rx, list(range(990)))
     snap = acc.sample(stats.Readings(_ifc(1000, 990), []), _live("stopped"), final=True)
-    res = build_result(
+    typed = build_result(
         compiled, snap, duration_s=1.0, partial=False, profile_path="t.yaml", events=[], plan=[]
-    ).to_doc()
+    )
+    res = typed.to_doc()
     assert res["schema_version"] == 1
     assert res["streams"]["up"]["lost"] == 10
-    breached = evaluate(parse_thresholds(["loss>0.5%", "lost>20", "p99>1ms"]), res)
+    breached = evaluate(parse_thresholds(["loss>0.5%", "lost>20", "p99>1ms"]), typed)
     assert [b["threshold"] for b in breached] == ["loss>0.5%"]
     assert breached[0]["value"] == pytest.approx(1.0)
 

@@ -1,17 +1,24 @@
-"""Transport streams without a lab: profile rules, schedules and the per-run figures."""
+"""Socket flows without a lab: profile rules, the compiled flows, schedules, and every
+figure of a flow from a counter row (tgen_tui.engine.flowfigures, flowsample, flowresult)."""
 
 from __future__ import annotations
 
 import math
 import struct
 
+import numpy as np
 import pytest
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.engine import transport_stats as ts
-from tgen_tui.engine.transport_run import plan_flows
+from tgen_tui.engine import flowfigures as FF
+from tgen_tui.engine.flowresult import flow_result, run_metrics
+from tgen_tui.engine.flowsample import FlowCtx, FlowSampler, flow_stats
+from tgen_tui.packets.compile import compile_profile
+from tgen_tui.packets.program import Schedule
+from tgen_tui.packets.schedule import is_on
 from tgen_tui.profiles.loader import load_profile_text
-from tgen_tui.worker import transport_flow as tf
+from tgen_tui.worker import flowcounters as FC
+from tgen_tui.worker import flows as WF
 
 BASE = """\
 name: t
@@ -25,23 +32,26 @@ transport:
 
 
 def test_tcp_info_layout_is_232_bytes():
-    assert tf.TCP_INFO_LEN == 232 == struct.calcsize(tf.TCP_INFO_FMT)
-    assert len(tf._TI_NAMES) == len(struct.unpack(tf.TCP_INFO_FMT, bytes(232)))
+    assert WF.TCP_INFO_LEN == 232 == struct.calcsize(WF.TCP_INFO_FMT)
+    assert len(WF._TI) == len(struct.unpack(WF.TCP_INFO_FMT, bytes(232)))
+    assert WF._TI["total_retrans"] == 31 and WF._TI["delivery_rate"] == 42  # linux/tcp.h order
 
 
-def test_plan_expands_parallel_flows_with_their_own_ports():
+def test_compiled_flows_expand_parallel_flows_with_their_own_ports():
     prof = load_profile_text(
         BASE
         + "  - {name: bulk, port: p0, rx_port: p1, cc: reno, parallel: 3}\n"
         + "  - {name: bg, port: p1, rx_port: p0, protocol: udp, rate: 2M, schedule: {on: 1s, off: 2s}}\n"
     )
-    groups = plan_flows(prof)
-    assert [[f["name"] for f in g] for g in groups] == [["bulk.1", "bulk.2", "bulk.3"], ["bg"]]
-    flows = [f for g in groups for f in g]
-    assert len({f["port"] for f in flows}) == 4
-    assert flows[0]["cc"] == "reno" and flows[0]["msg"] == 131072
-    assert flows[3]["src_ns"] == "a-h1" and flows[3]["dst_ip"] == "198.18.100.2"
-    assert flows[3]["rate_bps"] == 2e6 and flows[3]["msg"] == 1400
+    flows = compile_profile(prof, rate_scale=0.5).flows
+    assert [f.name for f in flows] == ["bulk.1", "bulk.2", "bulk.3", "bg"]
+    assert [f.dst_port for f in flows] == [5201, 5202, 5203, 5204]
+    assert flows[0].cc == "reno" and flows[0].message == 131072 and flows[0].rate_bps is None
+    bg = flows[3]
+    assert (bg.src_netns, bg.dst_ip, bg.port) == ("a-h1", "198.18.100.2", "p1")
+    assert bg.rate_bps == 1e6 and bg.message == 1400  # 2M x --rate-scale 0.5
+    assert bg.schedule.pps == pytest.approx(1e6 / (8 * 1400))
+    assert (bg.schedule.on_s, bg.schedule.off_s) == (1.0, 2.0)
 
 
 @pytest.mark.parametrize(
@@ -72,105 +82,112 @@ def test_empty_streams_need_transport():
         load_profile_text(BASE.replace("transport:\n", ""))
 
 
-def test_on_off_schedule():
-    sched = (1.0, 10.0, 2.0, 3.0)  # start 1 s, stop 10 s, on 2 s / off 3 s
-    assert [tf.is_on(t, *sched) for t in (0.5, 1.0, 2.9, 3.0, 5.9, 6.0, 7.9, 9.9)] == [
-        False, True, True, False, False, True, True, False,
+def test_on_off_schedule_from_packets_schedule():
+    sched = Schedule(pps=0.0, start_s=1.0, stop_s=10.0, on_s=2.0, off_s=3.0)
+    assert [is_on(sched, t) for t in (0.5, 1.0, 2.9, 3.0, 5.9, 6.0, 7.9, 9.9, 10.0)] == [
+        False, True, True, False, False, True, True, False, False,
     ]  # fmt: skip
-    assert tf.active_time(0.5, *sched) == 0
-    assert tf.active_time(6.0, *sched) == 2.0  # one full on period
-    assert tf.active_time(20.0, *sched) == 2.0 + 2.0  # on 1-3, 6-8; stop at 10
+    assert is_on(Schedule(pps=0.0), 123.0)
 
 
-def test_jain_and_mathis():
-    assert ts.jain([5, 5, 5]) == pytest.approx(1.0)
-    assert ts.jain([9, 0, 0]) == pytest.approx(1 / 3)
-    assert ts.jain([]) is None
+def test_jain_fairness_and_mathis():
+    assert FF.jain([5, 5, 5]) == pytest.approx(1.0)
+    assert FF.jain([9, 0, 0]) == pytest.approx(1 / 3)
+    assert FF.jain([]) is None and FF.jain([0, 0]) is None
+    # a starved TCP flow that is due counts with 0; one its schedule has off does not
+    live = [("tcp", True, 10.0), ("tcp", True, 0.0), ("tcp", False, 0.0), ("udp", True, 99.0)]
+    assert FF.fairness(live) == pytest.approx(0.5)
+    assert FF.fairness([("udp", True, 4.0), ("udp", True, 4.0)]) == pytest.approx(1.0)
     # MSS 1448 B, RTT 40 ms, p = 1 %: 1448 x 8 / 0.04 x 1.2247 / 0.1
-    assert ts.mathis_bps(1448, 0.040, 0.01) == pytest.approx(1448 * 8 / 0.04 * math.sqrt(1.5) / 0.1)
-    assert ts.mathis_bps(1448, 0.04, 0.0) is None
+    assert FF.mathis_bps(1448, 0.040, 0.01) == pytest.approx(1448 * 8 / 0.04 * math.sqrt(1.5) / 0.1)
+    assert FF.mathis_bps(1448, 0.04, 0.0) is None
 
 
-def _ti(**kw) -> dict:
-    base = dict.fromkeys(tf.TI_REPORTED, 0)
-    return base | kw
+def test_udp_loss_is_expected_minus_received():
+    assert FF.udp_loss(100, 90) == (10, 10.0)
+    assert FF.udp_loss(0, 0) == (0, None)
+    assert FF.udp_loss(5, 7) == (0, 0.0)  # duplicates never make a negative loss
 
 
-def test_interval_and_run_figures():
-    prev = {"id": 0, "tx_bytes": 1000, "rx_bytes": 500, "tcp_info": _ti(total_retrans=2)}
-    cur = {
-        "id": 0, "tx_bytes": 3000, "rx_bytes": 2500,
-        "tcp_info": _ti(rtt=40500, rttvar=1000, snd_cwnd=20, total_retrans=5, delivery_rate=125000),
-    }  # fmt: skip
-    f = ts.interval_figures(prev, cur, 0.5)
-    assert f["goodput_bps"] == 2000 * 8 / 0.5
-    assert (f["rtt_ms"], f["cwnd"], f["retransmits"]) == (40.5, 20, 3)
-    assert f["delivery_rate_bps"] == 1_000_000
-    udp = {"id": 1, "tx_bytes": 0, "rx_bytes": 0, "rx_packets": 90, "expected": 100,
-           "tx_packets": 100, "jitter_ns": 2_000_000}  # fmt: skip
-    assert ts.interval_figures(None, udp, 1.0)["loss_pct"] == 10.0
-    spec = {"proto": "tcp", "cc": "reno", "start": 0.0, "stop": None}
-    final = cur | {"tcp_info": _ti(rtt=40000, min_rtt=40000, snd_mss=1448, total_retrans=10,
-                                   data_segs_out=1000)}  # fmt: skip
-    s = ts.flow_summary(spec, final, [40.0, 42.0], run_s=2.0)
-    assert s["goodput_bps"] == 2500 * 8 / 2.0 and s["retransmits"] == 10 and s["rtt_ms"] == 41.0
-    assert s["mathis_bps"] == pytest.approx(ts.mathis_bps(1448, 0.041, 0.01))
-    assert s["mathis_ratio"] == pytest.approx(s["goodput_bps"] / s["mathis_bps"])
-    m = ts.run_metrics({"a": s})
-    assert m["goodput_bps"] == s["goodput_bps"] and m["retransmits"] == 10
+def _row(**slots) -> np.ndarray:
+    row = np.zeros(FC.FLOW_STRIDE, dtype=np.int64)
+    for k, v in slots.items():
+        row[getattr(FC, "FC_" + k.upper())] = v
+    return row
 
 
-def test_a_flow_that_never_started_does_not_count():
-    early = {"proto": "tcp", "cc": "cubic", "start": 0.0, "stop": None}
-    late = {"proto": "tcp", "cc": "cubic", "start": 5.0, "stop": None}
-    ti = _ti(rtt=40000, snd_mss=1448, data_segs_out=100)
-    a = ts.flow_summary(early, {"rx_bytes": 1000, "tx_bytes": 1000, "tcp_info": ti}, [], 2.0)
-    b = ts.flow_summary(late, {"rx_bytes": 0, "tx_bytes": 0, "tcp_info": ti}, [], 2.0)
-    assert (a["span_s"], b["span_s"], b["goodput_bps"]) == (2.0, 0.0, 0.0)
-    m = ts.run_metrics({"a": a, "b": b})
-    assert m["fairness_jain"] == pytest.approx(1.0) and m["goodput_bps"] == a["goodput_bps"]
+RENO = FlowCtx(0, "r", "r", "p0", "p1", "tcp", "reno", worker=2, core=1)
+UDP = FlowCtx(1, "u", "u", "p0", "p1", "udp", None, worker=3, core=1)
 
 
-def test_a_flow_without_reports_still_summarises():
-    """A worker that died sent no final: its flows have bytes only, and the run goes on."""
-    spec = {"proto": "tcp", "cc": "reno", "start": 0.0, "stop": None}
-    s = ts.flow_summary(spec, {}, [], 2.0)
-    assert s["goodput_bps"] == 0 and "rtt_ms" not in s
-    assert ts.run_metrics({"x": s})["goodput_bps"] == 0
+def test_a_tcp_flows_figures_from_its_row():
+    row = _row(state=FC.STATE_SENDING, on=1, tx_bytes=5_000_000, rx_bytes=4_000_000,
+               rx_bytes_due=2_500_000, active_ns=2_000_000_000, rtt_us=40_500, min_rtt_us=40_000,
+               cwnd=20, mss=1448, retrans=10, data_segs_out=1000, rtt_sum_us=82_000,
+               rtt_samples=2, ti_reads=5, delivery_rate=125_000, connections=1)  # fmt: skip
+    f = flow_stats(RENO, row, (8e6, 9e6), alive=True)
+    assert (f.state, f.on, f.goodput_bps, f.tx_bps) == ("sending", True, 8e6, 9e6)
+    assert f.goodput_run_bps == 2_500_000 * 8 / 2.0  # read while due / time due
+    assert (f.rtt_ms, f.min_rtt_ms, f.rtt_mean_ms, f.cwnd) == (40.5, 40.0, 41.0, 20)
+    assert f.retransmit_pct == 1.0 and f.delivery_rate_bps == 1_000_000
+    assert f.mathis_bps == pytest.approx(FF.mathis_bps(1448, 0.041, 0.01))
+    assert f.mathis_ratio == pytest.approx(f.goodput_run_bps / f.mathis_bps)
+    r = flow_result(f)  # the result's names: goodput over the run, mean RTT, final cwnd
+    assert (r["goodput_bps"], r["rtt_ms"], r["cwnd_final"], r["span_s"]) == (1e7, 41.0, 20, 2.0)
+    dead = flow_stats(RENO, row, (0.0, 0.0), alive=False)
+    assert (dead.state, dead.on) == ("failed", False)
 
 
-@pytest.mark.parametrize(
-    "extra", [["--fail-on", "loss>0"], ["--rate-scale", "2"], ["--ports", "p0"], ["--lanes", "2"]]
-)
-def test_run_options_a_transport_run_cannot_honour_are_refused(extra, capsys):
-    from tgen_tui.cli import main
-
-    assert main(["run", "profiles/tcp-rules.yaml", "-d", "1", *extra]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and extra[0] in err and "transport" in err, err
+def test_a_udp_flows_figures_from_its_row():
+    row = _row(on=1, tx_packets=100, rx_packets=90, expected=100, jitter_ns=2_000_000,
+               rate_bps=1_000_000, tx_bytes=140_000, rx_bytes=126_000)  # fmt: skip
+    f = flow_stats(UDP, row, (0.0, 0.0), alive=True)
+    assert (f.lost, f.loss_pct, f.jitter_ms, f.requested_bps) == (10, 10.0, 2.0, 1e6)
+    assert f.rtt_ms is None and f.retransmits is None
 
 
-def test_the_transport_console_refuses_options_it_cannot_honour(capsys):
-    from tgen_tui.cli import main
+def test_the_sampler_rates_baselines_and_fairness():
+    view = FC.FlowCounterView.anonymous([0])
+    ctx = (RENO,)
+    fs = FlowSampler(ctx)
+    fs.attach(2, view)
+    view.rows[0, FC.FC_RX_BYTES] = 1_000_000
+    view.rows[0, FC.FC_ON] = 1
+    flows, live, _, cur = fs.sample(fs.read(), None, 0.0, {2: True})
+    assert flows[0].goodput_bps == 0.0 and cur[0] == (1_000_000, 0)
+    view.rows[0, FC.FC_RX_BYTES] = 1_500_000
+    flows, live, _, cur = fs.sample(fs.read(), cur, 0.5, {2: True})
+    assert flows[0].goodput_bps == 500_000 * 8 / 0.5 and live == pytest.approx(1.0)
+    fs.clear()  # a clear: the monotonic slots restart from 0
+    assert fs.read()[0][FC.FC_RX_BYTES] == 0
+    view.rows[0, FC.FC_RX_BYTES] = 1_600_000
+    assert fs.read()[0][FC.FC_RX_BYTES] == 100_000
+    fs.close()
 
-    assert main(["tui", "profiles/tcp-rules.yaml", "--lanes", "2"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--lanes" in err and "transport" in err, err
-    assert main(["run", "profiles/tcp-rules.yaml", "-d", "1", "--interval", "50ms"]) == 2
-    assert "--interval" in capsys.readouterr().err
+
+def test_run_metrics_leave_out_a_flow_that_never_ran():
+    ran = flow_result(flow_stats(RENO, _row(rx_bytes_due=1000, active_ns=10**9, ti_reads=1,
+                                            rtt_us=40_000, data_segs_out=10), (0, 0), True))  # fmt: skip
+    late = flow_result(flow_stats(RENO, _row(), (0, 0), True))
+    assert (ran["span_s"], late["span_s"], late["goodput_bps"]) == (1.0, 0.0, 0.0)
+    m = run_metrics({"a": ran, "b": late}, fairness=None)
+    assert m["goodput_bps"] == ran["goodput_bps"] == 8000.0 and m["rtt_ms"] == 40.0
 
 
-def test_validate_refuses_what_run_would_refuse(capsys, tmp_path):
-    """A profile with both streams: and transport:, and hosts: of a port that does not
-    exist, fail `tgen validate` with file:line: field lines, as `tgen run` would."""
+def test_a_mixed_profile_validates_and_hosts_of_an_unknown_port_do_not(capsys, tmp_path):
+    """streams: and transport: in one profile run together; hosts: of a port that does
+    not exist fail `tgen validate` with a file:line: field line, as `tgen run` would."""
     from tgen_tui.cli import main
 
     path = tmp_path / "mixed.yaml"
+    path.write_text(MIXED.replace("  p7: {netns: x, ipv4: 198.18.100.9}\n", ""))
+    assert main(["validate", str(path)]) == 0, capsys.readouterr().err
+    prof = compile_profile(load_profile_text(path.read_text()))
+    assert [s.name for s in prof.streams] == ["s"] and [f.name for f in prof.flows] == ["t"]
     path.write_text(MIXED)
     assert main(["validate", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert any(":9:3: hosts.p7: unknown port 'p7'" in ln for ln in err), err
-    assert any(":12:1: transport: streams: and transport:" in ln for ln in err), err
 
 
 MIXED = """\

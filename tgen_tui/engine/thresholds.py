@@ -11,24 +11,39 @@ metrics (evaluated per stream unless noted; the worst stream decides):
   achieved   achieved send rate as % of requested, per port (``achieved<99%``)
   conntrack  DUT conntrack peak, % of max with %, else entries (``conntrack>90%``)
   rx_pps, tx_pps   mean received / sent frames per second per port
+socket flows (the profile's ``transport:``; the worst flow decides):
+  goodput    a flow's goodput over the run, bit/s (``goodput<50M``; k, M, G)
+  rtt        a TCP flow's mean RTT (``rtt>40ms``; bare numbers are ms)
+  retrans    a TCP flow's retransmitted share, % (``retrans>1%``)
+  udp_loss   a UDP flow's datagrams lost, % (``udp_loss>0.5%``)
 """
 
 from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.engine.figures import achieved_pct, loss_pct
 
+if TYPE_CHECKING:
+    from tgen_tui.results.models import RunResult
+
 _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
 _EXPR = re.compile(
-    r"^\s*([a-z_0-9]+)\s*(>=|<=|==|>|<)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*(%|ns|us|µs|ms|s|k|M)?\s*$"
+    r"^\s*([a-z_0-9]+)\s*(>=|<=|==|>|<)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*(%|ns|us|µs|ms|s|k|M|G)?\s*$"
 )
 _TIME = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, None: 1e3}
 LATENCY = ("p50", "p99", "p999", "avg", "max", "min", "jitter")
-METRICS = ("loss", "lost", "ooo", "dup", "achieved", "conntrack", "rx_pps", "tx_pps", *LATENCY)
+FLOW_METRICS = ("goodput", "rtt", "retrans", "udp_loss")
+METRICS = (
+    "loss", "lost", "ooo", "dup", "achieved", "conntrack", "rx_pps", "tx_pps", *LATENCY,
+    *FLOW_METRICS,
+)  # fmt: skip
+_SI = {"k": 1e3, "M": 1e6, "G": 1e9}
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,16 @@ def parse_threshold(text: str) -> Threshold:
         )
     v = float(num)
     pct = unit == "%"
+    if metric in ("retrans", "udp_loss") and not pct:
+        raise BadInput(f"--fail-on {text!r}: {metric} is a percentage, e.g. {metric}>1%")
+    if metric == "rtt":
+        if unit not in (None, "ns", "us", "µs", "ms", "s"):
+            raise BadInput(f"--fail-on {text!r}: rtt takes a time unit (ms, s)")
+        return Threshold(text.strip(), metric, op, v * (_TIME | {None: 1e6})[unit] / 1e6, False)
+    if metric == "goodput":
+        if unit not in (None, "k", "M", "G"):
+            raise BadInput(f"--fail-on {text!r}: goodput is bit/s, e.g. goodput<50M")
+        return Threshold(text.strip(), metric, op, v * _SI.get(unit or "", 1.0), False)
     if metric in LATENCY:
         if pct or unit in ("k", "M"):
             raise BadInput(f"--fail-on {text!r}: latency takes a time unit (ns, us, ms, s)")
@@ -65,12 +90,14 @@ def parse_threshold(text: str) -> Threshold:
             raise BadInput(
                 f"--fail-on {text!r}: achieved is a percentage of the requested rate, e.g. achieved<99%"
             )
-    elif unit in ("k", "M"):
-        v *= 1e3 if unit == "k" else 1e6
+    elif unit in ("k", "M", "G"):
+        v *= _SI[unit]
     elif unit not in (None, "%"):
         raise BadInput(f"--fail-on {text!r}: unit {unit} does not fit {metric}")
-    if pct and metric not in ("loss", "achieved", "conntrack"):
-        raise BadInput(f"--fail-on {text!r}: % applies to loss, achieved and conntrack only")
+    if pct and metric not in ("loss", "achieved", "conntrack", "retrans", "udp_loss"):
+        raise BadInput(
+            f"--fail-on {text!r}: % applies to loss, achieved, conntrack, retrans and udp_loss"
+        )
     return Threshold(text.strip(), metric, op, v, pct)
 
 
@@ -83,41 +110,63 @@ def parse_thresholds(items: list[str] | None) -> list[Threshold]:
     return out
 
 
-def evaluate(thresholds: list[Threshold], result: dict) -> list[dict]:
-    """Breached thresholds against a final result dict (shape of ``tgen run --json``)."""
+Candidates = Callable[["Threshold", "RunResult"], Iterator[tuple[str, float | None]]]
+
+
+def _streams(th: Threshold, r: RunResult) -> Iterator[tuple[str, float | None]]:
+    for name, s in r.streams.items():
+        if th.metric == "loss":
+            x = loss_pct(s.lost, s.tx_frames) if th.percent else s.lost
+        elif th.metric in ("lost", "ooo", "dup"):
+            x = {"lost": s.lost, "ooo": s.out_of_order, "dup": s.duplicates}[th.metric]
+        else:
+            x = getattr(s.latency_ns, th.metric)
+        yield f"stream {name}", x
+
+
+def _ports(th: Threshold, r: RunResult) -> Iterator[tuple[str, float | None]]:
+    for name, p in r.ports.items():
+        if th.metric == "achieved":  # the engine's figure (engine/figures.py)
+            x = achieved_pct(p.achieved_pps or 0, p.requested_pps or 0)
+        else:
+            x = p.rx_pps_mean if th.metric == "rx_pps" else p.tx_pps_mean
+        yield f"port {name}", x
+
+
+def _dut(th: Threshold, r: RunResult) -> Iterator[tuple[str, float | None]]:
+    peak = r.dut.conntrack_peak if r.dut else None
+    cmax = r.dut.conntrack_max if r.dut else None
+    yield (
+        "dut",
+        ((100.0 * peak / cmax if peak is not None and cmax else None) if th.percent else peak),
+    )
+
+
+def _flows(th: Threshold, r: RunResult) -> Iterator[tuple[str, float | None]]:
+    for name, f in (r.transport.streams if r.transport else {}).items():
+        if th.metric == "goodput":
+            yield f"flow {name}", f.goodput_bps
+        elif th.metric == "udp_loss" and f.protocol == "udp":
+            yield f"flow {name}", f.loss_pct
+        elif th.metric in ("rtt", "retrans") and f.protocol == "tcp":
+            yield f"flow {name}", f.rtt_ms if th.metric == "rtt" else f.retransmit_pct
+
+
+_CANDIDATES: dict[str, Candidates] = {
+    **dict.fromkeys(("loss", "lost", "ooo", "dup", *LATENCY), _streams),
+    **dict.fromkeys(("achieved", "rx_pps", "tx_pps"), _ports),
+    "conntrack": _dut,
+    **dict.fromkeys(FLOW_METRICS, _flows),
+}
+
+
+def evaluate(thresholds: list[Threshold], result: RunResult) -> list[dict]:
+    """Breached thresholds against a run's typed result: each with the worst place
+    (the one farthest past the bound) and its value."""
     breaches = []
-    streams = result.get("streams", {})
-    ports = result.get("ports", {})
     for th in thresholds:
         worst: tuple[str, float] | None = None
-        cands: list[tuple[str, float | None]] = []
-        if th.metric in ("loss", "lost", "ooo", "dup") or th.metric in LATENCY:
-            for name, s in streams.items():
-                if th.metric == "loss":
-                    sent = s.get("tx_frames", 0)
-                    x = loss_pct(s.get("lost", 0), sent) if th.percent else s.get("lost", 0)
-                elif th.metric == "lost":
-                    x = s.get("lost", 0)
-                elif th.metric == "ooo":
-                    x = s.get("out_of_order", 0)
-                elif th.metric == "dup":
-                    x = s.get("duplicates", 0)
-                else:
-                    x = (s.get("latency_ns") or {}).get(th.metric)
-                cands.append((f"stream {name}", x))
-        elif th.metric in ("achieved", "rx_pps", "tx_pps"):
-            for name, p in ports.items():
-                if th.metric == "achieved":  # the engine's figure (engine/figures.py)
-                    x = achieved_pct(p.get("achieved_pps", 0), p.get("requested_pps") or 0)
-                else:
-                    x = p.get("rx_pps_mean" if th.metric == "rx_pps" else "tx_pps_mean")
-                cands.append((f"port {name}", x))
-        elif th.metric == "conntrack":
-            dut = result.get("dut") or {}
-            peak, cmax = dut.get("conntrack_peak"), dut.get("conntrack_max")
-            x = (100.0 * peak / cmax if peak is not None and cmax else None) if th.percent else peak
-            cands.append(("dut", x))
-        for where, x in cands:
+        for where, x in _CANDIDATES[th.metric](th, result):
             if x is None or not th.breached(x):
                 continue
             if worst is None or abs(x - th.value) > abs(worst[1] - th.value):

@@ -20,7 +20,13 @@ from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
 from tgen_tui.packets.batch import word_sum
-from tgen_tui.packets.flowprogram import FlowProgram, compile_flows
+from tgen_tui.packets.flowprogram import (
+    FIRST_PORT,
+    TCP_MESSAGE,
+    UDP_MESSAGE,
+    FlowProgram,
+    udp_pps,
+)
 from tgen_tui.packets.l3 import eth_auto, responder_ranges
 from tgen_tui.packets.prng import mix_key
 from tgen_tui.packets.program import (
@@ -469,9 +475,53 @@ def _learning(s: m.Stream, p: StreamProgram) -> StreamProgram:
     return with_learned_table(p, LIVE_TABLE, "inc")
 
 
+def compile_flows(profile: m.Profile, rate_scale: float = 1.0) -> list[FlowProgram]:
+    """The enabled ``transport:`` entries' flows, in profile order; UDP rates times
+    ``rate_scale`` (as ``tgen run --rate-scale`` scales frame streams)."""
+    out: list[FlowProgram] = []
+    fid = 0
+    for t in profile.transport:
+        if not t.enabled:
+            continue
+        src, dst = profile.hosts[t.port], profile.hosts[t.rx_port]
+        udp = t.protocol == "udp"
+        message = t.message or (UDP_MESSAGE if udp else TCP_MESSAGE)
+        rate = float(t.rate) * rate_scale if udp and t.rate is not None else None
+        for k in range(t.parallel):
+            sched = Schedule(
+                pps=udp_pps(rate, message),
+                start_s=float(t.schedule.start),
+                stop_s=None if t.schedule.stop is None else float(t.schedule.stop),
+                on_s=float(t.schedule.on),
+                off_s=float(t.schedule.off),
+            )
+            out.append(
+                FlowProgram(
+                    id=fid,
+                    name=t.name if t.parallel == 1 else f"{t.name}.{k + 1}",
+                    stream=t.name,
+                    port=t.port,
+                    rx_port=t.rx_port,
+                    protocol=t.protocol,
+                    cc=None if udp else t.cc,
+                    dst_port=(t.dst_port + k) if t.dst_port else FIRST_PORT + fid,
+                    message=message,
+                    rate_bps=rate,
+                    src_netns=src.netns,
+                    dst_netns=dst.netns,
+                    src_ip=src.ipv4,
+                    dst_ip=dst.ipv4,
+                    schedule=sched,
+                )
+            )
+            fid += 1
+    return out
+
+
 __all__ = [
     "CompiledProfile",
     "PortSpec",
+    "compile_flows",
     "compile_profile",
     "compile_stream",
     "profile_hash",

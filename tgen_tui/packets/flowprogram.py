@@ -2,7 +2,7 @@
 or UDP flow between two transport hosts (the profile's ``transport:`` entries).
 
 A ``transport:`` entry with ``parallel: N`` becomes N flows, named ``NAME`` (N = 1) or
-``NAME.1`` … ``NAME.N``, numbered in profile order. A flow belongs to its sending port
+``NAME.1`` … ``NAME.N``, numbered in profile order (:func:`tgen_tui.packets.compile.compile_flows`). A flow belongs to its sending port
 (``port``): it starts and stops with it. Its :class:`~tgen_tui.packets.program.Schedule`
 is the entry's start/stop/on-off, with ``pps`` the UDP datagram rate (0 for TCP, which
 sends as fast as its congestion control allows), so the flow worker paces and switches
@@ -14,12 +14,8 @@ Import-light (the standard library): the flow worker reads these.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING
 
 from tgen_tui.packets.program import Schedule
-
-if TYPE_CHECKING:
-    from tgen_tui.profiles.models import Profile
 
 FIRST_PORT = 5201  # the receiving port of flow 0 when an entry gives no dst_port
 TCP_MESSAGE = 131072  # bytes per send call of a TCP flow (its default write size)
@@ -75,53 +71,9 @@ def flow_from_dict(d: dict) -> FlowProgram:
     return FlowProgram(**{**d, "schedule": sc})
 
 
-def compile_flows(profile: Profile, rate_scale: float = 1.0) -> list[FlowProgram]:
-    """The enabled ``transport:`` entries' flows, in profile order; UDP rates times
-    ``rate_scale`` (as ``tgen run --rate-scale`` scales frame streams)."""
-    out: list[FlowProgram] = []
-    fid = 0
-    for t in profile.transport:
-        if not t.enabled:
-            continue
-        src, dst = profile.hosts[t.port], profile.hosts[t.rx_port]
-        udp = t.protocol == "udp"
-        message = t.message or (UDP_MESSAGE if udp else TCP_MESSAGE)
-        rate = float(t.rate) * rate_scale if udp and t.rate is not None else None
-        for k in range(t.parallel):
-            sched = Schedule(
-                pps=udp_pps(rate, message),
-                start_s=float(t.schedule.start),
-                stop_s=None if t.schedule.stop is None else float(t.schedule.stop),
-                on_s=float(t.schedule.on),
-                off_s=float(t.schedule.off),
-            )
-            out.append(
-                FlowProgram(
-                    id=fid,
-                    name=t.name if t.parallel == 1 else f"{t.name}.{k + 1}",
-                    stream=t.name,
-                    port=t.port,
-                    rx_port=t.rx_port,
-                    protocol=t.protocol,
-                    cc=None if udp else t.cc,
-                    dst_port=(t.dst_port + k) if t.dst_port else FIRST_PORT + fid,
-                    message=message,
-                    rate_bps=rate,
-                    src_netns=src.netns,
-                    dst_netns=dst.netns,
-                    src_ip=src.ipv4,
-                    dst_ip=dst.ipv4,
-                    schedule=sched,
-                )
-            )
-            fid += 1
-    return out
-
-
 __all__ = [
     "FIRST_PORT",
     "FlowProgram",
-    "compile_flows",
     "flow_from_dict",
     "flow_to_dict",
     "udp_pps",

@@ -81,7 +81,7 @@ CATALOGUE: dict[str, Metric] = {
 # covered by loss_pct or named with --metric; tail latencies (p99.9, max) are single
 # extreme samples, too noisy to judge a build by.
 CHECKED = ["rx_pps", "tx_pps", "loss_pct", "achieved_pct", "p50_ns", "p99_ns"]
-CHECKED += ["goodput_bps", "retransmit_pct"]  # transport runs (tgen_tui.engine.transport_stats)
+CHECKED += ["goodput_bps", "retransmit_pct"]  # socket flows (tgen_tui.engine.flowfigures)
 # Latency is judged only with repeats on both sides unless named with --metric: one run's
 # percentile moves by several times on a busy tester (147 us -> 524 us seen between two
 # identical 1 s runs in the lab).

@@ -21,6 +21,7 @@ import argparse
 import datetime as _dt
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -62,6 +63,48 @@ def add_store_options(parser: argparse.ArgumentParser) -> None:
         help="DUT build or release, e.g. b2 or v2.3 (default: the lab DUT's kernel "
         "version string, else 'unknown')",
     )
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """Where and how a run is filed: ``--db``, ``--no-store``, ``--dut``, ``--build``;
+    ``quiet``: no "stored as run N" line."""
+
+    db: str | None = None
+    no_store: bool = False
+    dut: str | None = None
+    build: str | None = None
+    quiet: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> StoreOptions:
+        """The options :func:`add_store_options` declared (and --quiet), as parsed."""
+        return cls(
+            db=getattr(args, "db", None),
+            no_store=bool(getattr(args, "no_store", False)),
+            dut=getattr(args, "dut", None),
+            build=getattr(args, "build", None),
+            quiet=bool(getattr(args, "quiet", False)),
+        )
+
+
+def store_result(
+    result: dict | BaseModel,
+    opts: StoreOptions,
+    *,
+    test: str = "run",
+    params: dict | None = None,
+    trials: list | None = None,
+) -> int | None:
+    """:func:`record_run` under ``opts``; says where it stored on stderr unless quiet."""
+    if opts.no_store:
+        return None
+    rid = record_run(
+        result, db=opts.db, dut=opts.dut, build=opts.build, test=test, params=params, trials=trials
+    )
+    if rid is not None and not opts.quiet:
+        print(stored_line(rid, opts.db, result, dut=opts.dut, build=opts.build), file=sys.stderr)
+    return rid
 
 
 def _plain(result: dict | BaseModel) -> dict:
@@ -198,22 +241,13 @@ def record_from_args(
     ``params`` defaults to the verb's own options (every parsed option but the store and
     output ones).
     """
-    if getattr(args, "no_store", False):
-        return None
-    dut, build = getattr(args, "dut", None), getattr(args, "build", None)
-    db = getattr(args, "db", None)
-    rid = record_run(
+    return store_result(
         result,
-        db=db,
-        dut=dut,
-        build=build,
+        StoreOptions.from_args(args),
         test=test,
         params=params if params is not None else _params_from_args(args),
         trials=trials,
     )
-    if rid is not None and not getattr(args, "quiet", False):
-        print(stored_line(rid, db, result, dut=dut, build=build), file=sys.stderr)
-    return rid
 
 
 def stored_line(

@@ -19,6 +19,7 @@ import dataclasses
 import time
 
 from tgen_tui.diagnostics import BadInput
+from tgen_tui.profiles.models import Profile
 from tgen_tui.session.tcpsegments import (
     ETH_IP_TCP,
     HANDSHAKE,
@@ -31,7 +32,7 @@ from tgen_tui.session.tcpsegments import (
 
 @dataclasses.dataclass
 class TcpPlan:
-    prof: object  # the original profile
+    prof: Profile  # the original profile
     init: str  # the stream with tcp.handshake
     reply: str  # its learn: true TCP reply stream
     teardown: str
@@ -40,6 +41,7 @@ class TcpPlan:
     payload: int
     table: str = ""
     report: dict = dataclasses.field(default_factory=dict)
+    data_profile: Profile | None = None  # the profile the run sends (session.prologue)
 
 
 def tcp_plan(prof) -> TcpPlan | None:

@@ -27,11 +27,11 @@ from textual.app import App, ScreenStackError
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineAPI, EngineDescription, EngineEvent
 from tgen_tui.engine.snapshot import StatsSnapshot
+from tgen_tui.session.exits import signal_exit
 from tgen_tui.ui.actions import APP, bindings
 from tgen_tui.ui.history import WINDOWS, History
 from tgen_tui.ui.host import AsyncioEngineHost, GuestEngineHost
 from tgen_tui.ui.palette import PortCommands, ProfileCommands
-from tgen_tui.ui.record import ConsoleRecord
 from tgen_tui.ui.screens import VIEW_SCREENS, ConfirmQuit, ProfilePicker, RatePrompt, ViewScreen
 
 FORCED_EXIT_S = 8.0  # after SIGTERM/SIGHUP, the most the console may take to close
@@ -107,8 +107,9 @@ class TgenApp(App):
         self._engine_ready = False
         self._setup_done: set[str] = set()
         self._state_sig: tuple = ()
-        self.record = ConsoleRecord()
-        self.result: dict | None = None
+        self.result: dict | None = None  # the session's result (tgen run's shape), on quit
+        self.run_result: Any = None  # the same, typed (results.models.RunResult)
+        self.stored = False  # filed in the results store (once)
         self.exit_message: str | None = None
         self.quitting = False
         self.signal_name: str | None = None
@@ -175,22 +176,31 @@ class TgenApp(App):
         self._build_result()
 
     def _build_result(self) -> None:
-        """The session's result from the engine's last snapshot; --json written."""
-        eng = self.host.engine if self.host is not None else None
-        if self.result is not None or eng is None or self.compiled is None:
+        """The session's result, as the run owner builds it (tgen_tui.session): the final
+        snapshot with the counters carried over clears, the hooks' runs, the signal;
+        --json written."""
+        host = self.host
+        s: Any = host.engine if host is not None else None
+        if self.result is not None or s is None or not hasattr(s, "conclude_now"):
             return
-        final = eng.latest_snapshot()
-        if final is not None:
-            self.record.observe(final, time.monotonic())
-            self.result = self.record.result(
-                self.compiled, final, self.profile_path or "", self.desc, self.log_lines
-            )
-            if self.signal_name:
-                self.result["signal"] = self.signal_name
-            if self.json_path:
-                Path(self.json_path).write_text(
-                    json.dumps(self.result, indent=2, default=str) + "\n"
-                )
+        s.conclude_now(partial=self.signal_name is not None)  # when trio could not
+        if s.report is None:
+            return
+        info = {
+            "front_end": "tgen tui",
+            "clears": s.record.clears,
+            "sending_s": round(s.record.active_s, 3),
+        }
+        owner = host.owner if host is not None else None
+        if owner is not None:
+            owner.signal = owner.signal or self.signal_name
+            r = owner.result(s, session=info)
+        else:  # the fake: its report as it is
+            r = s.report.model_copy(update={"session": info})
+        self.run_result = r
+        self.result = r.to_doc() if r is not None else None
+        if self.result is not None and self.json_path:
+            Path(self.json_path).write_text(json.dumps(self.result, indent=2, default=str) + "\n")
 
     def _forced_exit(self, code: int) -> None:
         """The watchdog after SIGTERM/SIGHUP: Textual's shutdown can block for good writing
@@ -217,7 +227,7 @@ class TgenApp(App):
         if self.desc is None:
             self.desc = eng.describe()
             self._setup_done.clear()
-        snap = eng.latest_snapshot()
+        snap = eng.latest_snapshot()  # the session counts its sending time from these
         self._cursor, events = eng.events_since(self._cursor)
         for ev in events:
             self._on_engine_event(ev)
@@ -226,7 +236,6 @@ class TgenApp(App):
         if self.snap is None or snap.seq != self.snap.seq:
             self._remember(snap)
         self.snap = snap
-        self.record.observe(snap, time.monotonic())
         sig = tuple((p.name, p.state) for p in snap.ports) + tuple(
             (s.name, s.paused) for s in snap.streams
         )
@@ -389,9 +398,7 @@ class TgenApp(App):
         self.push_screen(RatePrompt(p, fmt.pps(self._port_rate(p))), done)
 
     def action_clear(self) -> None:
-        if eng := self._eng():
-            if self.snap is not None:
-                self.record.before_clear(self.snap)
+        if eng := self._eng():  # the session keeps what the counters held (its result)
             self._submit(eng.clear, None, None)
 
     def action_toggle_pause(self) -> None:
@@ -461,11 +468,14 @@ class TgenApp(App):
     def _on_signal(self, sig: signal.Signals) -> None:
         if not self.quitting:
             self.signal_name = signal.Signals(sig).name
+            if self.host is not None and self.host.owner is not None:
+                self.host.owner.signal = self.signal_name  # the run ends partial
             self._log_line(f"{self.signal_name}: stopping every port and quitting")
-            dog = threading.Timer(FORCED_EXIT_S, self._forced_exit, (128 + int(sig),))
+            code = signal_exit(self.signal_name)  # one rule: tgen_tui.session.exits
+            dog = threading.Timer(FORCED_EXIT_S, self._forced_exit, (code,))
             dog.daemon = True
             dog.start()
-            self.run_worker(self._stop_and_exit(128 + int(sig)), exclusive=True)
+            self.run_worker(self._stop_and_exit(code), exclusive=True)
 
     async def _stop_and_exit(self, return_code: int = 0) -> None:
         self.quitting = True

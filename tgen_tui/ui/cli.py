@@ -85,77 +85,81 @@ def _compile(path: str):
     return compile_profile(load_profile(path))
 
 
-def _check_environment(compiled, cluster: str | None = None) -> None:
-    """Same checks as ``tgen run``: root, and every port's namespace exists."""
-    from tgen_tui.engine.cli_options import check_environment
+NEEDS_ROOT = "tgen tui needs root (AF_PACKET sockets, network namespaces); --fake runs a simulation"
 
-    check_environment(
-        compiled,
-        cluster,
-        needs_root="tgen tui needs root (AF_PACKET sockets, network namespaces); --fake runs a simulation",
+
+def console_options(args: argparse.Namespace, path: str):
+    """The console's command line for one profile, as typed RunOptions: the console's run
+    has no duration (it runs until the ports stop) and is filed as ``tui``."""
+    from tgen_tui.results.record import StoreOptions
+    from tgen_tui.session.options import RunOptions
+
+    cores = parse_cores_option(args.cores)
+    cluster = getattr(args, "cluster", None)
+    transport = None
+    if cluster:  # the engine reaches other hosts through the cluster's transport
+        from tgen_tui.cluster.transport import cluster_transport
+
+        transport = cluster_transport(cluster)
+    return RunOptions(
+        profile=path,
+        cores=tuple(cores) if cores else None,
+        lanes=parse_lanes_option(getattr(args, "lanes", None)),
+        dut_netns=args.dut_netns,
+        dut_ssh=args.dut_ssh,
+        cluster=cluster,
+        transport=transport,
+        preflight=bool(getattr(args, "preflight", False)),
+        store=StoreOptions.from_args(args),
+        test="tui",
+        front_end="tgen tui",
     )
 
 
 def make_host_builder(args: argparse.Namespace):
-    """Profile path -> (host, compiled): the real engine in guest mode, or the fake."""
+    """Profile path -> (host, compiled): the run owner's whole run in trio guest mode
+    (its hooks, TCP handshakes and engine: tgen_tui.session), or the fake engine."""
     cores = parse_cores_option(args.cores)
-    lanes = parse_lanes_option(getattr(args, "lanes", None))
 
     def build(path: str):
-        compiled = _compile(path)
         if args.fake:
             from tgen_tui.ui.fake import FakeEngine
             from tgen_tui.ui.host import AsyncioEngineHost, fake_engine_cm
 
+            compiled = _compile(path)
             eng = FakeEngine(compiled, cores=cores)
-            return AsyncioEngineHost(lambda: fake_engine_cm(eng)), compiled
-        from tgen_tui.engine.cli_options import check_cluster_option
-
-        cluster = getattr(args, "cluster", None)
-        check_cluster_option(cluster)
-        _check_environment(compiled, cluster)
-        from tgen_tui.engine.controller import open_engine
-        from tgen_tui.engine.options import EngineOptions
+            return AsyncioEngineHost(lambda: fake_engine_cm(eng, path)), compiled
+        from tgen_tui.session.owner import RunOwner
         from tgen_tui.ui.host import GuestEngineHost
 
-        opts = EngineOptions(
-            cores=cores, dut_netns=args.dut_netns, dut_ssh=args.dut_ssh, cluster=cluster
-        )
-        opts.lanes = lanes
-        if cluster:  # the engine reaches other hosts through the cluster's transport
-            from tgen_tui.cluster.transport import cluster_transport
-
-            opts.transport = cluster_transport(cluster)
-        return GuestEngineHost(lambda: open_engine(compiled, opts)), compiled
+        owner = RunOwner(console_options(args, path))  # bad profile or options: exit 2
+        owner.check_environment(needs_root=NEEDS_ROOT)  # no root, no lab: exit 3
+        return GuestEngineHost(owner.open, owner=owner), owner.compiled
 
     return build
+
+
+def _preflight_now(owner) -> None:
+    """--preflight before the console takes the terminal: the table on stderr, exit 1
+    when a check fails (the owner then skips it when the run begins)."""
+    import trio
+
+    from tgen_tui.engine.preflight import render_table
+
+    owner.on_preflight = lambda checks: print(render_table(checks), file=sys.stderr)
+    trio.run(owner.preflight)
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
     from tgen_tui.ui.keymap import load_keymap
 
     keymap = load_keymap(args.keymap)
-    if args.profile and not getattr(args, "fake", False):
-        from tgen_tui.profiles.loader import load_profile
-
-        prof = load_profile(args.profile)
-        if prof.transport:  # kernel TCP/UDP flows: their own console (ui/transport_app.py)
-            from tgen_tui.ui.transport_app import run_transport_console
-
-            return run_transport_console(args, prof)
     build = make_host_builder(args)
     host = compiled = None
     if args.profile:
         host, compiled = build(args.profile)  # bad profile: exit 2; no root/lab: exit 3
-        if getattr(args, "preflight", False) and not args.fake:  # exit 1 on a failed check
-            from tgen_tui.engine.cli_options import run_preflight
-
-            run_preflight(
-                compiled,
-                cores=parse_cores_option(args.cores),
-                dut_netns=args.dut_netns,
-                dut_ssh=args.dut_ssh,
-            )
+        if host.owner is not None and host.owner.opts.preflight:
+            _preflight_now(host.owner)  # exit 1 on a failed check
     from tgen_tui.ui.app import TgenApp
 
     app = TgenApp(
@@ -170,17 +174,38 @@ def cmd_tui(args: argparse.Namespace) -> int:
     )
     app.cli_dut = (args.dut_netns, args.dut_ssh)  # --dut-netns/--dut-ssh for key x
     if not args.fake:
-        from tgen_tui.ui.record import store_session
-
-        app.on_forced_exit = lambda result: store_session(args, result)
+        app.on_forced_exit = lambda result: _store(app)
     rc = app.run()
     if app.exit_message:
         print(app.exit_message, file=sys.stderr)
-    if app.result is not None and not args.fake:
-        from tgen_tui.ui.record import store_session
-
-        store_session(args, app.result)  # an idle session stores no run and says so
+    if not args.fake:
+        _store(app)
+    failure = getattr(app.host.owner, "record", None) if app.host is not None else None
+    if failure is not None and failure.hook_failure is not None:
+        raise failure.hook_failure  # after the result is written and stored
     return int(rc or 0)
 
 
-__all__ = ["cmd_tui", "register"]
+def _store(app) -> None:
+    """File the console's run in the results store, once."""
+    owner = app.host.owner if app.host is not None else None
+    if owner is None or app.run_result is None or app.stored:
+        return
+    app.stored = True
+    store_console_run(app.run_result, owner.opts.store, owner.opts.params())
+
+
+def store_console_run(result, opts, params: dict | None = None) -> int | None:
+    """Store a console run (a typed RunResult) as ``tui``, unless nothing was sent: then
+    say so and store nothing (an idle console leaves no run). Returns the run id."""
+    from tgen_tui.results.record import store_result
+    from tgen_tui.session.record import sent_nothing
+
+    if sent_nothing(result.to_doc()):
+        if not opts.no_store and not opts.quiet:
+            print("tgen tui: nothing was sent: no run stored", file=sys.stderr)
+        return None
+    return store_result(result, opts, test="tui", params=params)
+
+
+__all__ = ["cmd_tui", "console_options", "make_host_builder", "register", "store_console_run"]

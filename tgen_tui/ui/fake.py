@@ -50,6 +50,7 @@ from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
 from tgen_tui.engine.setup import Setup, distinct_flows
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
+from tgen_tui.results.models import RunResult
 from tgen_tui.ui.fake_flows import write_flows, write_gap
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.main import TxStream
@@ -440,6 +441,39 @@ class FakeEngine:
 
     def events_since(self, cursor: int) -> tuple[int, list[EngineEvent]]:
         return len(self._events), self._events[cursor:]
+
+    async def sample_now(self) -> StatsSnapshot:
+        self._dirty = True
+        return self.latest_snapshot()
+
+    async def final_snapshot(self) -> StatsSnapshot:
+        return await self.sample_now()
+
+    def plan_text(self) -> list[str]:
+        return self.setup.plan_text()
+
+    def report(
+        self,
+        final: StatsSnapshot,
+        *,
+        duration_s: float,
+        partial: bool,
+        profile_path: str,
+        thresholds: list[str] | None = None,
+    ) -> RunResult:
+        """The run's result from a final snapshot, as the real engine builds it."""
+        from tgen_tui.engine.result import build_result
+
+        return build_result(
+            self.setup.compiled,
+            final,
+            duration_s=duration_s,
+            partial=partial,
+            profile_path=profile_path,
+            events=[f"{e.t:8.3f}s {e.text()}" for e in self._events],
+            plan=self.plan_text(),
+            thresholds=thresholds,
+        )
 
     # ------------------------------------------------------------- protocol: commands
     def _emit(self, ev: EngineEvent) -> None:

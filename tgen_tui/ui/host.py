@@ -33,8 +33,9 @@ ErrorSink = Callable[[BaseException], None]
 class _HostBase:
     """What both hosts share: the engine, readiness, and error reporting."""
 
-    def __init__(self, factory: EngineFactory) -> None:
+    def __init__(self, factory: EngineFactory, owner: Any = None) -> None:
         self.factory = factory
+        self.owner = owner  # the run owner (tgen_tui.session.owner.RunOwner); None: the fake
         self.engine: EngineAPI | None = None
         self.error: BaseException | None = None  # why the engine could not open, or died
         self.on_error: ErrorSink = lambda e: None  # refusals of commands (set by the app)
@@ -64,8 +65,8 @@ class _HostBase:
 class AsyncioEngineHost(_HostBase):
     """Runs an engine whose coroutines await nothing trio-specific (the fake) on asyncio."""
 
-    def __init__(self, factory: EngineFactory) -> None:
-        super().__init__(factory)
+    def __init__(self, factory: EngineFactory, owner: Any = None) -> None:
+        super().__init__(factory, owner)
         self._cm: AbstractAsyncContextManager[EngineAPI] | None = None
 
     async def astart(self) -> None:
@@ -93,10 +94,12 @@ class AsyncioEngineHost(_HostBase):
 
 
 class GuestEngineHost(_HostBase):
-    """Runs the trio engine in guest mode on the running asyncio loop."""
+    """Runs the trio engine in guest mode on the running asyncio loop: the run owner's
+    whole run (``RunOwner.open``: hooks, handshakes, the engine as a Session, and the
+    end), or any factory of an engine context."""
 
-    def __init__(self, factory: EngineFactory) -> None:
-        super().__init__(factory)
+    def __init__(self, factory: EngineFactory, owner: Any = None) -> None:
+        super().__init__(factory, owner)
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
         self._root_scope: trio.CancelScope | None = None
@@ -183,12 +186,17 @@ def _first_leaf(e: BaseException) -> BaseException:
 
 
 @contextlib.asynccontextmanager
-async def fake_engine_cm(engine: EngineAPI) -> AsyncIterator[EngineAPI]:
-    """Wrap a ready fake engine as the factory's context manager; stops its ports on exit."""
+async def fake_engine_cm(engine: Any, profile_path: str = "") -> AsyncIterator[EngineAPI]:
+    """A ready fake engine as the factory's context manager, in a Session as the real
+    engine is (tgen_tui.session): on exit its ports stop and the run concludes (final
+    snapshot, report)."""
+    from tgen_tui.session.session import Session
+
+    s = Session(engine, profile_path)
     try:
-        yield engine
+        yield s
     finally:
-        await engine.stop()  # its counter blocks stay readable: the app reads a last snapshot
+        await s.conclude(partial=False)
 
 
 __all__ = ["AsyncioEngineHost", "EngineFactory", "GuestEngineHost", "fake_engine_cm"]
