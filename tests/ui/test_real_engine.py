@@ -11,10 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tgen_tui.engine.controller import open_engine
-from tgen_tui.engine.options import EngineOptions
-from tgen_tui.packets.compile import compile_profile
-from tgen_tui.profiles.loader import load_profile_text
+from tgen_tui.session.options import RunOptions
+from tgen_tui.session.owner import RunOwner
 from tgen_tui.ui.app import TgenApp
 from tgen_tui.ui.host import GuestEngineHost
 
@@ -43,9 +41,10 @@ def real_app(prefix: str, tmp_path: Path, **app_kw) -> tuple[TgenApp, Path]:
     )
     prof = tmp_path / "lab.yaml"
     prof.write_text(text)
-    compiled = compile_profile(load_profile_text(text, str(prof)))
-    host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions()))
-    return TgenApp(host, compiled=compiled, profile_path=str(prof), **app_kw), prof
+    # as `tgen tui` builds it: the run owner's whole run in the guest (tgen_tui.ui.cli)
+    owner = RunOwner(RunOptions(profile=str(prof), test="tui", front_end="tgen tui"))
+    host = GuestEngineHost(owner.open, owner=owner)
+    return TgenApp(host, compiled=owner.compiled, profile_path=str(prof), **app_kw), prof
 
 
 @pytest.mark.timeout(60)

@@ -67,7 +67,11 @@ async def drive(owner: RunOwner, out: Outputs) -> None:
                 await _wait(s, owner.duration_s)
             finally:
                 s.duration_s = time.monotonic() - t_start
+                with trio.CancelScope(shield=True):
+                    await s.stop()
                 nursery.cancel_scope.cancel()
+        _drain(snaps, out.snapshot)  # what the stop published, in order
+        _drain(events, out.event)
     if s.final is not None:
         out.snapshot(s.final)
 
@@ -87,6 +91,16 @@ async def _wait(s: Any, duration: float | None) -> None:
 async def _pump(channel: Any, sink: Any) -> None:
     async for item in channel:
         sink(item)
+
+
+def _drain(channel: Any, sink: Any) -> None:
+    """Hand on what is still queued in a subscription, then close it."""
+    while True:
+        try:
+            sink(channel.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+            break
+    channel.close()
 
 
 __all__ = ["Outputs", "check_duration", "drive", "runs_until_stopped"]

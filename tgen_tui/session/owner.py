@@ -232,10 +232,12 @@ class RunOwner:
         trio.run(main)
 
     # ------------------------------------------------------------------ the end
-    def result(self, session: Session | None = None, **fields: Any) -> RunResult | None:
+    def result(self, of: Session | None = None, **fields: Any) -> RunResult | None:
         """The run's typed result (None when the engine never opened): the engine's
-        report of the final snapshot, and what the run did besides."""
-        s = session or self.session
+        report of the final snapshot of session ``of`` (default: the run's), and what
+        the run did besides; ``fields``: extra top-level fields (the console's
+        ``session``)."""
+        s = of or self.session
         if s is None or s.report is None:
             return None
         return finish_result(
