@@ -590,42 +590,15 @@ def cmd_trend(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from tgen_tui.profiles.units import parse_duration
-
     conn = _open(args)
-    try:
-        floor_ns = _latency_ns(args.latency_floor, parse_duration)
-    except ValueError as e:
-        raise _bad(f"--latency-floor: {e}") from None
-    for opt in ("max_change", "max_points", "latency_change", "spread_factor", "variance_growth"):
-        v = getattr(args, opt)
-        if not v >= 0:
-            raise _bad(f"--{opt.replace('_', '-')} must be >= 0, got {v}")
+    bounds = _check_bounds(args)
     ctx = _context(
         conn,
         args,
         {"dut": args.dut, "build": args.build, "profile": args.profile, "test": args.test},
     )
     dut, build, test, phash = ctx["dut"], ctx["build"], ctx["test"], ctx["profile_hash"]
-    if args.against == "last":
-        base = A.previous_build(
-            conn,
-            dut=dut,
-            build=build,
-            test=test,
-            profile_hash=phash,
-            before=ctx["started_at"],
-            before_id=ctx["id"],
-        )
-        if base is None:
-            raise _bad(
-                f"check: DUT {dut} has no earlier build than {build} with {test} profile "
-                f"{ctx['profile']}: nothing to check against (give --against BUILD)"
-            )
-    else:
-        base = args.against
-    if base == build:
-        raise _bad(f"check: --against {base} is the build being checked")
+    base = _check_base(conn, args, ctx)
     tg = A.group_of(conn, dut=dut, build=build, test=test, profile_hash=phash)
     bg = A.group_of(conn, dut=dut, build=base, test=test, profile_hash=phash)
     if not bg.run_ids:
@@ -635,14 +608,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         )
     if not tg.run_ids:
         raise _bad(f"check: build {build} has only interrupted runs")
-    bounds = A.Bounds(
-        max_change_pct=args.max_change,
-        max_points=args.max_points,
-        latency_pct=args.latency_change,
-        latency_floor_ns=floor_ns,
-        spread_factor=args.spread_factor,
-        variance_growth=args.variance_growth,
-    )
     changes = A.compare(conn, bg.run_ids, tg.run_ids, factor=args.spread_factor)
     known = {c.metric for c in changes} | set(M.CATALOGUE)
     unknown = [m for m in args.metric or [] if m not in known]
@@ -651,30 +616,81 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"check: unknown metric(s) {', '.join(unknown)}; known: {', '.join(M.CATALOGUE)}"
         )
     verdict = A.judge(changes, bounds, base, args.metric)
-    checked, skipped, sentences = verdict.checked, verdict.skipped, verdict.sentences
     head = (
         f"DUT {dut}: build {build} ({len(tg.run_ids)} run(s)) against build {base} "
         f"({len(bg.run_ids)} run(s)), test {test}, profile {ctx['profile']}, "
-        f"{len(checked)} metrics"
+        f"{len(verdict.checked)} metrics"
     )
-    if sentences:
-        print(f"{head}: {len(sentences)} regression(s)")
-        for s in sentences:
+    return _print_verdict(head, verdict)
+
+
+def _check_bounds(args: argparse.Namespace) -> A.Bounds:
+    """The check's bounds from its options (BadInput for a negative one)."""
+    from tgen_tui.profiles.units import parse_duration
+
+    try:
+        floor_ns = _latency_ns(args.latency_floor, parse_duration)
+    except ValueError as e:
+        raise _bad(f"--latency-floor: {e}") from None
+    for opt in ("max_change", "max_points", "latency_change", "spread_factor", "variance_growth"):
+        v = getattr(args, opt)
+        if not v >= 0:
+            raise _bad(f"--{opt.replace('_', '-')} must be >= 0, got {v}")
+    return A.Bounds(
+        max_change_pct=args.max_change,
+        max_points=args.max_points,
+        latency_pct=args.latency_change,
+        latency_floor_ns=floor_ns,
+        spread_factor=args.spread_factor,
+        variance_growth=args.variance_growth,
+    )
+
+
+def _check_base(conn, args: argparse.Namespace, ctx: dict) -> str:
+    """The build to check against: --against, or the DUT's build before this one."""
+    dut, build = ctx["dut"], ctx["build"]
+    if args.against == "last":
+        base = A.previous_build(
+            conn,
+            dut=dut,
+            build=build,
+            test=ctx["test"],
+            profile_hash=ctx["profile_hash"],
+            before=ctx["started_at"],
+            before_id=ctx["id"],
+        )
+        if base is None:
+            raise _bad(
+                f"check: DUT {dut} has no earlier build than {build} with {ctx['test']} profile "
+                f"{ctx['profile']}: nothing to check against (give --against BUILD)"
+            )
+    else:
+        base = args.against
+    if base == build:
+        raise _bad(f"check: --against {base} is the build being checked")
+    return base
+
+
+def _print_verdict(head: str, verdict) -> int:
+    """The regressions (exit 1), or "no regression" with the headline changes."""
+    if verdict.sentences:
+        print(f"{head}: {len(verdict.sentences)} regression(s)")
+        for s in verdict.sentences:
             print(s)
         return int(ExitCode.TEST_FAILED)
     summary = ", ".join(
         f"{M.metric(c.metric).label} "
         + (f"{c.delta:+.2f} pt" if M.metric(c.metric).unit == "%" else f"{c.pct:+.1f} %")
-        for c in checked
+        for c in verdict.checked
         if c.metric in ("rx_pps", "loss_pct", "p99_ns")
         and c.delta is not None
         and (c.pct is not None or M.metric(c.metric).unit == "%")
     )
     print(f"{head}: no regression" + (f" ({summary})" if summary else ""))
-    if skipped:
+    if verdict.skipped:
         print(
-            f"not checked: {', '.join(M.metric(m).label for m in skipped)} (one run per build "
-            "gives no spread: repeat the run under each build, or name it with --metric)"
+            f"not checked: {', '.join(M.metric(m).label for m in verdict.skipped)} (one run per "
+            "build gives no spread: repeat the run under each build, or name it with --metric)"
         )
     return 0
 

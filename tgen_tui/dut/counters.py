@@ -265,6 +265,64 @@ class CounterReading:
     cpu_note: str | None = None  # whose CPUs these are, when the reader knows better
 
 
+Counters = dict[Key, int]
+
+
+def _ct(files: dict[str, str | None]) -> Counters:
+    st = parse_stat_table(files.get(CT_STAT) or "")
+    return {
+        (cause or f"conntrack_{col}", f"nf_conntrack {col}", "dut"): st[col]
+        for col, cause in CT_COLUMNS.items()
+        if col in st
+    }
+
+
+def _dev(files: dict[str, str | None]) -> Counters:
+    return {
+        (cause, name, ifname): c[name]
+        for ifname, c in parse_net_dev(files.get(NET_DEV) or "").items()
+        if ifname != "lo"
+        for name, (cause, _) in IF_COUNTERS.items()
+    }
+
+
+def _snmp(files: dict[str, str | None]) -> Counters:
+    s = parse_snmp((files.get(SNMP) or "") + "\n" + (files.get(SNMP6) or ""))
+    return {(cause, name, "dut"): s[name] for name, cause in SNMP_COUNTERS.items() if name in s}
+
+
+def _softnet(files: dict[str, str | None], scope: str) -> Counters:
+    text = files.get(SOFTNET)
+    return {("backlog_drop", "softnet_stat dropped", scope): parse_softnet(text)} if text else {}
+
+
+def _neigh(files: dict[str, str | None], scope: str) -> Counters:
+    out: Counters = {}
+    for path, tbl in ((ARP_STAT, "arp_cache"), (NDISC_STAT, "ndisc_cache")):
+        st = parse_stat_table(files.get(path) or "")
+        if "unresolved_discards" in st:
+            out[(NEIGH_CAUSE, f"{tbl} unresolved_discards", scope)] = st["unresolved_discards"]
+    return out
+
+
+def _qdisc(items: dict[tuple[str, str, str], tuple[int, int]]) -> Counters:
+    out: Counters = {}
+    for (dev, kind, handle), (drops, over) in items.items():
+        if kind == "noqueue" or dev == "lo":
+            continue  # no queue: nothing to drop
+        out[("qdisc_drop", f"qdisc {kind} {handle} drops", dev)] = drops
+        out[("qdisc_overlimit", f"qdisc {kind} {handle} overlimits", dev)] = over
+    return out
+
+
+def _nft(items: dict[str, int]) -> Counters:
+    out: Counters = {}
+    for name, packets in items.items():
+        reject = name.split('"')[0].rstrip().endswith("reject")
+        out[("nft_rule_reject" if reject else "nft_rule_drop", name, "dut")] = packets
+    return out
+
+
 def counters_from(
     files: dict[str, str | None],
     tc: str | None,
@@ -273,76 +331,28 @@ def counters_from(
     host_scope: str,
     qdiscs: dict[tuple[str, str, str], tuple[int, int]] | None = None,
     rules: dict[str, int] | None = None,
-) -> tuple[dict[Key, int], list[str]]:
+) -> tuple[Counters, list[str]]:
     """Counter values from the texts of one read. ``host_scope``: the ``where`` of the
     host-wide sources (``"host"`` in a namespace, ``"dut"`` over ssh); ``qdiscs``: read
     through netlink (:mod:`tgen_tui.dut.qdisc`) instead of ``tc``'s text, ``rules`` (nft
-    rule name -> packets) through netlink (:mod:`tgen_tui.dut.nftnl`) instead of ``nft``'s."""
-    v: dict[Key, int] = {}
+    rule name -> packets) through netlink (:mod:`tgen_tui.dut.nftnl`) instead of ``nft``'s.
+    A source that does not parse costs its counters and one line in the errors."""
+    sources = (
+        ("nf_conntrack", lambda: _ct(files)),
+        ("net/dev", lambda: _dev(files)),
+        ("snmp", lambda: _snmp(files)),
+        ("softnet_stat", lambda: _softnet(files, host_scope)),
+        ("neighbour", lambda: _neigh(files, host_scope)),
+        ("tc", lambda: _qdisc(qdiscs if qdiscs is not None else parse_tc(tc or "[]"))),
+        ("nft", lambda: _nft(rules if rules is not None else parse_nft(nft or "{}"))),
+    )
+    v: Counters = {}
     errors: list[str] = []
-
-    def guard(what: str, fn) -> None:  # type: ignore[no-untyped-def]
+    for what, read in sources:
         try:
-            fn()
+            v.update(read())
         except (ValueError, KeyError, IndexError, TypeError) as e:
             errors.append(f"{what}: {e}")
-
-    def ct() -> None:
-        st = parse_stat_table(files.get(CT_STAT) or "")
-        for col, cause in CT_COLUMNS.items():
-            if col in st:
-                v[(cause or f"conntrack_{col}", f"nf_conntrack {col}", "dut")] = st[col]
-
-    def dev() -> None:
-        for ifname, c in parse_net_dev(files.get(NET_DEV) or "").items():
-            if ifname == "lo":
-                continue
-            for name, (cause, _) in IF_COUNTERS.items():
-                v[(cause, name, ifname)] = c[name]
-
-    def snmp() -> None:
-        s = parse_snmp((files.get(SNMP) or "") + "\n" + (files.get(SNMP6) or ""))
-        for name, cause in SNMP_COUNTERS.items():
-            if name in s:
-                v[(cause, name, "dut")] = s[name]
-
-    def softnet() -> None:
-        if files.get(SOFTNET):
-            v[("backlog_drop", "softnet_stat dropped", host_scope)] = parse_softnet(
-                files[SOFTNET] or ""
-            )
-
-    def neigh() -> None:
-        for path, tbl in ((ARP_STAT, "arp_cache"), (NDISC_STAT, "ndisc_cache")):
-            st = parse_stat_table(files.get(path) or "")
-            if "unresolved_discards" in st:
-                key = (NEIGH_CAUSE, f"{tbl} unresolved_discards", host_scope)
-                v[key] = st["unresolved_discards"]
-
-    def qdisc() -> None:
-        items = qdiscs if qdiscs is not None else parse_tc(tc or "[]")
-        for (dev_, kind, handle), (drops, over) in items.items():
-            if kind == "noqueue" or dev_ == "lo":
-                continue  # no queue: nothing to drop
-            v[("qdisc_drop", f"qdisc {kind} {handle} drops", dev_)] = drops
-            v[("qdisc_overlimit", f"qdisc {kind} {handle} overlimits", dev_)] = over
-
-    def nft_rules() -> None:
-        items = rules if rules is not None else parse_nft(nft or "{}")
-        for name, packets in items.items():
-            cause = "nft_rule_reject" if name.split('"')[0].rstrip().endswith("reject") else None
-            v[(cause or "nft_rule_drop", name, "dut")] = packets
-
-    for what, fn in (
-        ("nf_conntrack", ct),
-        ("net/dev", dev),
-        ("snmp", snmp),
-        ("softnet_stat", softnet),
-        ("neighbour", neigh),
-        ("tc", qdisc),
-        ("nft", nft_rules),
-    ):
-        guard(what, fn)
     return v, errors
 
 

@@ -116,6 +116,14 @@ def check_environment(
             raise EnvironmentProblem(
                 f"port {spec.name}: network namespace {spec.netns!r} does not exist (bring the lab up: tgen lab up)"
             )
+    for f in getattr(compiled, "flows", ()):
+        for side, ns in (("port", f.src_netns), ("rx_port", f.dst_netns)):
+            if ns and not os.path.exists(f"/run/netns/{ns}"):
+                port = f.port if side == "port" else f.rx_port
+                raise EnvironmentProblem(
+                    f"flow {f.name}: the transport host of port {port}, network namespace "
+                    f"{ns!r}, does not exist (the lab makes them: tgen lab up --transport-hosts)"
+                )
 
 
 def add_preflight_option(p) -> None:

@@ -58,46 +58,48 @@ class Threshold:
         return x is not None and _OPS[self.op](x, self.value)
 
 
+_PERCENT = ("loss", "achieved", "conntrack", "retrans", "udp_loss")
+_TIME_UNITS = (None, "ns", "us", "µs", "ms", "s")
+
+
+def _value(text: str, metric: str, num: float, unit: str | None) -> float:
+    """The threshold's value in its metric's base unit (%, frames, ns, ms, bit/s, pps);
+    BadInput for a unit that does not fit the metric."""
+    pct = unit == "%"
+    if pct and metric not in _PERCENT:
+        raise BadInput(f"--fail-on {text!r}: % applies to {', '.join(_PERCENT)}")
+    if metric in ("retrans", "udp_loss", "achieved") and not pct:
+        example = {"achieved": "achieved<99%", "retrans": "retrans>1%", "udp_loss": "udp_loss>0.5%"}
+        raise BadInput(f"--fail-on {text!r}: {metric} is a percentage, e.g. {example[metric]}")
+    if metric == "rtt":  # ms (bare numbers too)
+        if unit not in _TIME_UNITS:
+            raise BadInput(f"--fail-on {text!r}: rtt takes a time unit (ms, s)")
+        return num * (_TIME | {None: 1e6})[unit] / 1e6
+    if metric in LATENCY:  # ns (bare numbers are µs)
+        if unit not in _TIME_UNITS:
+            raise BadInput(f"--fail-on {text!r}: latency takes a time unit (ns, us, ms, s)")
+        return num * _TIME[unit]
+    if unit in _SI:
+        return num * _SI[unit]
+    if unit not in (None, "%") or (metric == "goodput" and unit):
+        raise BadInput(f"--fail-on {text!r}: unit {unit} does not fit {metric}")
+    return num
+
+
 def parse_threshold(text: str) -> Threshold:
     m = _EXPR.match(text)
     if not m:
         raise BadInput(
-            f"--fail-on {text!r}: expected METRIC OP VALUE, e.g. loss>0.1%, p99>2ms, conntrack>90%, achieved<99%"
+            f"--fail-on {text!r}: expected METRIC OP VALUE, e.g. loss>0.1%, p99>2ms, "
+            "conntrack>90%, achieved<99%, goodput<50M"
         )
     metric, op, num, unit = m.groups()
     if metric not in METRICS:
         raise BadInput(
             f"--fail-on {text!r}: unknown metric {metric!r} (known: {', '.join(METRICS)})"
         )
-    v = float(num)
-    pct = unit == "%"
-    if metric in ("retrans", "udp_loss") and not pct:
-        raise BadInput(f"--fail-on {text!r}: {metric} is a percentage, e.g. {metric}>1%")
-    if metric == "rtt":
-        if unit not in (None, "ns", "us", "µs", "ms", "s"):
-            raise BadInput(f"--fail-on {text!r}: rtt takes a time unit (ms, s)")
-        return Threshold(text.strip(), metric, op, v * (_TIME | {None: 1e6})[unit] / 1e6, False)
-    if metric == "goodput":
-        if unit not in (None, "k", "M", "G"):
-            raise BadInput(f"--fail-on {text!r}: goodput is bit/s, e.g. goodput<50M")
-        return Threshold(text.strip(), metric, op, v * _SI.get(unit or "", 1.0), False)
-    if metric in LATENCY:
-        if pct or unit in ("k", "M"):
-            raise BadInput(f"--fail-on {text!r}: latency takes a time unit (ns, us, ms, s)")
-        v *= _TIME[unit]
-    elif metric == "achieved":
-        if not pct:
-            raise BadInput(
-                f"--fail-on {text!r}: achieved is a percentage of the requested rate, e.g. achieved<99%"
-            )
-    elif unit in ("k", "M", "G"):
-        v *= _SI[unit]
-    elif unit not in (None, "%"):
-        raise BadInput(f"--fail-on {text!r}: unit {unit} does not fit {metric}")
-    if pct and metric not in ("loss", "achieved", "conntrack", "retrans", "udp_loss"):
-        raise BadInput(
-            f"--fail-on {text!r}: % applies to loss, achieved, conntrack, retrans and udp_loss"
-        )
+    v = _value(text, metric, float(num), unit)
+    pct = unit == "%" and metric not in ("retrans", "udp_loss")
     return Threshold(text.strip(), metric, op, v, pct)
 
 

@@ -305,65 +305,10 @@ class BatchBuilder:
         the finished rows with one fancy-index and one sum per checksum. This keeps the cost
         of a call nearly independent of the batch size, so paced low rates stay cheap.
         """
-        p = self.p
         L = self.max_len
-        t = bytearray(p.template)
+        t = self._fixed_template()
         sig_off = L - SIG_LEN
-        ulen = L - p.l4_offset
-        pseudo_fixed = p.l4_csum_base - word_sum(bytes(t[p.l4_offset :]))
-        if p.l3 == 4:
-            t[p.l3_offset + 2 : p.l3_offset + 4] = (L - p.l3_offset).to_bytes(2, "big")
-        elif p.l3 == 6:
-            t[p.l3_offset + 4 : p.l3_offset + 6] = ulen.to_bytes(2, "big")
-        if p.l4 == "udp":
-            t[p.l4_offset + 4 : p.l4_offset + 6] = ulen.to_bytes(2, "big")
-        t[sig_off : sig_off + 4] = SIG_MAGIC.to_bytes(2, "little") + p.index.to_bytes(2, "little")
-        varying: set[int] = set(range(sig_off + 4, L))  # seq + ts bytes
-        l4_extra: set[int] = set()  # words outside the L4 region that the L4 checksum covers
-        ip_vary = False
-        for f in p.fields:
-            rng = range(f.offset, f.offset + f.width)
-            varying.update(rng)
-            if f.csum & CSUM_L4 and f.offset < p.l4_offset:
-                l4_extra.update(b // 2 for b in rng)
-            if f.csum & CSUM_IP:
-                ip_vary = True
-        vwords = {b // 2 for b in varying}
-        words = np.frombuffer(bytes(t) + b"\0" * (L % 2), dtype=">u2").astype(np.uint64)
-
-        def region(lo: int, hi: int) -> tuple[int, list[int]]:
-            cols = sorted(w for w in vwords if lo // 2 <= w < (hi + 1) // 2)
-            const = int(
-                sum(int(words[w]) for w in range(lo // 2, (hi + 1) // 2) if w not in vwords)
-            )
-            return const, cols
-
-        self._l4_cols = np.array([], dtype=np.intp)
-        self._ip_cols = None
-        if p.l4_csum_offset >= 0:
-            const, cols = region(p.l4_offset, L)
-            if p.l4_pseudo:
-                const += pseudo_fixed + ulen
-            self._l4_const = np.uint64(const)
-            self._l4_cols = np.array(sorted(set(cols) | l4_extra), dtype=np.intp)
-        if p.l3 == 4:
-            if ip_vary:
-                const, cols = region(p.l3_offset, p.l3_offset + 20)
-                self._ip_const = np.uint64(const)
-                self._ip_cols = np.array(cols, dtype=np.intp)
-            else:  # the whole IPv4 header is constant: its checksum goes in the template
-                c = (
-                    ~int(
-                        fold16(
-                            np.array(
-                                [word_sum(bytes(t[p.l3_offset : p.l3_offset + 20]))],
-                                dtype=np.uint64,
-                            )
-                        )[0]
-                    )
-                    & 0xFFFF
-                )
-                t[p.l3_offset + 10 : p.l3_offset + 12] = c.to_bytes(2, "big")
+        self._fixed_checksums(t, sig_off)
         self._template = np.frombuffer(bytes(t), dtype=np.uint8)
         self._buf[:, :L] = self._template
         self._lengths[:] = L
@@ -374,20 +319,72 @@ class BatchBuilder:
             buffer=self._buf,
             strides=(self.stride, 2),
         )
-        self._seq_view = np.ndarray(
-            (self.max_batch,),
-            dtype="<u4",
-            buffer=self._buf,
-            offset=sig_off + 4,
-            strides=(self.stride,),
+        self._seq_view = self._column("<u4", sig_off + 4)
+        self._ts_view = self._column("<u4", sig_off + 8)
+
+    def _column(self, dtype: str, offset: int) -> np.ndarray:
+        """One field of every row of the batch buffer, as an array (a strided view)."""
+        return np.ndarray(
+            (self.max_batch,), dtype=dtype, buffer=self._buf, offset=offset, strides=(self.stride,)
         )
-        self._ts_view = np.ndarray(
-            (self.max_batch,),
-            dtype="<u4",
-            buffer=self._buf,
-            offset=sig_off + 8,
-            strides=(self.stride,),
-        )
+
+    def _fixed_template(self) -> bytearray:
+        """The template at the fixed size: lengths, magic and stream index written."""
+        p, L = self.p, self.max_len
+        t = bytearray(p.template)
+        ulen = L - p.l4_offset
+        if p.l3 == 4:
+            t[p.l3_offset + 2 : p.l3_offset + 4] = (L - p.l3_offset).to_bytes(2, "big")
+        elif p.l3 == 6:
+            t[p.l3_offset + 4 : p.l3_offset + 6] = ulen.to_bytes(2, "big")
+        if p.l4 == "udp":
+            t[p.l4_offset + 4 : p.l4_offset + 6] = ulen.to_bytes(2, "big")
+        sig_off = L - SIG_LEN
+        t[sig_off : sig_off + 4] = SIG_MAGIC.to_bytes(2, "little") + p.index.to_bytes(2, "little")
+        return t
+
+    def _fixed_checksums(self, t: bytearray, sig_off: int) -> None:
+        """Split each checksum into its constant part and the words that vary; a wholly
+        constant IPv4 header gets its checksum in the template ``t``."""
+        p, L = self.p, self.max_len
+        ulen = L - p.l4_offset
+        pseudo_fixed = p.l4_csum_base - word_sum(bytes(p.template[p.l4_offset :]))
+        varying: set[int] = set(range(sig_off + 4, L))  # seq + ts bytes
+        l4_extra: set[int] = set()  # words outside the L4 region that the L4 checksum covers
+        ip_vary = False
+        for f in p.fields:
+            rng = range(f.offset, f.offset + f.width)
+            varying.update(rng)
+            if f.csum & CSUM_L4 and f.offset < p.l4_offset:
+                l4_extra.update(b // 2 for b in rng)
+            ip_vary = ip_vary or bool(f.csum & CSUM_IP)
+        vwords = {b // 2 for b in varying}
+        words = np.frombuffer(bytes(t) + b"\0" * (L % 2), dtype=">u2").astype(np.uint64)
+
+        def region(lo: int, hi: int) -> tuple[int, list[int]]:
+            span = range(lo // 2, (hi + 1) // 2)
+            const = int(sum(int(words[w]) for w in span if w not in vwords))
+            return const, sorted(w for w in vwords if w in span)
+
+        self._l4_cols = np.array([], dtype=np.intp)
+        self._ip_cols = None
+        if p.l4_csum_offset >= 0:
+            const, cols = region(p.l4_offset, L)
+            if p.l4_pseudo:
+                const += pseudo_fixed + ulen
+            self._l4_const = np.uint64(const)
+            self._l4_cols = np.array(sorted(set(cols) | l4_extra), dtype=np.intp)
+        if p.l3 != 4:
+            return
+        if ip_vary:
+            const, cols = region(p.l3_offset, p.l3_offset + 20)
+            self._ip_const = np.uint64(const)
+            self._ip_cols = np.array(cols, dtype=np.intp)
+            return
+        # the whole IPv4 header is constant: its checksum goes in the template
+        hsum = np.array([word_sum(bytes(t[p.l3_offset : p.l3_offset + 20]))], dtype=np.uint64)
+        c = ~int(fold16(hsum)[0]) & 0xFFFF
+        t[p.l3_offset + 10 : p.l3_offset + 12] = c.to_bytes(2, "big")
 
     def _build_fixed(self, start: int, n: int, ts_ns) -> tuple[np.ndarray, np.ndarray]:
         p = self.p

@@ -152,10 +152,8 @@ def _schedule(s: m.Stream, pps: float, key: int) -> Schedule:
     )
 
 
-def _template(s: m.Stream, max_len: int, auto: bool = False) -> tuple[bytes, int, int]:
-    """scapy-built template (fixed fields set, varying fields 0) and (l3_offset, l4_offset).
-
-    ``auto``: both MACs zero; the worker writes the port's and the resolved gateway's."""
+def _eth_and_tags(s: m.Stream, auto: bool):
+    """Ethernet and the stream's VLAN tags (QinQ: 0x88a8 outside by default)."""
     e = s.eth or m.Ethernet()
     eth = Ether(src=e.src, dst=e.dst) if not auto else Ether(src=ZERO_MAC, dst=ZERO_MAC)
     pkt = eth
@@ -172,72 +170,138 @@ def _template(s: m.Stream, max_len: int, auto: bool = False) -> tuple[bytes, int
         pkt.lastlayer().type = l3type
     else:
         eth.type = l3type
+    return pkt
 
-    def fixed_or_zero(r) -> str | int:
-        return r.min if r.mode == FIXED else 0
 
+def _fixed_or_zero(r) -> str | int:
+    return r.min if r.mode == FIXED else 0
+
+
+def _l3_layer(s: m.Stream):
+    """IPv4 or IPv6 with the fixed fields set (a varying one is written per frame)."""
     if s.ipv4 is not None:
         v4 = s.ipv4
-        src = str(v4.src.min) if v4.src.mode == FIXED else "0.0.0.0"
-        dst = str(v4.dst.min) if v4.dst.mode == FIXED else "0.0.0.0"
-        pkt = pkt / IP(
-            src=src,
-            dst=dst,
+        return IP(
+            src=str(v4.src.min) if v4.src.mode == FIXED else "0.0.0.0",
+            dst=str(v4.dst.min) if v4.dst.mode == FIXED else "0.0.0.0",
             ttl=v4.ttl,
             tos=(v4.dscp << 2) | v4.ecn,
             flags="DF" if v4.dont_fragment else 0,
             id=0,
         )
-    else:
-        v6 = s.ipv6
+    v6 = s.ipv6
+    assert v6 is not None
 
-        # a varying v6 address keeps its upper 64 bits in the template; the low 64 are written per frame
-        def v6t(r) -> str:
-            import ipaddress
+    # a varying v6 address keeps its upper 64 bits in the template; the low 64 are written per frame
+    def v6t(r) -> str:
+        import ipaddress
 
-            return (
-                str(r.min)
-                if r.mode == FIXED
-                else str(ipaddress.IPv6Address(int(r.min) >> 64 << 64))
-            )
+        return str(r.min) if r.mode == FIXED else str(ipaddress.IPv6Address(int(r.min) >> 64 << 64))
 
-        pkt = pkt / IPv6(
-            src=v6t(v6.src),
-            dst=v6t(v6.dst),
-            hlim=v6.hop_limit,
-            tc=v6.traffic_class,
-            fl=v6.flow_label,
-        )
+    return IPv6(
+        src=v6t(v6.src), dst=v6t(v6.dst), hlim=v6.hop_limit, tc=v6.traffic_class, fl=v6.flow_label
+    )
+
+
+def _l4_layer(s: m.Stream, pkt):
+    """``pkt`` with the stream's UDP, TCP or ICMP header (or as it is)."""
     if s.udp is not None:
-        pkt = pkt / UDP(sport=fixed_or_zero(s.udp.src_port), dport=fixed_or_zero(s.udp.dst_port))
-    elif s.tcp is not None:
-        pkt = pkt / TCP(
-            sport=fixed_or_zero(s.tcp.src_port),
-            dport=fixed_or_zero(s.tcp.dst_port),
+        return pkt / UDP(sport=_fixed_or_zero(s.udp.src_port), dport=_fixed_or_zero(s.udp.dst_port))
+    if s.tcp is not None:
+        return pkt / TCP(
+            sport=_fixed_or_zero(s.tcp.src_port),
+            dport=_fixed_or_zero(s.tcp.dst_port),
             flags=s.tcp.flags,
             seq=s.tcp.seq,
             ack=s.tcp.ack,
             window=s.tcp.window,
         )
-    elif s.icmp is not None:
-        if s.ipv4 is not None:
-            pkt = pkt / SICMP(
-                type=s.icmp.type if s.icmp.type is not None else 8,
-                code=s.icmp.code,
-                id=fixed_or_zero(s.icmp.id),
-                seq=0,
-            )
-        else:
-            pkt = pkt / ICMPv6EchoRequest(id=fixed_or_zero(s.icmp.id), seq=0)
-            if s.icmp.type is not None:
-                pkt.lastlayer().type = s.icmp.type
-            pkt.lastlayer().code = s.icmp.code
+    if s.icmp is None:
+        return pkt
+    if s.ipv4 is not None:
+        return pkt / SICMP(
+            type=s.icmp.type if s.icmp.type is not None else 8,
+            code=s.icmp.code,
+            id=_fixed_or_zero(s.icmp.id),
+            seq=0,
+        )
+    pkt = pkt / ICMPv6EchoRequest(id=_fixed_or_zero(s.icmp.id), seq=0)
+    if s.icmp.type is not None:
+        pkt.lastlayer().type = s.icmp.type
+    pkt.lastlayer().code = s.icmp.code
+    return pkt
+
+
+def _template(s: m.Stream, max_len: int, auto: bool = False) -> tuple[bytes, int, int]:
+    """scapy-built template (fixed fields set, varying fields 0) and (l3_offset, l4_offset).
+
+    ``auto``: both MACs zero; the worker writes the port's and the resolved gateway's."""
+    pkt = _l4_layer(s, _eth_and_tags(s, auto) / _l3_layer(s))
     hdr = bytes(pkt)
-    l3_off = 14 + 4 * len(tags)
+    l3_off = 14 + 4 * len(s.vlan)
     l4_off = l3_off + (20 if s.ipv4 is not None else 40)
     pkt = pkt / Raw(b"\0" * (max_len - len(hdr)))
-    raw = bytearray(bytes(pkt))
-    return bytes(raw[:max_len]), l3_off, l4_off
+    return bytes(bytearray(bytes(pkt))[:max_len]), l3_off, l4_off
+
+
+class _Fields:
+    """The field program of one stream as it is collected: varying fields only."""
+
+    def __init__(self, base_key: int) -> None:
+        self.base_key = base_key
+        self.ops: list[FieldOp] = []
+        self.unique: list[int] = []
+
+    def add(self, name: str, r, offset: int, width: int, csum: int, value_of=int) -> None:
+        if r.mode == FIXED:
+            return
+        key = mix_key(self.base_key, _fid(name))
+        lo, hi = value_of(r.min), value_of(r.max)
+        self.ops.append(FieldOp(name, offset, width, r.mode, lo, hi, r.step, key, csum))
+        if r.mode == UNIQUE:
+            self.unique.append(len(self.ops) - 1)
+
+    def without_l4_csum_of_ip(self) -> None:
+        """ICMPv4's checksum has no pseudo-header: address fields leave it alone."""
+        self.ops = [
+            replace(f, csum=f.csum & ~CSUM_L4) if f.name.startswith("ip.") else f for f in self.ops
+        ]
+
+
+def _address_fields(s: m.Stream, t: bytearray, l3_off: int, fields: _Fields) -> tuple[int, int]:
+    """Address fields; zero the per-frame words. (IPv4 header sum base, pseudo-header sum)."""
+    if s.ipv4 is not None:
+        fields.add("ip.src", s.ipv4.src, l3_off + 12, 4, CSUM_BOTH)
+        fields.add("ip.dst", s.ipv4.dst, l3_off + 16, 4, CSUM_BOTH)
+        t[l3_off + 2 : l3_off + 4] = b"\0\0"  # total length: per frame
+        t[l3_off + 10 : l3_off + 12] = b"\0\0"  # header checksum: per frame
+        ip_base = word_sum(bytes(t[l3_off : l3_off + 20]))
+        return ip_base, word_sum(bytes(t[l3_off + 12 : l3_off + 20])) + t[l3_off + 9]
+    assert s.ipv6 is not None
+    low64 = lambda a: int(a) & ((1 << 64) - 1)  # noqa: E731
+    fields.add("ip.src", s.ipv6.src, l3_off + 16, 8, CSUM_L4, low64)
+    fields.add("ip.dst", s.ipv6.dst, l3_off + 32, 8, CSUM_L4, low64)
+    t[l3_off + 4 : l3_off + 6] = b"\0\0"  # payload length: per frame
+    return 0, word_sum(bytes(t[l3_off + 8 : l3_off + 40])) + t[l3_off + 6]
+
+
+def _l4_port_fields(s: m.Stream, t: bytearray, l4_off: int, fields: _Fields) -> tuple[int, bool]:
+    """Port / ICMP id fields; zero the per-frame words. (L4 checksum offset, pseudo-header?)."""
+    if s.udp is not None or s.tcp is not None:
+        l4 = s.udp or s.tcp
+        assert l4 is not None
+        fields.add("l4.src_port", l4.src_port, l4_off, 2, CSUM_L4)
+        fields.add("l4.dst_port", l4.dst_port, l4_off + 2, 2, CSUM_L4)
+        if s.udp is not None:
+            t[l4_off + 4 : l4_off + 8] = b"\0\0\0\0"
+            return l4_off + 6, True
+        t[l4_off + 16 : l4_off + 18] = b"\0\0"
+        return l4_off + 16, True
+    if s.icmp is not None:
+        fields.add("icmp.id", s.icmp.id, l4_off + 4, 2, CSUM_L4)
+        t[l4_off + 2 : l4_off + 4] = b"\0\0"
+        return l4_off + 2, s.ipv6 is not None  # ICMPv6 has a pseudo-header, ICMPv4 does not
+    return -1, True
 
 
 def compile_stream(
@@ -250,71 +314,12 @@ def compile_stream(
     auto = eth_auto(s, port)
     template, l3_off, l4_off = _template(s, sizes.max, auto)
     t = bytearray(template)
-    fields: list[FieldOp] = []
-    unique: list[int] = []
-
-    def add(name: str, r, offset: int, width: int, csum: int, value_of=int) -> None:
-        if r.mode == FIXED:
-            return
-        lo, hi = value_of(r.min), value_of(r.max)
-        fields.append(
-            FieldOp(
-                name, offset, width, r.mode, lo, hi, r.step, mix_key(base_key, _fid(name)), csum
-            )
-        )
-        if r.mode == UNIQUE:
-            unique.append(len(fields) - 1)
-
-    l4_csum_off = -1
-    pseudo = True
-    if s.ipv4 is not None:
-        add("ip.src", s.ipv4.src, l3_off + 12, 4, CSUM_BOTH)
-        add("ip.dst", s.ipv4.dst, l3_off + 16, 4, CSUM_BOTH)
-        t[l3_off + 2 : l3_off + 4] = b"\0\0"  # total length: per frame
-        t[l3_off + 10 : l3_off + 12] = b"\0\0"  # header checksum: per frame
-        ip_base = word_sum(bytes(t[l3_off : l3_off + 20]))
-        proto = t[l3_off + 9]
-        pseudo_fixed = word_sum(bytes(t[l3_off + 12 : l3_off + 20])) + proto
-    else:
-        low64 = lambda a: int(a) & ((1 << 64) - 1)  # noqa: E731
-        add("ip.src", s.ipv6.src, l3_off + 16, 8, CSUM_L4, low64)
-        add("ip.dst", s.ipv6.dst, l3_off + 32, 8, CSUM_L4, low64)
-        t[l3_off + 4 : l3_off + 6] = b"\0\0"  # payload length: per frame
-        ip_base = 0
-        proto = t[l3_off + 6]
-        pseudo_fixed = word_sum(bytes(t[l3_off + 8 : l3_off + 40])) + proto
-    if s.udp is not None or s.tcp is not None:
-        l4 = s.udp or s.tcp
-        add("l4.src_port", l4.src_port, l4_off, 2, CSUM_L4)
-        add("l4.dst_port", l4.dst_port, l4_off + 2, 2, CSUM_L4)
-        if s.udp is not None:
-            t[l4_off + 4 : l4_off + 8] = b"\0\0\0\0"
-            l4_csum_off = l4_off + 6
-        else:
-            t[l4_off + 16 : l4_off + 18] = b"\0\0"
-            l4_csum_off = l4_off + 16
-    elif s.icmp is not None:
-        add("icmp.id", s.icmp.id, l4_off + 4, 2, CSUM_L4)
-        t[l4_off + 2 : l4_off + 4] = b"\0\0"
-        l4_csum_off = l4_off + 2
-        pseudo = s.ipv6 is not None  # ICMPv6 has a pseudo-header, ICMPv4 does not
+    fields = _Fields(base_key)
+    ip_base, pseudo_fixed = _address_fields(s, t, l3_off, fields)
+    l4_csum_off, pseudo = _l4_port_fields(s, t, l4_off, fields)
     l4_base = word_sum(bytes(t[l4_off:])) + (pseudo_fixed if pseudo else 0)
-    # fields handled only through CSUM_L4 when the L4 checksum has no pseudo-header
     if not pseudo:
-        fields = [
-            FieldOp(
-                f.name,
-                f.offset,
-                f.width,
-                f.mode,
-                f.min,
-                f.max,
-                f.step,
-                f.key,
-                f.csum & ~CSUM_L4 if f.name.startswith("ip.") else f.csum,
-            )
-            for f in fields
-        ]
+        fields.without_l4_csum_of_ip()
     pps = m.rate_to_pps(s.rate, m.size_bounds(s.size)[2], port.speed) * rate_scale
     sched = _schedule(s, pps, mix_key(base_key, _fid("idt")))
     return StreamProgram(
@@ -332,8 +337,8 @@ def compile_stream(
         l4_pseudo=pseudo,
         sizes=sizes,
         schedule=sched,
-        fields=tuple(fields),
-        unique=tuple(unique),
+        fields=tuple(fields.ops),
+        unique=tuple(fields.unique),
         unique_key=mix_key(base_key, _fid("unique")),
         seed=sseed,
         rx_port=s.rx_port,

@@ -214,7 +214,6 @@ class RxStats:
 
     def account(self, stream, seq, ts, rx_ns, vlan, length) -> None:
         """The arithmetic, on per-frame arrays of signature frames (arrival order)."""
-        t = self.t
         s = np.asarray(stream, dtype=np.int64)
         n = len(s)
         if n > 1 and (s != s[0]).any():
@@ -227,19 +226,25 @@ class RxStats:
                 vlan[order],
                 length[order],
             )
-        starts, uniq, seg_len, seg_id, ends = _segments(s)
-
-        # --- sequence extension against the stream's highest seq before this batch
-        seq = np.asarray(seq, dtype=np.int64)
-        h_seg = t[uniq, R_MAX_SEQ]  # -1: none yet
+        seg = _segments(s)
+        starts, uniq, _, seg_id, _ = seg
+        # sequence extension against the stream's highest seq before this batch
+        h_seg = self.t[uniq, R_MAX_SEQ]  # -1: none yet
         h = h_seg[seg_id]
-        base = np.where(h >= 0, h, seq[starts][seg_id])  # new stream: its first frame
-        ext = (base & ~_M32) | seq
+        base = np.where(h >= 0, h, np.asarray(seq, dtype=np.int64)[starts][seg_id])
+        ext = (base & ~_M32) | np.asarray(seq, dtype=np.int64)
         d = ext - base
         ext = ext - (d > _TWO31) * _TWO32 + (d < -_TWO31) * _TWO32
+        dup, ooo, too_old, hnew = self._order(s, ext, h, h_seg, seg)
+        self._sums(seg, length, vlan, rx_ns, (ooo, dup, too_old), hnew)
+        self._latency(s, ext, ts, rx_ns, dup)
 
-        # --- running max before each frame (earlier batches and earlier in this batch)
-        # (per-segment cummax through one global cummax of segment-offset values)
+    def _order(self, s, ext, h, h_seg, seg) -> tuple:
+        """(duplicate, out of order, too old) per frame, and each stream's new highest seq."""
+        starts, _, _, seg_id, ends = seg
+        n = len(ext)
+        # running max before each frame (earlier batches and earlier in this batch), per
+        # segment through one global cummax of segment-offset values
         seg_lo = np.minimum(np.minimum.reduceat(ext, starts), h_seg)
         lo = seg_lo[seg_id]
         rel = ext - lo
@@ -248,20 +253,16 @@ class RxStats:
         prev_rel = np.empty(n, dtype=np.int64)
         prev_rel[1:] = incl[:-1]
         prev_rel[starts] = -1
-        prev = np.where(prev_rel >= 0, prev_rel + lo, -1)
-        prev = np.maximum(prev, h)
+        prev = np.maximum(np.where(prev_rel >= 0, prev_rel + lo, -1), h)
         seg_max = incl[ends] + seg_lo
-
-        # --- duplicates: within the batch (sort) and against the window
+        # duplicates: within the batch (sort) and against the window
+        dup = np.zeros(n, dtype=bool)
         if n > 1 and not (np.diff(ext)[np.diff(seg_id) == 0] > 0).all():
             o2 = np.lexsort((ext, seg_id))
             same = (ext[o2][1:] == ext[o2][:-1]) & (seg_id[o2][1:] == seg_id[o2][:-1])
-            dup = np.zeros(n, dtype=bool)
             # the later arrival of equal (stream, seq) pairs is the duplicate: lexsort is
             # stable, so o2 lists equal pairs in arrival order
             dup[o2[1:][same]] = True
-        else:
-            dup = np.zeros(n, dtype=bool)
         w = self.window
         too_old = (h >= 0) & (ext <= h - w)
         chk = (h >= 0) & (ext <= h) & ~too_old
@@ -275,8 +276,13 @@ class RxStats:
         hnew = np.maximum(h_seg, seg_max)
         keep = ~dup & (ext > hnew[seg_id] - w)
         self._win[s[keep], slot[keep]] = tag[keep].astype(np.uint16)
+        return dup, ooo, too_old, hnew
 
-        # --- per-stream sums (segments are contiguous: reduceat)
+    def _sums(self, seg, length, vlan, rx_ns, flags, hnew) -> None:
+        """Add each stream's counts to its row (segments are contiguous: reduceat)."""
+        starts, uniq, seg_len, _, ends = seg
+        ooo, dup, too_old = flags
+        t = self.t
         byt = np.asarray(length, dtype=np.int64) + np.where(vlan >= 0, VLAN_TAG_LEN, 0)
         tagged = vlan >= 0
         row = t[uniq]  # copy of the rows, written back at once
@@ -288,7 +294,7 @@ class RxStats:
         row[:, R_MAX_SEQ] = hnew
         row[:, R_VLAN_FRAMES] += np.add.reduceat(tagged.astype(np.int64), starts)
         if tagged.any():
-            last_tag = np.maximum.reduceat(np.where(tagged, np.arange(n), -1), starts)
+            last_tag = np.maximum.reduceat(np.where(tagged, np.arange(len(vlan)), -1), starts)
             has = last_tag >= 0
             row[has, R_VLAN_LAST] = vlan[last_tag[has]]
         first_rx = rx_ns[starts]
@@ -298,7 +304,6 @@ class RxStats:
         row[:, R_LAST_RX_NS] = rx_ns[ends]
         row[:, R_LAT_EVERY] = 0 if self._stamps is None else np.maximum(self._stamps.every[uniq], 0)
         t[uniq] = row
-        self._latency(s, ext, ts, rx_ns, dup)
 
     # ------------------------------------------------------------------ latency
     def _latency(self, s, ext, ts, rx_ns, dup) -> None:
