@@ -626,10 +626,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def _check_bounds(args: argparse.Namespace) -> A.Bounds:
     """The check's bounds from its options (BadInput for a negative one)."""
-    from tgen_tui.profiles.units import parse_duration
+    from tgen_tui.profiles.units import parse_latency_ns
 
     try:
-        floor_ns = _latency_ns(args.latency_floor, parse_duration)
+        floor_ns = parse_latency_ns(args.latency_floor)
     except ValueError as e:
         raise _bad(f"--latency-floor: {e}") from None
     for opt in ("max_change", "max_points", "latency_change", "spread_factor", "variance_growth"):
@@ -693,17 +693,6 @@ def _print_verdict(head: str, verdict) -> int:
             "build gives no spread: repeat the run under each build, or name it with --metric)"
         )
     return 0
-
-
-def _latency_ns(text: str, parse_duration) -> float:
-    t = text.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", t):
-        return float(t) * 1000.0  # bare number = microseconds, as in --fail-on
-    if t.endswith("ns"):
-        return float(t[:-2])
-    if t.endswith("us") or t.endswith("µs"):
-        return float(t[:-2]) * 1000.0
-    return parse_duration(t) * 1e9
 
 
 # ---------------------------------------------------------------- export

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.engine.figures import achieved_pct, loss_pct
+from tgen_tui.profiles.units import time_ns
 
 if TYPE_CHECKING:
     from tgen_tui.results.models import RunResult
@@ -36,7 +37,6 @@ _OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le
 _EXPR = re.compile(
     r"^\s*([a-z_0-9]+)\s*(>=|<=|==|>|<)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?\d+)?)\s*(%|ns|us|µs|ms|s|k|M|G)?\s*$"
 )
-_TIME = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, None: 1e3}
 LATENCY = ("p50", "p99", "p999", "avg", "max", "min", "jitter")
 FLOW_METRICS = ("goodput", "rtt", "retrans", "udp_loss")
 METRICS = (
@@ -74,11 +74,11 @@ def _value(text: str, metric: str, num: float, unit: str | None) -> float:
     if metric == "rtt":  # ms (bare numbers too)
         if unit not in _TIME_UNITS:
             raise BadInput(f"--fail-on {text!r}: rtt takes a time unit (ms, s)")
-        return num * (_TIME | {None: 1e6})[unit] / 1e6
+        return time_ns(num, unit, bare="ms") / 1e6
     if metric in LATENCY:  # ns (bare numbers are µs)
         if unit not in _TIME_UNITS:
             raise BadInput(f"--fail-on {text!r}: latency takes a time unit (ns, us, ms, s)")
-        return num * _TIME[unit]
+        return time_ns(num, unit, bare="us")
     if unit in _SI:
         return num * _SI[unit]
     if unit not in (None, "%") or (metric == "goodput" and unit):

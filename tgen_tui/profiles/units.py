@@ -87,6 +87,27 @@ def parse_duration(value: object) -> float:
     return v
 
 
+#: latency and RTT units to ns (the one table: --fail-on, tgen results check)
+LATENCY_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def time_ns(number: float, unit: str | None, bare: str = "us") -> float:
+    """``number`` in ``unit`` (ns, us/µs, ms, s; None: ``bare``) as nanoseconds;
+    ValueError for another unit."""
+    u = bare if unit is None else unit
+    if u not in LATENCY_NS:
+        raise ValueError(f"{unit!r} is not a time unit (ns, us, ms, s)")
+    return float(number) * LATENCY_NS[u]
+
+
+def parse_latency_ns(text: str, bare: str = "us") -> float:
+    """``250us``, ``2ms``, ``150`` (bare: ``bare``, microseconds by default) -> ns."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ns|us|µs|ms|s)?\s*", str(text))
+    if not m:
+        raise ValueError(f"{text!r} is not a latency; write e.g. 250us, 2ms or 150 (µs)")
+    return time_ns(float(m.group(1)), m.group(2), bare)
+
+
 def fmt_si(value: float, unit: str = "", digits: int = 3) -> str:
     """1234567 → '1.23 M' + unit: engineering notation for tables."""
     v = float(value)
