@@ -6,6 +6,8 @@ Checks, each a :class:`Check` (pass or fail, with the reason):
   sends, the gateway (gateway6) answers ARP (ND) and its MAC;
 - the DUT: reachable over the profile's channel (netns or ssh), its conntrack count
   readable;
+- per socket flow: a TCP connection (a UDP datagram) between its transport hosts
+  (:mod:`tgen_tui.engine.flowcheck`);
 - per stream: a short low-rate burst arrives at its ``rx_port``; for IPv4 UDP/TCP, the
   addresses it arrives with say whether the path translated it (learned on the receive
   ring, as the RFC 9693 Responder does).
@@ -23,10 +25,10 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from typing import Any
 
 from tgen_tui.dut.channel import pick_dut
+from tgen_tui.engine.checks import Check
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import StreamProgram
 
@@ -34,15 +36,6 @@ BURST_FRAMES = 20
 BURST_PPS = 200.0
 
 
-@dataclass(frozen=True)
-class Check:
-    scope: str  # "port p0", "dut", "stream up"
-    check: str  # link, mtu, gateway, gateway6, channel, conntrack, burst, translation
-    ok: bool
-    detail: str
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 def _link(netns: str | None, interface: str) -> dict | None:
@@ -273,6 +266,10 @@ async def preflight(compiled: CompiledProfile, options: Any, bursts: bool = True
         dut_checks,
         *pick_dut(options.dut_netns, options.dut_ssh, compiled.dut_netns, compiled.dut_ssh),
     )
+    if compiled.flows:  # socket flows: each host pair's path through the DUT
+        from tgen_tui.engine.flowcheck import flow_checks
+
+        checks += await trio.to_thread.run_sync(flow_checks, compiled, ports)
     if bursts and all(c.ok for c in checks) and compiled.streams:
         neigh, problems = await trio.to_thread.run_sync(resolve_all, compiled, ports)
         if not problems:
