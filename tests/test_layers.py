@@ -81,3 +81,45 @@ def test_no_engine_module_over_450_lines():
         if (n := len(path.read_text().splitlines())) > MAX_ENGINE_MODULE_LINES
     ]
     assert not over, f"engine modules over {MAX_ENGINE_MODULE_LINES} lines:\n" + "\n".join(over)
+
+
+#: what only the trio supervisor may do in engine/: start processes and threads
+FORBIDDEN_IN_ENGINE = {
+    ("threading", "Thread"),
+    ("subprocess", "Popen"),
+    ("subprocess", "run"),
+    ("subprocess", "call"),
+    ("subprocess", "check_call"),
+    ("subprocess", "check_output"),
+    ("os", "fork"),
+    ("os", "system"),
+    ("os", "popen"),
+}
+
+
+def spawns_outside_trio(paths) -> list[str]:
+    """Calls that start a thread or a process other than through trio (its supervisor
+    opens worker processes with trio.lowlevel.open_process; blocking reads go through
+    trio.to_thread)."""
+    found = []
+    for path in paths:
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                mods = (
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+                )
+                if any((m or "").split(".")[0] in ("multiprocessing", "concurrent") for m in mods):
+                    found.append(f"{path.name}:{node.lineno} imports {mods}")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                base = node.func.value
+                if isinstance(base, ast.Name) and (base.id, node.func.attr) in FORBIDDEN_IN_ENGINE:
+                    found.append(f"{path.name}:{node.lineno} {base.id}.{node.func.attr}")
+    return found
+
+
+def test_the_engine_starts_no_thread_or_process_outside_the_trio_supervisor(tmp_path):
+    assert spawns_outside_trio(sorted((PKG / "engine").rglob("*.py"))) == []
+    bad = tmp_path / "bad.py"
+    bad.write_text("import subprocess, threading\nsubprocess.Popen(['x'])\nthreading.Thread()\n")
+    assert len(spawns_outside_trio([bad])) == 2  # the check itself finds them

@@ -23,8 +23,23 @@ def test_operstate_rules():
     assert link_state_of(IFF_UP | IFF_LOWER_UP, 2) == "down"
 
 
+def iproute2_state(netns: str, interface: str) -> str:
+    """The independent reading: ``ip -o link show`` (what iproute2 prints)."""
+    out = subprocess.run(
+        ["ip", "-n", netns, "-o", "link", "show", "dev", interface],
+        capture_output=True,
+        text=True,
+        timeout=5,
+    ).stdout
+    if not out:
+        return "missing"
+    if "NO-CARRIER" in out or "state LOWERLAYERDOWN" in out or "state DOWN" in out:
+        return "down"
+    return "up" if "state UP" in out or ("LOWER_UP" in out and ",UP" in out) else "down"
+
+
 def _both(ns: str, ifname: str) -> tuple[str, str]:
-    return InterfaceProbe.link_state(ns, ifname), InterfaceProbe.link_state_ip(ns, ifname)
+    return InterfaceProbe.link_state(ns, ifname), iproute2_state(ns, ifname)
 
 
 def test_netlink_and_iproute2_agree_on_a_real_veth(direct_lab):
@@ -36,4 +51,17 @@ def test_netlink_and_iproute2_agree_on_a_real_veth(direct_lab):
         assert _both(ns, "p0") == ("down", "down")  # its peer is down: no carrier
     finally:
         subprocess.run(["ip", "-n", ns, "link", "set", "p1", "up"], check=True)
-    assert InterfaceProbe.link_state(ns, "nope0") == "missing"
+    assert InterfaceProbe.link_state(ns, "nope0") == "missing" == iproute2_state(ns, "nope0")
+
+
+def test_link_info_reads_mtu_and_flags_as_iproute2(direct_lab):
+    from tgen_tui.engine.probes import link_info
+
+    ns = f"{direct_lab}-tester"
+    subprocess.run(["ip", "-n", ns, "link", "set", "p0", "mtu", "1400"], check=True)
+    try:
+        info = link_info(ns, "p0")
+        assert info is not None and info["mtu"] == 1400 and info["operstate"] == "UP"
+        assert "LOWER_UP" in info["flags"] and "UP" in info["flags"]
+    finally:
+        subprocess.run(["ip", "-n", ns, "link", "set", "p0", "mtu", "1500"], check=True)

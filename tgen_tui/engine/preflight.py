@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import json
 import os
 import shutil
-import subprocess
 import tempfile
 from typing import Any
 
@@ -39,16 +37,13 @@ BURST_PPS = 200.0
 
 
 def _link(netns: str | None, interface: str) -> dict | None:
-    cmd = ["ip", *(["-n", netns] if netns else []), "-j", "link", "show", "dev", interface]
+    """operstate, flags and MTU of an interface (rtnetlink); None when it is not there."""
+    from tgen_tui.engine.probes import link_info
+
     try:
-        cp = subprocess.run(cmd, capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
+        return link_info(netns, interface)
+    except OSError:  # no such namespace
         return None
-    try:
-        data = json.loads(cp.stdout or "[]")
-    except ValueError:
-        return None
-    return data[0] if data else None
 
 
 def port_checks(compiled: CompiledProfile, ports: list[str]) -> list[Check]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import socket
 import struct
-import subprocess
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -61,31 +60,14 @@ class InterfaceProbe:
     def link_state(netns: str | None, interface: str) -> str:
         """ "up", "down" or "missing", from rtnetlink on a socket kept per namespace (no
         process: forking ``ip`` from the console's process every second cost more CPU than
-        the reading); iproute2 is the fallback."""
+        the reading); "unknown" when netlink cannot be asked."""
         try:
-            return _netlink_link_state(netns, interface)
+            info = link_info(netns, interface)
         except OSError:
-            return InterfaceProbe.link_state_ip(netns, interface)
-
-    @staticmethod
-    def link_state_ip(netns: str | None, interface: str) -> str:
-        """operstate via iproute2 (the fallback of :meth:`link_state`)."""
-        cmd = ["ip", "-o", "link", "show", "dev", interface]
-        if netns:
-            cmd = ["ip", "-n", netns, "-o", "link", "show", "dev", interface]
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=2).stdout
-        except (OSError, subprocess.TimeoutExpired):
             return "unknown"
-        if not out:
+        if info is None:
             return "missing"
-        if "NO-CARRIER" in out or "state LOWERLAYERDOWN" in out:  # e.g. a veth whose peer is down
-            return "down"
-        if "state UP" in out or ("LOWER_UP" in out and ",UP" in out):
-            return "up"
-        if "state DOWN" in out:
-            return "down"
-        return "up" if ",UP" in out else "down"
+        return link_state_of(info["flags_word"], info["operstate_code"])
 
     def close(self) -> None:
         with self._lock:
@@ -112,9 +94,15 @@ def link_state_of(flags: int, operstate: int | None) -> str:
     return "down"
 
 
-def _netlink_link_state(netns: str | None, interface: str, again: bool = True) -> str:
-    """The state from the namespace's kept socket; "missing" is asked once more on a new
-    socket (a namespace deleted and made again under the same name keeps the old one)."""
+OPERSTATES = ("UNKNOWN", "NOTPRESENT", "DOWN", "LOWERLAYERDOWN", "TESTING", "DORMANT", "UP")
+IFLA_MTU = 4
+
+
+def link_info(netns: str | None, interface: str, again: bool = True) -> dict | None:
+    """An interface as iproute2 shows it (``operstate``, ``flags``, ``mtu``), from the
+    namespace's kept rtnetlink socket; None: no such interface. "Missing" is asked once
+    more on a new socket (a namespace deleted and made again under the same name keeps
+    the old one)."""
     from tgen_tui.dut.netlink import Dumper, attrs, cstr
 
     with _LINK_LOCK:
@@ -130,18 +118,32 @@ def _netlink_link_state(netns: str | None, interface: str, again: bool = True) -
     for typ, body in msgs:
         if typ != RTM_NEWLINK or len(body) < IFINFO.size:
             continue
-        flags = IFINFO.unpack_from(body)[3]
         a = attrs(body, IFINFO.size)
         if cstr(a.get(IFLA_IFNAME)) == interface:
-            op = a.get(IFLA_OPERSTATE)
-            return link_state_of(flags, op[0] if op else None)
+            return _link_fields(IFINFO.unpack_from(body)[3], a)
     if again:
         with _LINK_LOCK:
             stale = _LINK_SOCKETS.pop(netns, None)
         if stale is not None:
             stale.close()
-        return _netlink_link_state(netns, interface, again=False)
-    return "missing"
+        return link_info(netns, interface, again=False)
+    return None
+
+
+def _link_fields(flags: int, a: dict[int, bytes]) -> dict:
+    op = a.get(IFLA_OPERSTATE)
+    code = op[0] if op else None
+    names = [n for bit, n in ((IFF_UP, "UP"), (IFF_LOWER_UP, "LOWER_UP")) if flags & bit]
+    if flags & IFF_UP and not flags & IFF_LOWER_UP:
+        names.insert(0, "NO-CARRIER")  # as iproute2 prints it
+    mtu = a.get(IFLA_MTU)
+    return {
+        "operstate": OPERSTATES[code] if code is not None and code < len(OPERSTATES) else "UNKNOWN",
+        "operstate_code": code,
+        "flags": names,
+        "flags_word": flags,
+        "mtu": struct.unpack("=I", mtu[:4])[0] if mtu else 0,
+    }
 
 
 class CpuProbe:
