@@ -4,9 +4,8 @@ the DUT, before a test counts on it.
 For a TCP flow a connection is opened from the sending host to a listener on the
 receiving host (on a free port: the flow's own port may be in use by a run) and closed;
 for a UDP flow one datagram goes across and must arrive. Each host pair and protocol is
-checked once. Blocking; sockets are made in the hosts' namespaces by threads of their own
-(:func:`tgen_tui.worker.netns.in_thread_netns`), so this process's namespace is never
-touched.
+checked once. Blocking (the preflight runs it in a trio worker thread, which enters each
+host's namespace to make a socket there and comes back: :func:`tgen_tui.worker.netns.netns`).
 """
 
 from __future__ import annotations
@@ -24,9 +23,10 @@ T = TypeVar("T")
 
 
 def _in(ns: str | None, fn: Callable[[], T]) -> T:
-    from tgen_tui.worker.netns import in_thread_netns
+    from tgen_tui.worker.netns import netns
 
-    return in_thread_netns(ns, fn) if ns else fn()
+    with netns(ns):
+        return fn()
 
 
 def _socket(ns: str | None, kind: int, ip: str) -> socket.socket:
