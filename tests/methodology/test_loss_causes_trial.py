@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tgen_tui.methodology.drops import drops_summary, drops_table, unexplained_total
-from tgen_tui.methodology.trial import TrialRunner
+from tgen_tui.methodology.kit.drops import drops_summary, drops_table, unexplained_total
+from tgen_tui.methodology.kit.trial import TrialRunner
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
 

@@ -7,16 +7,16 @@ import pytest
 import trio
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.methodology.mlr.goals import PRESETS, Goal, goals_for, parse_goal, quick
-from tgen_tui.methodology.mlr.search import (
+from tgen_tui.methodology.kit.search import binary_search
+from tgen_tui.methodology.kit.sim import RateDut
+from tgen_tui.methodology.procedures.mlr.goals import PRESETS, Goal, goals_for, parse_goal, quick
+from tgen_tui.methodology.procedures.mlr.search import (
     MAX_LOAD_PASSED,
     NO_LOAD_PASSED,
     loss_ratio,
     mlr_search,
 )
-from tgen_tui.methodology.mlr.sim import CurveDut
-from tgen_tui.methodology.search import binary_search
-from tgen_tui.methodology.sim import RateDut
+from tgen_tui.methodology.procedures.mlr.sim import CurveDut
 
 CAP = 40_000.0
 

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 import trio
 
-from tgen_tui.methodology.procedures import (
-    capacity_search,
-    frame_loss,
+from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.methodology.kit.search import (
+    RepeatedSearch,
+    SearchResult,
+    binary_search,
+    repeated_search,
+)
+from tgen_tui.methodology.kit.sim import RateDut, TableDut
+from tgen_tui.methodology.kit.stats import nearest_rank, summary
+from tgen_tui.methodology.kit.verdict import LossTolerance, judge
+from tgen_tui.methodology.procedures.rfc2544.latency import (
     pdv_ns,
     penalty_ns,
-    relative_scaleup,
     tl_wcl_from_percentiles,
     tl_wcl_from_sample,
 )
-from tgen_tui.methodology.search import (
-    LossTolerance,
-    RepeatedSearch,
-    SearchResult,
-    TrialResult,
-    binary_search,
-    judge,
-    repeated_search,
-)
-from tgen_tui.methodology.sim import RateDut, TableDut
-from tgen_tui.methodology.stats import nearest_rank, summary
+from tgen_tui.methodology.procedures.rfc2544.loss import frame_loss
+from tgen_tui.methodology.procedures.rfc9693.capacity import capacity_search
+from tgen_tui.methodology.procedures.scaleup.run import relative_scaleup
 
 
 def search(dut, max_rate, error, **kw) -> SearchResult:

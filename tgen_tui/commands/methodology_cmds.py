@@ -1,7 +1,7 @@
 """``tgen rfc2544 …``, ``tgen rfc9693 …`` and ``tgen scaleup …``: the test methodology.
 
 Each verb parses its options (METHODOLOGY.md's defaults), runs the procedure of
-:mod:`tgen_tui.methodology.run` under trio, and writes the report three ways: JSON with
+:mod:`tgen_tui.methodology.registry` under trio, and writes the report three ways: JSON with
 every trial (``--json``), Markdown and CSV tables laid out like USERS.md §1 (``--md``,
 ``--csv``), and plots in the terminal and as SVG/PNG files (``--plots DIR``). Ctrl-C or
 SIGTERM ends the run cleanly and the report keeps every trial so far, marked partial.
@@ -408,7 +408,7 @@ def _dur(text: str, what: str) -> float:
 
 
 def _loss_tol(text: str | None):
-    from tgen_tui.methodology.search import LossTolerance
+    from tgen_tui.methodology.kit.verdict import LossTolerance
 
     t = (text or "0").strip()
     try:
@@ -428,7 +428,7 @@ def _loss_tol(text: str | None):
 
 
 def _sizes(text: str | None) -> list[int] | None:
-    from tgen_tui.methodology.run import RFC2544_SIZES
+    from tgen_tui.methodology.kit.params import RFC2544_SIZES
 
     if not text:
         return None
@@ -445,7 +445,7 @@ def _sizes(text: str | None) -> list[int] | None:
 
 
 def params_from_args(args: argparse.Namespace):
-    from tgen_tui.methodology.run import Params
+    from tgen_tui.methodology.kit.params import Params
 
     quick = args.quick
     duration = args.duration or ("2s" if quick else getattr(args, "default_duration", "60s"))
@@ -534,9 +534,8 @@ def _execute(state, args) -> tuple[dict, str | None]:
     report (partial when a signal ended it) and the signal's name."""
     import trio
 
-    from tgen_tui.methodology.documents import build_document
-    from tgen_tui.methodology.progress import Progress
-    from tgen_tui.methodology.registry import procedure
+    from tgen_tui.methodology.kit.progress import Progress
+    from tgen_tui.methodology.registry import build_document, procedure
 
     nd = _open_out(args.ndjson)
     state.progress = Progress(1, ndjson=nd, quiet=args.quiet)
@@ -581,7 +580,7 @@ def cmd_method(args: argparse.Namespace) -> int:
 def run_procedure(args: argparse.Namespace, test: str, params, **body) -> int:
     """Every methodology verb's run: root, --preflight and the DUT hooks, the procedure
     (with ``body`` in its state), the report, the exit code."""
-    from tgen_tui.methodology.run import RunState
+    from tgen_tui.methodology.kit.state import RunState
 
     _need_root(f"tgen {test.replace('-', ' ')}")
     _preflight_and_hooks(args, params)
@@ -628,14 +627,14 @@ def _exit(sig: str | None) -> int:
 
 
 def _finish(args: argparse.Namespace, doc: dict, state) -> None:
-    from tgen_tui.methodology import output
-    from tgen_tui.methodology.report import write_tables
+    from tgen_tui.methodology import registry
+    from tgen_tui.methodology.kit.tables import write_tables
 
-    text = output.render(doc)
-    plots_text, plot_files = output.plots(doc, args.plots, args.plot_format)
+    text = registry.render(doc)
+    plots_text, plot_files = registry.plots(doc, args.plots, args.plot_format)
     if args.json:
         write_json_output(args.json, doc)
-    write_tables(args.md, args.csv, output.tables(doc))
+    write_tables(args.md, args.csv, registry.tables(doc))
     if not args.quiet:
         out = sys.stderr if args.json == "-" or args.ndjson == "-" else sys.stdout
         print(text, file=out)
@@ -648,7 +647,7 @@ def _finish(args: argparse.Namespace, doc: dict, state) -> None:
 
 def _store(args: argparse.Namespace, doc: dict, state) -> None:
     """Record the run in the results store (tgen_tui.results), with every trial."""
-    from tgen_tui.methodology.documents import flat_trials
+    from tgen_tui.methodology.registry import flat_trials
     from tgen_tui.results.record import record_from_args
 
     params = {k: v for k, v in (doc.get("parameters") or {}).items() if k != "profile"}
@@ -656,7 +655,7 @@ def _store(args: argparse.Namespace, doc: dict, state) -> None:
 
 
 def cmd_scaleup(args: argparse.Namespace) -> int:
-    from tgen_tui.methodology.run import RunState
+    from tgen_tui.methodology.kit.state import RunState
 
     try:
         counts = sorted({int(x) for x in args.core_counts.split(",") if x.strip()})

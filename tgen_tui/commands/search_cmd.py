@@ -92,8 +92,8 @@ UNUSED = (
 
 
 def config_from_args(args: argparse.Namespace):
-    from tgen_tui.methodology.mlr.goals import PRESETS, _ratio, goals_for, quick
-    from tgen_tui.methodology.mlr.procedure import SearchConfig
+    from tgen_tui.methodology.procedures.mlr.goals import PRESETS, _ratio, goals_for, quick
+    from tgen_tui.methodology.procedures.mlr.run import SearchConfig
 
     for attr, opt in UNUSED:
         if getattr(args, attr, None) is not None:

@@ -208,7 +208,7 @@ def parse_trial(d: dict | BaseModel) -> Doc:
 
 
 class Summary(Part):
-    """``methodology.stats.summary``: n, median, min, max (p1, p99 from 10 values)."""
+    """``methodology.kit.stats.summary``: n, median, min, max (p1, p99 from 10 values)."""
 
     n: int = 0
     median: Num | None = None
@@ -227,7 +227,7 @@ class SearchSummary(Summary):
 
 
 class Search(Part):
-    """One binary search (methodology.search.SearchResult.to_dict)."""
+    """One binary search (methodology.kit.search.SearchResult)."""
 
     l_pps: Num
     h_pps: Num | None = None
@@ -455,7 +455,7 @@ class SweepRow(Part):
 
 
 class SweepReport(Report):
-    """``tgen sweep``: throughput and connection rate against sessions (methodology.sweep)."""
+    """``tgen sweep``: throughput and connection rate against sessions (methodology.procedures.sweep)."""
 
     sweep: str = "sessions"
     sessions: list[int] = Field(default_factory=list)

@@ -74,7 +74,7 @@ def responder_profile(profile, spec: ResponderSpec):
             "port": spec.port,
             "rx_port": init["port"],
             "eth": {"src": spec.src_mac, "dst": spec.dst_mac},
-            "ipv4": {"src": _lowest(ip["dst"]), "dst": _lowest(ip["src"])},
+            "ipv4": {"src": lowest(ip["dst"]), "dst": lowest(ip["src"])},
             "udp": {"src_port": 7, "dst_port": 49184},
             "size": init.get("size", 64),
             "rate": {"pps": 1000},
@@ -95,7 +95,7 @@ def responder_program(compiled, table_path: str, order: str):
     return dataclasses.replace(compiled, streams=streams)
 
 
-def _lowest(v) -> str:
+def lowest(v) -> str:
     if isinstance(v, dict):
         return str(v.get("min", v.get("fixed")))
     return str(v)

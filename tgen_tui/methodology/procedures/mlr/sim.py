@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from tgen_tui.methodology.search import TrialResult
+from tgen_tui.methodology.kit.record import TrialResult
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.methodology.search import TrialResult
+from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.session.tcpsegments import (
     ETH_IP_TCP,
     HANDSHAKE,
@@ -32,7 +32,7 @@ def _l4(d: dict) -> dict:
 def phase_profile(prof, phase: str, spec, size: int):
     """A copy of ``prof`` whose only stream is ``phase``'s: the Initiator's (its first
     stream, as TCP) or the Responder's reply (placeholders: the learned table fills it)."""
-    from tgen_tui.methodology.phase2 import _lowest
+    from tgen_tui.methodology.procedures.rfc9693.phase2 import lowest
     from tgen_tui.profiles.revalidate import revalidate
 
     flags, seq, ack = segment(phase, size - 4 - ETH_IP_TCP)
@@ -49,7 +49,7 @@ def phase_profile(prof, phase: str, spec, size: int):
                 "port": spec.port,
                 "rx_port": init["port"],
                 "eth": {"src": spec.src_mac, "dst": spec.dst_mac},
-                "ipv4": {"src": _lowest(ip["dst"]), "dst": _lowest(ip["src"])},
+                "ipv4": {"src": lowest(ip["dst"]), "dst": lowest(ip["src"])},
                 "tcp": {"src_port": 7, "dst_port": 49184},
             }
         else:
@@ -77,8 +77,8 @@ class TcpRunners:
 
 
 def tcp_setup(state, prof, runner, spec, teardown: str) -> TcpRunners:
-    """The runners of every phase (``spec``: the Responder, methodology.phase2)."""
-    from tgen_tui.methodology.trial import TrialRunner
+    """The runners of every phase (``spec``: the Responder, .phase2)."""
+    from tgen_tui.methodology.kit.trial import TrialRunner
     from tgen_tui.packets.compile import compile_profile, with_learned_table
     from tgen_tui.session.learned import new_table_path
 
@@ -184,7 +184,7 @@ async def tcp_trial(state, tr: TcpRunners, n: int, rate: float, kind: str) -> Tr
 def responder_spec(runner, prof):
     """The Responder (the port the Initiator's frames arrive at) and its MACs: from a
     stream the profile sends from that port, else from its veth into the DUT namespace."""
-    from tgen_tui.methodology.phase2 import ResponderSpec, veth_responder
+    from tgen_tui.methodology.procedures.rfc9693.phase2 import ResponderSpec, veth_responder
 
     ports = list(runner.compiled.ports)
     if len(ports) < 2:

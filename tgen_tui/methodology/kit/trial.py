@@ -23,9 +23,10 @@ from typing import Any
 
 import trio
 
-from tgen_tui.methodology.drops import trial_fields
-from tgen_tui.methodology.dut import DutControl
-from tgen_tui.methodology.search import LossTolerance, TrialResult, judge
+from tgen_tui.methodology.kit.drops import trial_fields
+from tgen_tui.methodology.kit.dut import DutControl
+from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.methodology.kit.verdict import LossTolerance, judge
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import StreamProgram
 from tgen_tui.session.batch import scaled_programs

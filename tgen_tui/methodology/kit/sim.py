@@ -11,7 +11,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from tgen_tui.methodology.search import LossTolerance, TrialResult, judge
+from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.methodology.kit.verdict import LossTolerance, judge
 
 
 @dataclass

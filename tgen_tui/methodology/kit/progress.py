@@ -8,7 +8,7 @@ import sys
 import time
 from typing import TextIO
 
-from tgen_tui.methodology.search import TrialResult
+from tgen_tui.methodology.kit.record import TrialResult
 
 
 class Progress:

@@ -13,91 +13,13 @@ tests and the real lab run the same code.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-from tgen_tui.methodology.stats import summary
+from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.methodology.kit.stats import summary
 
 #: trial kinds: the upper-bound check, a halving step, the full-length confirmation
 KINDS = ("upper_bound", "search", "confirm")
-
-
-@dataclass
-class TrialResult:
-    """One trial: what was asked, what the sender did, what arrived, and the verdict."""
-
-    rate_pps: float  # requested rate (per direction, or connections/s for stateful trials)
-    kind: str = "search"
-    passed: bool = False
-    valid: bool = True  # False: the sender fell behind (sending took > duration × (1 + tol))
-    reason: str = ""  # why it failed, in words ("lost 3 frames", "invalid: sender late ...")
-    duration_s: float = 0.0
-    tx_frames: int = 0
-    rx_frames: int = 0
-    lost: int = 0
-    achieved_pps: float = 0.0
-    send_time_s: float | None = None
-    stopped_early: bool = False
-    extra: dict = field(default_factory=dict)  # per-stream counts, latency, conntrack, ...
-
-    @property
-    def loss_pct(self) -> float:
-        return 100.0 * self.lost / self.tx_frames if self.tx_frames else 0.0
-
-    @property
-    def verdict(self) -> str:
-        if self.passed:
-            return "pass"
-        return "invalid" if not self.valid else "fail"
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["verdict"] = self.verdict
-        d["loss_pct"] = self.loss_pct
-        return d
-
-
-@dataclass(frozen=True)
-class LossTolerance:
-    """Frames a passing trial may lose: 0 by default (RFC 2544); a non-zero tolerance is a
-    deviation and the report says so. ``frames`` is absolute, ``percent`` of frames sent."""
-
-    frames: int = 0
-    percent: float = 0.0
-
-    @property
-    def is_zero(self) -> bool:
-        return self.frames == 0 and self.percent == 0.0
-
-    def allows(self, lost: int, sent: int) -> bool:
-        if self.frames:
-            return lost <= self.frames
-        if self.percent:
-            return sent > 0 and 100.0 * lost / sent <= self.percent
-        return lost == 0
-
-    def text(self) -> str:
-        if self.is_zero:
-            return "0 frames"
-        return f"{self.frames} frames" if self.frames else f"{self.percent:g} %"
-
-
-def judge(t: TrialResult, tol: LossTolerance = LossTolerance()) -> TrialResult:
-    """Set ``passed`` and ``reason``: invalid trials fail; otherwise loss within ``tol``."""
-    if not t.valid:
-        t.passed = False
-        t.reason = t.reason or "invalid: the sender fell behind"
-        if not t.reason.startswith("invalid"):
-            t.reason = "invalid: " + t.reason
-        return t
-    if t.tx_frames == 0:
-        t.passed, t.reason = False, "nothing was sent"
-        return t
-    ok = tol.allows(t.lost, t.tx_frames)
-    t.passed = ok and not t.reason
-    if not ok and not t.reason:
-        t.reason = f"lost {t.lost:,} of {t.tx_frames:,} frames"
-    return t
-
 
 TrialFn = Callable[[float, str], Awaitable[TrialResult]]
 ProgressFn = Callable[["SearchResult", TrialResult], None]

@@ -9,11 +9,20 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from tgen_tui.methodology import run as R
-from tgen_tui.methodology.mlr.goals import Goal
-from tgen_tui.methodology.mlr.search import MlrResult, mlr_search
-from tgen_tui.methodology.search import LossTolerance, TrialResult
-from tgen_tui.methodology.trial import TrialRunner
+from tgen_tui.methodology.kit.params import Params
+from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.methodology.kit.setup import (
+    frame_sizes_of,
+    load,
+    make_runner,
+    max_rate_for,
+    preflight,
+)
+from tgen_tui.methodology.kit.state import RunState
+from tgen_tui.methodology.kit.trial import TrialRunner, select_streams
+from tgen_tui.methodology.kit.verdict import LossTolerance
+from tgen_tui.methodology.procedures.mlr.goals import Goal
+from tgen_tui.methodology.procedures.mlr.search import MlrResult, mlr_search
 
 LADDER_PCTS = (10.0, 50.0, 90.0)
 
@@ -32,12 +41,12 @@ class SearchConfig:
     dut_drops: dict = field(default_factory=dict)  # issue 20's loss attribution, when it lands
 
 
-def max_load_for(params: R.Params, compiled, size: int) -> tuple[float, str]:
+def max_load_for(params: Params, compiled, size: int) -> tuple[float, str]:
     """Max Load: --max-rate, else the send rate ``tgen calibrate`` measured for the first
     port (this host, its driver), else the port's line rate at the frame size."""
     if params.max_rate:
         return float(params.max_rate), "--max-rate"
-    groups = R.select_streams(compiled, params.direction)
+    groups = select_streams(compiled, params.direction)
     port = compiled.ports[next(iter(groups.values()))[0].port]
     try:
         from tgen_tui.calibrate import cache, iface
@@ -53,7 +62,7 @@ def max_load_for(params: R.Params, compiled, size: int) -> tuple[float, str]:
                 return kpps * 1000.0, f"tgen calibrate ({entry['choice']['tx_path']}, {drv})"
     except (OSError, ValueError, KeyError, AttributeError):
         pass
-    return R.max_rate_for(params, compiled, size), "the port's line rate"
+    return max_rate_for(params, compiled, size), "the port's line rate"
 
 
 def direction_counts(runner: TrialRunner, t: TrialResult, load: float, d: float) -> dict:
@@ -81,7 +90,7 @@ def direction_counts(runner: TrialRunner, t: TrialResult, load: float, d: float)
     return out
 
 
-def _deviations(state: R.RunState, cfg: SearchConfig, factor: int) -> list[str]:
+def _deviations(state: RunState, cfg: SearchConfig, factor: int) -> list[str]:
     p = state.params
     out = []
     if cfg.quick_text:
@@ -125,18 +134,18 @@ def _deviations(state: R.RunState, cfg: SearchConfig, factor: int) -> list[str]:
     return out
 
 
-async def run_search(state: R.RunState) -> None:
+async def run_search(state: RunState) -> None:
     p = state.params
     cfg: SearchConfig = state.body["config"]
-    prof = R.load(p)
-    size = R.frame_sizes_of(p, prof)[0]
-    runner, compiled = R.make_runner(p, prof, size)
+    prof = load(p)
+    size = frame_sizes_of(p, prof)[0]
+    runner, compiled = make_runner(p, prof, size)
     top = max(g.loss_ratio for g in cfg.goals)
     runner.loss_tolerance = LossTolerance(percent=100 * top) if top else LossTolerance()
     longest = max(g.final_trial_duration_s for g in cfg.goals)
     state.params = dataclasses.replace(p, quick=False, search_duration_s=None)
     try:
-        R.preflight(state, prof, compiled, longest + p.timeout_s)
+        preflight(state, prof, compiled, longest + p.timeout_s)
     finally:
         state.params = p
     max_load, source = max_load_for(p, compiled, size)
@@ -185,7 +194,7 @@ async def run_search(state: R.RunState) -> None:
         await _ladder(state, runner, res, cfg)
 
 
-async def _ladder(state: R.RunState, runner: TrialRunner, res: MlrResult, cfg: SearchConfig):
+async def _ladder(state: RunState, runner: TrialRunner, res: MlrResult, cfg: SearchConfig):
     """Latency at a low rate and at 10, 50 and 90 % of each PDR (each goal with a loss
     ratio above 0 and a conditional throughput; every goal's when none has)."""
     outs = [o for o in res.outcomes if o.conditional_throughput_pps]

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import trio
 
-from tgen_tui.methodology.mlr.goals import Goal
-from tgen_tui.methodology.search import TrialResult
+from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.methodology.procedures.mlr.goals import Goal
 
 TrialFn = Callable[[float, float], Awaitable[TrialResult]]
 OnTrial = Callable[[TrialResult], None]

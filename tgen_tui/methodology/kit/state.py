@@ -1,0 +1,39 @@
+"""What a methodology run has produced so far (:class:`RunState`): the report is built
+from it, also after Ctrl-C, so an interrupted run still reports every trial so far."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from tgen_tui.methodology.kit.params import Params
+from tgen_tui.methodology.kit.progress import Progress
+from tgen_tui.methodology.kit.record import TrialResult
+
+
+@dataclass
+class RunState:
+    """What a run has produced so far: the report is built from it even after Ctrl-C."""
+
+    test: str
+    params: Params
+    progress: Progress | None = None
+    profile_doc: dict = field(default_factory=dict)
+    dut_settings: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    deviations: list[str] = field(default_factory=list)
+    body: dict = field(default_factory=dict)  # the verb's own results
+    latency_sources: set = field(default_factory=set)  # "kernel"/"signature" of the trials
+    started: float = field(default_factory=time.time)
+    finished: float | None = None  # set when a run inside a larger one (scale-up) ends
+
+    def trial_done(self, t: TrialResult, **ctx) -> None:
+        for s in (t.extra.get("streams") or {}).values():
+            if (s.get("latency_ns") or {}).get("p50") is not None and s.get("latency_source"):
+                self.latency_sources.add(s["latency_source"])
+        if self.progress:
+            self.progress.trial(t, **ctx)
+
+    def note(self, text: str) -> None:
+        if self.progress:
+            self.progress.note(text)

@@ -1,0 +1,41 @@
+"""The sweep's table and its plot of both rates against the sessions."""
+
+from __future__ import annotations
+
+from tgen_tui.methodology.kit.procedure import PathFn, Table
+from tgen_tui.results.plot import chart
+
+
+def sweep_tables(doc: dict) -> list[Table]:
+    rows = doc.get("rows", [])
+    return [
+        (
+            "Session-scale sweep",
+            "sessions",
+            [r["sessions"] for r in rows],
+            [
+                ("connection rate, l (conn/s)", [r.get("cps") for r in rows]),
+                ("throughput, l (fps)", [r.get("throughput") for r in rows]),
+                ("entries opened by the fill", [r.get("filled") for r in rows]),
+                ("conntrack after the throughput search", [r.get("conntrack_after") for r in rows]),
+            ],
+        )
+    ]
+
+
+def sweep_plots(doc: dict, path: PathFn) -> list[str]:
+    rows = doc.get("rows", [])
+    x = [r["sessions"] for r in rows]
+    return [
+        chart(
+            "Connection rate and throughput against sessions",
+            "sessions",
+            "per second",
+            [
+                ("conn/s", x, [r.get("cps") or 0 for r in rows]),
+                ("fps", x, [r.get("throughput") or 0 for r in rows]),
+            ],
+            kind="line",
+            path=path("sweep_sessions"),
+        )
+    ]
