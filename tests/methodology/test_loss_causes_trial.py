@@ -31,17 +31,17 @@ def test_a_trial_records_its_loss_causes_and_drops(dropping_lab) -> None:
 
     t = trio.run(one)
     assert t.lost > 50  # 2 % of 8,000
-    (cause,) = t.extra["loss_causes"]["up"]
-    assert cause["cause"] == "nft_rule_drop" and cause["where"] == "dut"
-    assert cause["frames"] >= 0.99 * t.lost and t.extra["loss_unexplained"]["up"] <= 0.01 * t.lost
-    rule = next(r for r in t.extra["drops"] if r["cause"] == "nft_rule_drop")
-    assert rule["matched"] == cause["frames"] and rule["frames"] == rule["matched"] + rule["excess"]
+    (cause,) = t.extra.loss_causes["up"]
+    assert cause.cause == "nft_rule_drop" and cause.where == "dut"
+    assert cause.frames >= 0.99 * t.lost and t.extra.loss_unexplained["up"] <= 0.01 * t.lost
+    rule = next(r for r in t.extra.drops if r.cause == "nft_rule_drop")
+    assert rule.matched == cause.frames and rule.frames == rule.matched + rule.excess
     doc = {
-        "drops": drops_summary([t.to_dict()]),
-        "loss_unexplained": unexplained_total([t.to_dict()]),
+        "drops": drops_summary([t.to_doc()]),
+        "loss_unexplained": unexplained_total([t.to_doc()]),
     }
     ((title, header, cols, rows),) = drops_table(doc)
-    assert rows[0][0] == f"dut: {rule['counter']}" and rows[0][1][0] == rule["frames"]
+    assert rows[0][0] == f"dut: {rule.counter}" and rows[0][1][0] == rule.frames
 
 
 def test_drops_summary_sums_per_interface_and_counter() -> None:

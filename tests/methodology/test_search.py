@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import trio
 
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.search import (
     RepeatedSearch,
     SearchResult,
@@ -23,6 +22,7 @@ from tgen_tui.methodology.procedures.rfc2544.latency import (
 from tgen_tui.methodology.procedures.rfc2544.loss import frame_loss
 from tgen_tui.methodology.procedures.rfc9693.capacity import capacity_search
 from tgen_tui.methodology.procedures.scaleup.run import relative_scaleup
+from tgen_tui.results.models import Trial
 
 
 def search(dut, max_rate, error, **kw) -> SearchResult:
@@ -79,11 +79,11 @@ def test_one_lost_frame_fails_a_trial():
 
 
 def test_loss_tolerance_is_applied_when_set():
-    t = TrialResult(rate_pps=1000, tx_frames=1000, rx_frames=999, lost=1)
+    t = Trial(rate_pps=1000, tx_frames=1000, rx_frames=999, lost=1)
     assert not judge(t).passed
-    t2 = TrialResult(rate_pps=1000, tx_frames=1000, rx_frames=999, lost=1)
+    t2 = Trial(rate_pps=1000, tx_frames=1000, rx_frames=999, lost=1)
     assert judge(t2, LossTolerance(frames=1)).passed
-    t3 = TrialResult(rate_pps=1000, tx_frames=1000, rx_frames=980, lost=20)
+    t3 = Trial(rate_pps=1000, tx_frames=1000, rx_frames=980, lost=20)
     assert not judge(t3, LossTolerance(percent=1.0)).passed
 
 
@@ -95,7 +95,7 @@ def test_late_trial_is_invalid_and_counts_as_failed():
     r = search(dut, 100_000, 1000)
     assert r.l_pps <= 70_000 < r.h_pps
     assert any(t.verdict == "invalid" for t in r.trials)
-    assert all(t.to_dict()["verdict"] in ("pass", "fail", "invalid") for t in r.trials)
+    assert all(t.to_doc()["verdict"] in ("pass", "fail", "invalid") for t in r.trials)
 
 
 def test_every_trial_records_requested_and_achieved_rates_and_counts():

@@ -8,12 +8,12 @@ import pytest
 from tgen_tui.methodology import registry
 from tgen_tui.methodology.kit import setup
 from tgen_tui.methodology.kit.params import Params
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.search import RepeatedSearch, SearchResult
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.registry import render, tables
 from tgen_tui.packets.batch import BatchBuilder
 from tgen_tui.packets.compile import compile_profile
+from tgen_tui.results.models import Trial
 
 SIG = 12  # the signature (magic, stream, sequence, timestamp) ends every frame
 # Frames are compared without the signature and the UDP checksum: both carry the send
@@ -64,8 +64,8 @@ def test_document_and_tables_from_a_session():
     for lp in (49_000, 50_000):
         s = SearchResult(max_rate=100_000, error=1000, l_pps=lp, h_pps=lp + 900, status="ok")
         s.trials = [
-            TrialResult(rate_pps=100_000, kind="upper_bound", tx_frames=10, rx_frames=5, lost=5),
-            TrialResult(rate_pps=lp, kind="confirm", passed=True, tx_frames=10, rx_frames=10),
+            Trial(rate_pps=100_000, kind="upper_bound", tx_frames=10, rx_frames=5, lost=5),
+            Trial(rate_pps=lp, kind="confirm", passed=True, tx_frames=10, rx_frames=10),
         ]
         s.confirmed = True
         rec.searches.append(s)
@@ -109,7 +109,7 @@ def _throughput_state(p, l_pps: float):
     ses.profile_doc = {"name": "lab", "hash": "abc", "seed": 1}
     rec = RepeatedSearch("throughput", "fps")
     s = SearchResult(max_rate=100_000, error=1000, l_pps=l_pps, h_pps=l_pps + 900, status="ok")
-    s.trials = [TrialResult(rate_pps=l_pps, kind="confirm", passed=True, tx_frames=9, rx_frames=9)]
+    s.trials = [Trial(rate_pps=l_pps, kind="confirm", passed=True, tx_frames=9, rx_frames=9)]
     rec.searches.append(s)
     ses.body["frame_sizes"] = [{"frame_size": 64, "max_rate": 1e5, "record": rec, "streams": []}]
     return ses

@@ -12,9 +12,18 @@ Imports: pydantic and the standard library only (``results`` sits beside ``fmt``
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    model_serializer,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -26,9 +35,10 @@ class Part(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    def to_doc(self) -> dict:
-        """The fields that were set, as plain Python data (JSON-serialisable)."""
-        return self.model_dump(exclude_unset=True)
+    def to_doc(self, **kw: Any) -> dict:
+        """The fields that were set, as plain Python data (JSON-serialisable); ``kw``:
+        model_dump's (``exclude``)."""
+        return self.model_dump(exclude_unset=True, **kw)
 
 
 class Doc(Part):
@@ -152,14 +162,179 @@ class RunResult(Doc):
 # ---------------------------------------------------------------- trials
 
 
-class Trial(Part):
-    """One trial of a procedure (methodology.search.TrialResult.to_dict)."""
+class StreamCounts(Part):
+    """One stream's counts in a trial (its final snapshot): frames due, sent, received."""
 
-    rate_pps: Num
+    requested_pps: Num | None = None
+    count: int = 0  # frames due (the schedule's count)
+    tx_frames: int = 0
+    rx_frames: int = 0
+    lost: int = 0
+    out_of_order: int = 0
+    duplicates: int = 0
+    latency_ns: Latency = Field(default_factory=Latency)
+    latency_source: str | None = None  # kernel | signature
+    latency_every: int | None = None
+
+
+class PortCounts(Part):
+    """One port's counts in a trial: the tester's and the interface's."""
+
+    tx_frames: int = 0
+    rx_frames: int = 0
+    if_tx_frames: int | None = None
+    if_rx_frames: int | None = None
+    rx_drops: int | None = None
+    late_max_ns: int | None = None  # the sender's worst lateness
+
+
+class ConntrackCounts(Part):
+    """The DUT's conntrack count before and after a trial (and the reset's time)."""
+
+    before: int | None = None
+    after: int | None = None
+    rise: int | None = None
+    reset_s: Num | None = None
+
+
+class ClearRecord(Part):
+    """The counters' clear in a latency trial (RFC 8219 delay): when, and what was lost
+    to it."""
+
+    at_s: Num
+    sent_before: int = 0
+    unobserved_frames_max: int = 0
+
+
+class DropCounter(Part):
+    """A drop counter that moved in a trial (methodology.kit.drops), or their sum."""
+
+    where: str
+    counter: str
+    cause: str | None = None
+    frames: int = 0
+    matched: int | None = None
+    excess: int | None = None
+    trials: int | None = None  # in a report's sum: the trials that recorded it
+
+
+class HookRun(Part):
+    """One run of a DUT hook (dut/hooks.py HookRecord.to_dict)."""
+
+    hook: str
+    command: str
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+    seconds: Num = 0.0
+    timed_out: bool = False
+    trial: int | None = None
+    ok: bool | None = None
+
+
+class LearnedTuples(Part):
+    """RFC 9693: the tuples the Responder's port learned in phase 1 (at most M)."""
+
+    tuples: int
+    max: int
+    port: str
+
+
+class DirectionCounts(Part):
+    """tgen search: one direction's intended, offered (sent) and received frames."""
+
+    intended_pps: Num
+    intended_frames: int
+    offered_frames: int
+    received_frames: int
+    offered_pps: Num | None = None
+    received_pps: Num | None = None
+    duplicates: int | None = None
+    out_of_order: int | None = None
+    sender_fell_behind: bool = False
+
+
+class TcpPhase(Part):
+    """--proto tcp: one batch of segments (syn, syn-ack, ack, ...)."""
+
+    tx: int
+    rx: int
+    passed: bool
+    learned: int | None = None  # syn: the tuples the Responder learned
+
+
+class TcpRecord(Part):
+    """--proto tcp: every batch of a trial and how the connections ended."""
+
+    phases: dict[str, TcpPhase] = Field(default_factory=dict)
+    teardown: str
+    packets_per_connection: int
+    frame_size: int
+
+
+class TrialExtra(Part):
+    """What a trial records beside its counts. Typed where the code reads it; a
+    procedure may add its own fields (they are kept, untyped). Only the fields that were
+    set are written."""
+
+    wall_start: Num | None = None  # time.time() at the trial's start (phase 2's D)
+    streams: dict[str, StreamCounts] | None = None  # the store's copy drops these
+    ports: dict[str, PortCounts] | None = None
+    sent_by_deadline: int | None = None
+    early_stop_at_s: Num | None = None
+    clear: ClearRecord | None = None
+    conntrack: ConntrackCounts | None = None
+    dut_hooks: list[HookRun] | None = None
+    retried: list[Trial] | None = None  # earlier attempts (without their streams)
+    learned_report: dict[str, dict[str, Any]] | None = None  # each learning port's worker
+    # loss attribution (methodology.kit.drops)
+    loss_causes: dict[str, list[LossCauseResult]] | None = None
+    loss_unexplained: dict[str, int] | None = None
+    drops: list[DropCounter] | None = None
+    # why a trial is invalid
+    host_backlog_drops: int | None = None
+    host_dropped: bool | None = None
+    sender_late_max_s: Num | None = None
+    sender_stalled: bool | None = None
+    # RFC 9693
+    connections: int | None = None
+    conntrack_rise: int | None = None
+    phase1_s: Num | None = None
+    learned: LearnedTuples | None = None
+    phase2: Phase2Trial | None = None
+    tcp: TcpRecord | None = None
+    tcp_established: int | None = None
+    tcp_states_after_handshake: dict[str, int] | None = None
+    tcp_states_after_teardown: dict[str, int] | None = None
+    # tgen search (RFC 9971)
+    loss_ratio: Num | None = None
+    directions: dict[str, DirectionCounts] | None = None
+    direction_streams: dict[str, list[str]] | None = None
+
+
+#: validation context of a stored document (parse_result, parse_trial): read as it is
+AS_STORED = "as_stored"
+STORED = {AS_STORED: True}
+
+#: the fields every trial record has (written even when they keep their defaults)
+TRIAL_FIELDS = (
+    "rate_pps", "kind", "passed", "valid", "reason", "duration_s", "tx_frames",
+    "rx_frames", "lost", "achieved_pps", "send_time_s", "stopped_early", "extra",
+)  # fmt: skip
+DERIVED = {"verdict", "loss_pct"}  # written with every trial made here, never read
+
+
+class Trial(Part):
+    """One trial: what was asked, what the sender did, what arrived, and the verdict.
+    The trial runner, the simulated DUTs and the procedures make and change these; the
+    reports and the store keep them as they are (``loss_pct`` and ``verdict`` are
+    derived, and written)."""
+
+    rate_pps: Num  # requested rate (per direction, or connections/s for stateful trials)
     kind: str = "search"
     passed: bool = False
-    valid: bool = True
-    reason: str = ""
+    valid: bool = True  # False: the sender fell behind (sending took > duration × (1 + tol))
+    reason: str = ""  # why it failed, in words ("lost 3 frames", "invalid: sender late ...")
     duration_s: Num = 0.0
     tx_frames: int = 0
     rx_frames: int = 0
@@ -167,9 +342,73 @@ class Trial(Part):
     achieved_pps: Num = 0.0
     send_time_s: Num | None = None
     stopped_early: bool = False
-    extra: dict[str, Any] = Field(default_factory=dict)
-    verdict: str | None = None
-    loss_pct: Num | None = None
+    extra: TrialExtra = Field(default_factory=TrialExtra)
+
+    _stored: bool = PrivateAttr(default=False)  # read from a store: written as it was read
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_in(cls, data: Any, info: ValidationInfo) -> Any:
+        # loss_pct and verdict are derived, not input (a stored trial keeps its copies)
+        stored = (info.context or {}).get(AS_STORED)
+        if isinstance(data, dict) and not stored and DERIVED & data.keys():
+            data = {k: v for k, v in data.items() if k not in DERIVED}
+        return data
+
+    @model_validator(mode="after")
+    def _always_written(self, info: ValidationInfo) -> Trial:
+        # a trial made here writes every field; a stored one the fields it had
+        if (info.context or {}).get(AS_STORED):
+            self._stored = True
+        else:
+            self.__pydantic_fields_set__.update(TRIAL_FIELDS)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _with_derived(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        d = handler(self)
+        if not self._stored:
+            d["verdict"], d["loss_pct"] = self.verdict, self.loss_pct
+        return d
+
+    @property
+    def verdict(self) -> str:
+        """pass, fail, or invalid (the sender fell behind: failed, and said so); a stored
+        trial's as it was stored."""
+        if self._stored and "verdict" in (self.__pydantic_extra__ or {}):
+            return str(self.__pydantic_extra__["verdict"])  # type: ignore[index]
+        if self.passed:
+            return "pass"
+        return "invalid" if not self.valid else "fail"
+
+    @property
+    def loss_pct(self) -> float:
+        """Lost frames as a percentage of the frames sent (a stored trial's as stored)."""
+        if self._stored and "loss_pct" in (self.__pydantic_extra__ or {}):
+            return float(self.__pydantic_extra__["loss_pct"])  # type: ignore[index]
+        return 100.0 * self.lost / self.tx_frames if self.tx_frames else 0.0
+
+    def without_streams(self) -> Self:
+        """A copy without the per-stream counts (the store's, the progress lines' and an
+        earlier attempt's copy)."""
+        return type(self).model_validate(self.to_doc(exclude={"extra": {"streams"}}))
+
+
+class Phase2Trial(Trial):
+    """RFC 9693 phase 2 of a trial: the Responder's replies to the learned tuples."""
+
+    order: str | None = None  # fixed | increasing | decreasing | random
+    learned_tuples: int | None = None
+    table_max: int | None = None
+    replies_back_through_nat: int | None = None
+    through_nat: bool | None = None
+    initiator_port_rx: int | None = None
+    d_ms: int | None = None  # when it started after phase 1 began
+    d_ms_min: int | None = None  # 1000·N/R + T
+    d_ms_note: str | None = None
+
+
+TrialExtra.model_rebuild()
 
 
 class TrialRecord(Trial, Doc):
@@ -198,10 +437,10 @@ def parse_trial(d: dict | BaseModel) -> Doc:
     if isinstance(d, BaseModel):
         d = d.model_dump()
     if d.get("kind") == "search_result":
-        return SearchOutcome.model_validate(d)
+        return SearchOutcome.model_validate(d, context=STORED)
     if "rate_pps" in d:
-        return TrialRecord.model_validate(d)
-    return LooseRecord.model_validate(d)
+        return TrialRecord.model_validate(d, context=STORED)
+    return LooseRecord.model_validate(d, context=STORED)
 
 
 # ---------------------------------------------------------------- methodology reports
@@ -490,4 +729,4 @@ def parse_result(test: str, doc: dict | BaseModel) -> Doc:
         return doc
     if isinstance(doc, BaseModel):
         doc = doc.model_dump()
-    return model_for(test).model_validate(doc)
+    return model_for(test).model_validate(doc, context=STORED)

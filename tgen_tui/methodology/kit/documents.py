@@ -17,11 +17,10 @@ from pydantic import ValidationError
 from tgen_tui import __version__
 from tgen_tui.methodology.kit.drops import drops_summary, unexplained_total
 from tgen_tui.methodology.kit.procedure import Procedure
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.search import RepeatedSearch
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.results import models
-from tgen_tui.results.models import Doc
+from tgen_tui.results.models import Doc, Trial
 
 # ---------------------------------------------------------------------------- the whole
 
@@ -95,12 +94,10 @@ def common_fields(state: RunState, proc: Procedure, partial: bool, signal_name: 
 # ---------------------------------------------------------------------------- trials
 
 
-def trial_doc(t: TrialResult, **kw) -> dict:
+def trial_doc(t: Trial, **kw) -> dict:
     """A trial as the store keeps it: without its per-stream counts, with ``kw`` (where it
     belongs: search, frame_size, ...)."""
-    d = t.to_dict()
-    d.get("extra", {}).pop("streams", None)
-    return d | kw
+    return t.to_doc(exclude={"extra": {"streams"}}) | kw
 
 
 def search_trials(record: RepeatedSearch, headline: str, **kw) -> list[dict]:

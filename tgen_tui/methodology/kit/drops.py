@@ -2,43 +2,39 @@
 drop counters that moved (from the trial's final snapshot), and every report carries an
 NFVbench-style table of drops per interface and per counter, summed over its trials.
 
-Trial record (``extra``): ``loss_causes`` ``{stream: [{cause, counter, where, frames}]}``,
-``loss_unexplained`` ``{stream: frames}``, ``drops`` ``[{where, counter, cause, frames,
-matched, excess}]`` (the counters that moved, DUT and tester).
+Trial record (``extra``): ``loss_causes`` ``{stream: [LossCauseResult]}``,
+``loss_unexplained`` ``{stream: frames}``, ``drops`` ``[DropCounter]`` (the counters that
+moved, DUT and tester).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 from tgen_tui.engine.snapshot import StatsSnapshot
+from tgen_tui.results.models import DropCounter, LossCauseResult, TrialExtra
 
 
-def trial_fields(final: StatsSnapshot, streams: list[str]) -> dict[str, Any]:
-    """What a trial records of its loss's causes (see the module doc)."""
-    out: dict[str, Any] = {
-        "loss_causes": {
-            s.name: [asdict(c) for c in s.loss_causes] for s in final.streams if s.name in streams
-        },
-        "loss_unexplained": {
-            s.name: s.loss_unexplained for s in final.streams if s.name in streams
-        },
+def trial_fields(extra: TrialExtra, final: StatsSnapshot, streams: list[str]) -> None:
+    """Record in ``extra`` what a trial knows of its loss's causes (see the module doc)."""
+    mine = [s for s in final.streams if s.name in streams]
+    extra.loss_causes = {
+        s.name: [LossCauseResult.model_validate(asdict(c)) for c in s.loss_causes] for s in mine
     }
+    extra.loss_unexplained = {s.name: s.loss_unexplained for s in mine}
     if final.dut is not None:
-        out["drops"] = [
-            {
-                "where": r.where,
-                "counter": r.counter,
-                "cause": r.cause,
-                "frames": r.frames,
-                "matched": r.matched if r.loss_cause else None,
-                "excess": r.excess if r.loss_cause else None,
-            }
+        extra.drops = [
+            DropCounter(
+                where=r.where,
+                counter=r.counter,
+                cause=r.cause,
+                frames=r.frames,
+                matched=r.matched if r.loss_cause else None,
+                excess=r.excess if r.loss_cause else None,
+            )
             for r in final.dut.counters
             if r.frames
         ]
-    return out
 
 
 def drops_summary(trials: list[dict]) -> list[dict]:

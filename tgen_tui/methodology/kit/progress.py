@@ -8,7 +8,7 @@ import sys
 import time
 from typing import TextIO
 
-from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.results.models import Trial
 
 
 class Progress:
@@ -29,12 +29,12 @@ class Progress:
         """Count from zero again (the next run of a scale-up)."""
         self.expected, self.done, self.t0 = 1, 0, time.monotonic()
 
-    def trial(self, t: TrialResult, *, l_pps=None, h_pps=None, **context) -> None:
+    def trial(self, t: Trial, *, l_pps=None, h_pps=None, **context) -> None:
         self.done += 1
         if self.nd is not None:
-            rec = {"event": "trial", "n": self.done, **context, **t.to_dict()}
+            rec = {"event": "trial", "n": self.done, **context}
+            rec |= t.to_doc(exclude={"extra": {"streams"}})
             rec["l_pps"], rec["h_pps"] = l_pps, h_pps
-            rec.get("extra", {}).pop("streams", None)
             self.nd.write(json.dumps(rec, default=str, separators=(",", ":")) + "\n")
             self.nd.flush()
         if self.quiet:

@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.stats import summary
+from tgen_tui.results.models import Trial
 
 #: trial kinds: the upper-bound check, a halving step, the full-length confirmation
 KINDS = ("upper_bound", "search", "confirm")
 
-TrialFn = Callable[[float, str], Awaitable[TrialResult]]
-ProgressFn = Callable[["SearchResult", TrialResult], None]
+TrialFn = Callable[[float, str], Awaitable[Trial]]
+ProgressFn = Callable[["SearchResult", Trial], None]
 
 
 @dataclass
@@ -34,7 +34,7 @@ class SearchResult:
     l_pps: float = 0.0
     h_pps: float | None = None
     status: str = "running"  # ok | upper bound not reached | no passing rate | partial
-    trials: list[TrialResult] = field(default_factory=list)
+    trials: list[Trial] = field(default_factory=list)
     confirmed: bool | None = None  # the full-length trial at l passed (None: not run)
 
     @property
@@ -56,7 +56,7 @@ class SearchResult:
                 "total": len(self.trials),
             },
             "confirmed": self.confirmed,
-            "trials": [t.to_dict() for t in self.trials],
+            "trials": [t.to_doc() for t in self.trials],
         }
 
 
@@ -81,7 +81,7 @@ async def binary_search(
         raise ValueError("error must be > 0")
     res = result or SearchResult(max_rate=max_rate, error=error)
 
-    async def run(rate: float, kind: str) -> TrialResult:
+    async def run(rate: float, kind: str) -> Trial:
         t = await trial(rate, kind)
         t.kind = kind
         res.trials.append(t)

@@ -1,6 +1,6 @@
 """Simulated DUTs: fast, root-free stand-ins that the algorithm tests run against.
 
-Each is an async ``trial(rate, kind)`` returning a judged :class:`TrialResult`, like the
+Each is an async ``trial(rate, kind)`` returning a judged :class:`Trial`, like the
 real runner. They model the three ways a trial fails: the DUT drops frames above a
 capacity (optionally noisy), the sender cannot keep the rate (the trial is invalid), and
 a state table of fixed size with early drop does not fill (RFC 9693).
@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.verdict import LossTolerance, judge
+from tgen_tui.results.models import Trial
 
 
 @dataclass
@@ -36,11 +36,11 @@ class RateDut:
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
 
-    async def __call__(self, rate: float, kind: str = "search") -> TrialResult:
+    async def __call__(self, rate: float, kind: str = "search") -> Trial:
         self.calls.append(rate)
         cap = self.capacity + (self._rng.gauss(0, self.noise_sd) if self.noise_sd else 0.0)
         tx = round(rate * self.duration_s)
-        t = TrialResult(rate_pps=rate, kind=kind, duration_s=self.duration_s, tx_frames=tx)
+        t = Trial(rate_pps=rate, kind=kind, duration_s=self.duration_s, tx_frames=tx)
         if self.sender_max is not None and rate > self.sender_max:
             t.valid = False
             t.achieved_pps = self.sender_max
@@ -74,14 +74,14 @@ class TableDut:
     cps: float
     calls: list[tuple[int, float]] = field(default_factory=list)
 
-    async def trial(self, n: int, rate: float, kind: str = "search") -> TrialResult:
+    async def trial(self, n: int, rate: float, kind: str = "search") -> Trial:
         self.calls.append((n, rate))
-        t = TrialResult(rate_pps=rate, kind=kind, duration_s=n / rate, tx_frames=n)
+        t = Trial(rate_pps=rate, kind=kind, duration_s=n / rate, tx_frames=n)
         t.achieved_pps = rate
         lost = 0 if rate <= self.cps else round(n * (rate - self.cps) / rate)
         t.lost, t.rx_frames = lost, n - lost
         rise = min(t.rx_frames, self.size)
-        t.extra["conntrack_rise"] = rise
+        t.extra.conntrack_rise = rise
         if t.lost == 0 and rise < n:
             t.reason = f"failed to fill the state table: conntrack rose by {rise:,} of {n:,}"
         return judge(t)

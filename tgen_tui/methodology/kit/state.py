@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from tgen_tui.methodology.kit.params import Params
 from tgen_tui.methodology.kit.progress import Progress
-from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.results.models import Trial
 
 
 @dataclass
@@ -27,10 +27,10 @@ class RunState:
     started: float = field(default_factory=time.time)
     finished: float | None = None  # set when a run inside a larger one (scale-up) ends
 
-    def trial_done(self, t: TrialResult, **ctx) -> None:
-        for s in (t.extra.get("streams") or {}).values():
-            if (s.get("latency_ns") or {}).get("p50") is not None and s.get("latency_source"):
-                self.latency_sources.add(s["latency_source"])
+    def trial_done(self, t: Trial, **ctx) -> None:
+        for s in (t.extra.streams or {}).values():
+            if s.latency_ns.p50 is not None and s.latency_source:
+                self.latency_sources.add(s.latency_source)
         if self.progress:
             self.progress.trial(t, **ctx)
 

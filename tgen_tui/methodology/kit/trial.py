@@ -25,10 +25,18 @@ import trio
 
 from tgen_tui.methodology.kit.drops import trial_fields
 from tgen_tui.methodology.kit.dut import DutControl
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.verdict import LossTolerance, judge
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import StreamProgram
+from tgen_tui.results.models import (
+    ClearRecord,
+    ConntrackCounts,
+    HookRun,
+    Latency,
+    PortCounts,
+    StreamCounts,
+    Trial,
+)
 from tgen_tui.session.batch import scaled_programs
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
@@ -87,28 +95,26 @@ class TrialRunner:
     def duration_for(self, kind: str) -> float:
         return self.search_duration_s if kind in ("search", "upper_bound") else self.duration_s
 
-    async def throughput_trial(self, rate: float, kind: str = "search") -> TrialResult:
+    async def throughput_trial(self, rate: float, kind: str = "search") -> Trial:
         """RFC 2544 trial: rate per direction for the kind's duration."""
         return await self.with_retries(
             lambda: self.run(rate, kind, duration_s=self.duration_for(kind))
         )
 
-    async def with_retries(self, attempt) -> TrialResult:
+    async def with_retries(self, attempt) -> Trial:
         """Run ``attempt()``; an invalid trial that a transient stall explains is run again,
         up to ``retries`` times: one that lost frames while the sender stalled (its
         catch-up burst, not the requested rate, met the DUT), or one whose sender missed
         the deadline by less than 10 % of the frames. A sender that cannot reach the rate
-        at all is not retried. Every attempt stays in ``extra["retried"]``."""
-        earlier: list[dict] = []
+        at all is not retried. Every attempt stays in ``extra.retried``."""
+        earlier: list[Trial] = []
         while True:
             t = await attempt()
             if not _retry_worthy(t) or len(earlier) >= self.retries:
                 break
-            d = t.to_dict()
-            d.get("extra", {}).pop("streams", None)
-            earlier.append(d)
+            earlier.append(t.without_streams())
         if earlier:
-            t.extra["retried"] = earlier
+            t.extra.retried = earlier
         return t
 
     async def run(
@@ -122,7 +128,7 @@ class TrialRunner:
         clear_at_s: float | None = None,
         early_stop: bool | None = None,
         learn: dict[str, dict] | None = None,
-    ) -> TrialResult:
+    ) -> Trial:
         """One trial. ``count``: frames per direction (stateful trials: N tuples);
         ``clear_at_s``: zero the counters then (RFC 8219 latency delay); ``learn``: ports
         that learn the tuples they receive (RFC 9693 Responder, EngineOptions.learn)."""
@@ -146,8 +152,8 @@ class TrialRunner:
         backlog_drops_before = host_backlog_drops()
         early = self.early_stop if early_stop is None else early_stop
         expected = {p.name: p.schedule.count for p in progs}
-        t = TrialResult(rate_pps=rate, kind=kind, duration_s=d)
-        t.extra["wall_start"] = time.time()
+        t = Trial(rate_pps=rate, kind=kind, duration_s=d)
+        t.extra.wall_start = time.time()
         opts = EngineOptions(
             cores=self.cores,
             interval=0.1,
@@ -166,7 +172,7 @@ class TrialRunner:
                 await eng.stop()
                 final = await eng.final_snapshot()
                 if learn:  # what each learning port's worker reported (on its own host)
-                    t.extra["learned_report"] = {
+                    t.extra.learned_report = {
                         port: got for port, got in eng.learned().items() if port in learn
                     }
         finally:
@@ -174,24 +180,24 @@ class TrialRunner:
             self.trials_run += 1
         hook_runs += await self._hook("after_trial", trial_no)
         if hook_runs:
-            t.extra["dut_hooks"] = hook_runs
+            t.extra.dut_hooks = [HookRun.model_validate(h) for h in hook_runs]
         self._account(t, final, expected, w)
-        t.extra.update(trial_fields(final, list(expected)))  # loss causes, drop counters
+        trial_fields(t.extra, final, list(expected))  # loss causes, drop counters
         self._check_host(t, host_backlog_drops() - backlog_drops_before)
         self._check_sender(t)
         ct_after = await self._count()
         if ct_before is not None or ct_after is not None:
-            t.extra["conntrack"] = {
-                "before": ct_before,
-                "after": ct_after,
-                "rise": (ct_after - ct_before)
+            t.extra.conntrack = ConntrackCounts(
+                before=ct_before,
+                after=ct_after,
+                rise=(ct_after - ct_before)
                 if (ct_after is not None and ct_before is not None)
                 else None,
-                "reset_s": ct_reset_s,
-            }
+                reset_s=ct_reset_s,
+            )
         return judge(t, self.loss_tolerance)
 
-    async def _drive(self, eng, t: TrialResult, progs, expected, d, clear_at_s, early) -> _Window:
+    async def _drive(self, eng, t: Trial, progs, expected, d, clear_at_s, early) -> _Window:
         """Watch the trial until every port is done sending or the validity deadline
         passes: clear the counters at ``clear_at_s``, stop early on loss; then read what
         had been sent by the deadline."""
@@ -216,11 +222,11 @@ class TrialRunner:
                 await eng.clear()
                 total_pps = sum(p.schedule.pps for p in progs)
                 clear_slack = math.ceil(total_pps * (time.monotonic() - t_a))
-                t.extra["clear"] = {
-                    "at_s": round(t_a - w.t_start, 4),
-                    "sent_before": pre_clear_tx,
-                    "unobserved_frames_max": clear_slack,
-                }
+                t.extra.clear = ClearRecord(
+                    at_s=round(t_a - w.t_start, 4),
+                    sent_before=pre_clear_tx,
+                    unobserved_frames_max=clear_slack,
+                )
                 cleared = True
             snap = eng.latest_snapshot()
             if early and snap is not None and snap.seq != last_seq:
@@ -233,7 +239,7 @@ class TrialRunner:
                 over = not self.loss_tolerance.allows(lost, sent)
                 if over and lossy_samples:
                     t.stopped_early = True
-                    t.extra["early_stop_at_s"] = round(now - w.t_start, 3)
+                    t.extra.early_stop_at_s = round(now - w.t_start, 3)
                     break
                 lossy_samples = 1 if over else 0
             left = deadline - now
@@ -247,7 +253,7 @@ class TrialRunner:
             w.sent_by_deadline += pre_clear_tx + clear_slack
         return w
 
-    def _account(self, t: TrialResult, final, expected: dict[str, int], w: _Window) -> None:
+    def _account(self, t: Trial, final, expected: dict[str, int], w: _Window) -> None:
         """Counts per stream and port from the final snapshot, the achieved rate, the
         send time, and validity: every frame sent by the deadline."""
         rate = t.rate_pps
@@ -258,9 +264,9 @@ class TrialRunner:
         elif complete:
             t.send_time_s = round(w.allowed, 4)  # done by the deadline (tx_done not seen yet)
         per = {n: _stream_counts(final.stream(n), want) for n, want in expected.items()}
-        t.tx_frames = sum(v["tx_frames"] for v in per.values())
-        t.rx_frames = sum(v["rx_frames"] for v in per.values())
-        t.lost = sum(v["lost"] for v in per.values())
+        t.tx_frames = sum(v.tx_frames for v in per.values())
+        t.rx_frames = sum(v.rx_frames for v in per.values())
+        t.lost = sum(v.lost for v in per.values())
         # achieved: the schedule's rate when every frame went out in time; otherwise the
         # engine's achieved rate (requested × sent / due) of what was sent by the deadline
         if complete or t.stopped_early:
@@ -269,17 +275,17 @@ class TrialRunner:
             from tgen_tui.engine.figures import achieved_pps
 
             t.achieved_pps = round(achieved_pps(rate, w.sent_by_deadline, want_total), 1)
-        t.extra["sent_by_deadline"] = w.sent_by_deadline
-        t.extra["streams"] = per
-        t.extra["ports"] = {
-            p.name: {
-                "tx_frames": p.tx_frames,
-                "rx_frames": p.rx_frames,
-                "if_tx_frames": p.if_tx_frames,
-                "if_rx_frames": p.if_rx_frames,
-                "rx_drops": p.rx_drops,
-                "late_max_ns": getattr(p, "late_max_ns", None),
-            }
+        t.extra.sent_by_deadline = w.sent_by_deadline
+        t.extra.streams = per
+        t.extra.ports = {
+            p.name: PortCounts(
+                tx_frames=p.tx_frames,
+                rx_frames=p.rx_frames,
+                if_tx_frames=p.if_tx_frames,
+                if_rx_frames=p.if_rx_frames,
+                rx_drops=p.rx_drops,
+                late_max_ns=getattr(p, "late_max_ns", None),
+            )
             for p in final.ports
         }
         if not t.stopped_early and not complete:
@@ -291,15 +297,15 @@ class TrialRunner:
             )
         elif t.stopped_early:
             t.reason = (
-                f"lost {t.lost:,} frames by {t.extra['early_stop_at_s']} s: stopped early "
+                f"lost {t.lost:,} frames by {t.extra.early_stop_at_s} s: stopped early "
                 f"(sent {t.tx_frames:,} of {want_total:,})"
             )
 
-    def _check_host(self, t: TrialResult, host_drops: int) -> None:
+    def _check_host(self, t: Trial, host_drops: int) -> None:
         """Frames this host's receive backlog dropped are not the DUT's loss: invalid."""
-        t.extra["host_backlog_drops"] = host_drops
+        t.extra.host_backlog_drops = host_drops
         if host_drops > 0 and t.lost > 0 and t.valid:
-            t.extra["host_dropped"] = True
+            t.extra.host_dropped = True
             t.valid = False
             t.reason = (
                 f"invalid: this host's receive backlog dropped {host_drops:,} packets during "
@@ -307,15 +313,15 @@ class TrialRunner:
                 "were lost: not the DUT's loss"
             )
 
-    def _check_sender(self, t: TrialResult) -> None:
+    def _check_sender(self, t: Trial) -> None:
         """A sender that stalled longer than max_late_s while frames were lost: invalid."""
         rate = t.rate_pps
-        late = max((v["late_max_ns"] or 0) for v in t.extra["ports"].values()) / 1e9
-        t.extra["sender_late_max_s"] = round(late, 6)
+        late = max((v.late_max_ns or 0) for v in (t.extra.ports or {}).values()) / 1e9
+        t.extra.sender_late_max_s = round(late, 6)
         if not (self.max_late_s and late > self.max_late_s and t.lost > 0 and t.valid):
             return
         t.valid = False
-        stop_at = t.extra.get("early_stop_at_s")
+        stop_at = t.extra.early_stop_at_s
         due = rate * len(self.groups) * stop_at if stop_at else 0
         if due and t.tx_frames < 0.9 * due:  # not a stall: it never kept the rate
             t.reason = (
@@ -323,7 +329,7 @@ class TrialRunner:
                 f"frames due by {stop_at} s) and {t.lost:,} frames were lost"
             )
         else:
-            t.extra["sender_stalled"] = True
+            t.extra.sender_stalled = True
             t.reason = (
                 f"invalid: the sender stalled {late * 1000:.0f} ms (a catch-up burst of "
                 f"about {late * rate:,.0f} frames) and {t.lost:,} frames were lost"
@@ -354,19 +360,20 @@ class _Window:
     sent_by_deadline: int = 0
 
 
-def _stream_counts(s, want: int) -> dict:
-    return {
-        "requested_pps": s.requested_pps,
-        "count": want,
-        "tx_frames": s.tx_frames,
-        "rx_frames": s.rx_frames,
-        "lost": s.lost,
-        "out_of_order": s.out_of_order,
-        "duplicates": s.duplicates,
-        "latency_ns": dataclasses.asdict(s.latency_ns),
-        "latency_source": s.latency_source,
-        "latency_every": s.latency_every,
-    }
+def _stream_counts(s, want: int) -> StreamCounts:
+    """A stream's counts in the trial record, from its final snapshot."""
+    return StreamCounts(
+        requested_pps=s.requested_pps,
+        count=want,
+        tx_frames=s.tx_frames,
+        rx_frames=s.rx_frames,
+        lost=s.lost,
+        out_of_order=s.out_of_order,
+        duplicates=s.duplicates,
+        latency_ns=Latency.model_validate(dataclasses.asdict(s.latency_ns)),
+        latency_source=s.latency_source,
+        latency_every=s.latency_every,
+    )
 
 
 def host_backlog_drops() -> int:
@@ -380,9 +387,9 @@ def host_backlog_drops() -> int:
         return 0
 
 
-def _retry_worthy(t: TrialResult) -> bool:
-    if t.extra.get("sender_stalled") or t.extra.get("host_dropped"):
+def _retry_worthy(t: Trial) -> bool:
+    if t.extra.sender_stalled or t.extra.host_dropped:
         return True
-    want = sum(v["count"] for v in t.extra.get("streams", {}).values())
-    sent = t.extra.get("sent_by_deadline", 0)
+    want = sum(v.count for v in (t.extra.streams or {}).values())
+    sent = t.extra.sent_by_deadline or 0
     return not t.valid and not t.stopped_early and want > 0 and sent >= 0.9 * want

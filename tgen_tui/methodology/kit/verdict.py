@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.results.models import Trial
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class LossTolerance:
         return f"{self.frames} frames" if self.frames else f"{self.percent:g} %"
 
 
-def judge(t: TrialResult, tol: LossTolerance = LossTolerance()) -> TrialResult:
+def judge(t: Trial, tol: LossTolerance = LossTolerance()) -> Trial:
     """Set ``passed`` and ``reason``: invalid trials fail; otherwise loss within ``tol``."""
     if not t.valid:
         t.passed = False

@@ -5,16 +5,15 @@ its tables, text lines and plot are in :mod:`.output`."""
 
 from __future__ import annotations
 
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.procedures.mlr.search import MlrResult
+from tgen_tui.results.models import Trial
 
 
-def _trial(t: TrialResult, index: int) -> dict:
-    d = t.to_dict()
-    d["extra"] = {k: v for k, v in d.get("extra", {}).items() if k != "streams"}
-    d["loss_ratio"] = t.extra.get("loss_ratio")
-    d["directions"] = t.extra.get("directions", {})
+def _trial(t: Trial, index: int) -> dict:
+    d = t.to_doc(exclude={"extra": {"streams"}})
+    d["loss_ratio"] = t.extra.loss_ratio
+    d["directions"] = d["extra"].get("directions", {})
     return d | {"index": index}
 
 

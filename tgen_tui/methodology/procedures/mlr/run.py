@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass, field
 
 from tgen_tui.methodology.kit.params import Params
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.setup import (
     frame_sizes_of,
     load,
@@ -23,6 +22,7 @@ from tgen_tui.methodology.kit.trial import TrialRunner, select_streams
 from tgen_tui.methodology.kit.verdict import LossTolerance
 from tgen_tui.methodology.procedures.mlr.goals import Goal
 from tgen_tui.methodology.procedures.mlr.search import MlrResult, mlr_search
+from tgen_tui.results.models import DirectionCounts, Trial
 
 LADDER_PCTS = (10.0, 50.0, 90.0)
 
@@ -65,28 +65,30 @@ def max_load_for(params: Params, compiled, size: int) -> tuple[float, str]:
     return max_rate_for(params, compiled, size), "the port's line rate"
 
 
-def direction_counts(runner: TrialRunner, t: TrialResult, load: float, d: float) -> dict:
-    """Per direction: intended load and frames, offered (sent) and received frames."""
-    streams = t.extra.get("streams") or {}
+def direction_counts(
+    runner: TrialRunner, t: Trial, load: float, d: float
+) -> dict[str, DirectionCounts]:
+    """Per direction: intended load and frames, offered (sent) and received frames (and
+    which streams are in each direction: ``t.extra.direction_streams``)."""
+    streams = t.extra.streams or {}
     out = {}
-    t.extra["direction_streams"] = {k: [p.name for p in v] for k, v in runner.groups.items()}
+    t.extra.direction_streams = {k: [p.name for p in v] for k, v in runner.groups.items()}
     for direction, progs in runner.groups.items():
-        names = [p.name for p in progs]
-        s = [streams[n] for n in names if n in streams]
-        intended = sum(x["count"] for x in s)
-        offered = sum(x["tx_frames"] for x in s)
-        received = sum(x["rx_frames"] for x in s)
-        out[direction] = {
-            "intended_pps": load,
-            "intended_frames": intended,
-            "offered_frames": offered,
-            "received_frames": received,
-            "offered_pps": round(offered / d, 1) if d else None,
-            "received_pps": round(received / d, 1) if d else None,
-            "duplicates": sum(x.get("duplicates", 0) for x in s),
-            "out_of_order": sum(x.get("out_of_order", 0) for x in s),
-            "sender_fell_behind": offered < intended and not t.stopped_early,
-        }
+        s = [streams[p.name] for p in progs if p.name in streams]
+        intended = sum(x.count for x in s)
+        offered = sum(x.tx_frames for x in s)
+        received = sum(x.rx_frames for x in s)
+        out[direction] = DirectionCounts(
+            intended_pps=load,
+            intended_frames=intended,
+            offered_frames=offered,
+            received_frames=received,
+            offered_pps=round(offered / d, 1) if d else None,
+            received_pps=round(received / d, 1) if d else None,
+            duplicates=sum(x.duplicates for x in s),
+            out_of_order=sum(x.out_of_order for x in s),
+            sender_fell_behind=offered < intended and not t.stopped_early,
+        )
     return out
 
 
@@ -165,13 +167,13 @@ async def run_search(state: RunState) -> None:
             2 * math.ceil(g.duration_sum_s / g.final_trial_duration_s) + 4 for g in cfg.goals
         ) + (4 * len(cfg.goals) if cfg.ladder else 0)
 
-    async def trial(load: float, d: float) -> TrialResult:
+    async def trial(load: float, d: float) -> Trial:
         t = await runner.with_retries(lambda: runner.run(load, "search", duration_s=d))
-        t.extra["directions"] = direction_counts(runner, t, load, d)
+        t.extra.directions = direction_counts(runner, t, load, d)
         return t
 
-    def done(t: TrialResult) -> None:
-        state.trial_done(t, lr=f"{100 * t.extra['loss_ratio']:.3f}%", d=f"{t.duration_s:g}s")
+    def done(t: Trial) -> None:
+        state.trial_done(t, lr=f"{100 * (t.extra.loss_ratio or 0):.3f}%", d=f"{t.duration_s:g}s")
 
     await mlr_search(
         trial,
@@ -211,7 +213,7 @@ async def _ladder(state: RunState, runner: TrialRunner, res: MlrResult, cfg: Sea
     ]
     for label, o, rate in steps:
         t = await runner.run(rate, "latency", duration_s=d, early_stop=False)
-        t.extra["directions"] = direction_counts(runner, t, rate, d)
+        t.extra.directions = direction_counts(runner, t, rate, d)
         rows.append(
             {
                 "goal": o.goal.name if o else None,
@@ -227,21 +229,17 @@ async def _ladder(state: RunState, runner: TrialRunner, res: MlrResult, cfg: Sea
 PCTS = ("min", "p50", "p99", "p999", "p9999", "max")
 
 
-def _latency(t: TrialResult) -> dict:
+def _latency(t: Trial) -> dict:
     """Per direction: the worst stream's percentiles (ns) and the latency source."""
-    streams = t.extra.get("streams") or {}
+    streams = t.extra.streams or {}
     out = {}
-    for direction, d in (t.extra.get("directions") or {}).items():
-        del d
-        ss = [s for n, s in streams.items() if n in _names(t, direction)]
-        lat = {k: _worst([(s.get("latency_ns") or {}).get(k) for s in ss]) for k in PCTS}
-        srcs = sorted({s.get("latency_source") for s in ss if s.get("latency_source")})
+    for direction in t.extra.directions or {}:
+        names = set((t.extra.direction_streams or {}).get(direction, ()))
+        ss = [s for n, s in streams.items() if n in names]
+        lat = {k: _worst([getattr(s.latency_ns, k) for s in ss]) for k in PCTS}
+        srcs = sorted({s.latency_source for s in ss if s.latency_source})
         out[direction] = {f"{k}_ns": v for k, v in lat.items()} | {"source": ", ".join(srcs)}
     return out
-
-
-def _names(t: TrialResult, direction: str) -> set[str]:
-    return set(t.extra.get("direction_streams", {}).get(direction, ()))
 
 
 def _worst(vals: list) -> float | None:

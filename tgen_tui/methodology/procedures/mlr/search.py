@@ -1,7 +1,7 @@
 """The RFC 9971 multiple loss ratio search, through FD.io CSIT's implementation
 (PyPI ``MLRsearch``), driven by any async trial function.
 
-``trial(load, duration)`` returns a :class:`TrialResult` (the lab's trial runner or a
+``trial(load, duration)`` returns a :class:`Trial` (the lab's trial runner or a
 simulated DUT); it runs in trio, while MLRsearch (synchronous) runs in a worker thread and
 asks for each trial through ``trio.from_thread.run``. Everything MLRsearch decides comes
 from the trials' counts: intended frames (load × duration per direction), offered (sent)
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 
 import trio
 
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.procedures.mlr.goals import Goal
+from tgen_tui.results.models import Trial
 
-TrialFn = Callable[[float, float], Awaitable[TrialResult]]
-OnTrial = Callable[[TrialResult], None]
+TrialFn = Callable[[float, float], Awaitable[Trial]]
+OnTrial = Callable[[Trial], None]
 
 NO_LOAD_PASSED = "no load passed"  # min load is an upper bound: no lower bound
 MAX_LOAD_PASSED = "max load passed"  # max load is a lower bound: no upper bound
@@ -59,7 +59,7 @@ class MlrResult:
     max_load: float
     warmup_s: float = 0.0
     unsent_is_loss: bool = True
-    trials: list[TrialResult] = field(default_factory=list)
+    trials: list[Trial] = field(default_factory=list)
     outcomes: list[GoalOutcome] = field(default_factory=list)
     loads: list[dict] = field(default_factory=list)  # per load: trials, classification per goal
     status: str = "running"  # done | partial | error: ...
@@ -78,17 +78,17 @@ class MlrResult:
         }
 
 
-def loss_counts(t: TrialResult, unsent_is_loss: bool = True) -> tuple[int, int, int]:
+def loss_counts(t: Trial, unsent_is_loss: bool = True) -> tuple[int, int, int]:
     """(intended, offered, lost) frames of a trial, all directions together. A trial
     stopped early is judged on what it had sent (its unsent frames are not the sender's)."""
-    dirs = t.extra.get("directions") or {}
-    intended = sum(d["intended_frames"] for d in dirs.values()) if dirs else t.tx_frames
+    dirs = t.extra.directions or {}
+    intended = sum(d.intended_frames for d in dirs.values()) if dirs else t.tx_frames
     if t.stopped_early or not unsent_is_loss:
         intended = t.tx_frames
     return intended, t.tx_frames, t.lost
 
 
-def loss_ratio(t: TrialResult, unsent_is_loss: bool = True) -> float:
+def loss_ratio(t: Trial, unsent_is_loss: bool = True) -> float:
     """CSIT's trial loss ratio: (lost + |intended − offered|) / max(intended, offered)."""
     intended, offered, lost = loss_counts(t, unsent_is_loss)
     overall = max(intended, offered)
@@ -147,7 +147,7 @@ async def mlr_search(
             t = trio.from_thread.run(trial, float(intended_load), float(intended_duration))
             if warmup_s and not res.trials:
                 t.kind = "warmup"
-            t.extra["loss_ratio"] = loss_ratio(t, unsent_is_loss)
+            t.extra.loss_ratio = loss_ratio(t, unsent_is_loss)
             res.trials.append(t)
             if on_trial:
                 trio.from_thread.run_sync(on_trial, t)
@@ -216,7 +216,7 @@ def _classify(database, targets, res: MlrResult) -> list[dict]:
                 "load_pps": load,
                 "trials": len(ts),
                 "duration_sum_s": round(sum(t.duration_s for t in ts), 6),
-                "max_loss_ratio": max((t.extra.get("loss_ratio", 0.0) for t in ts), default=None),
+                "max_loss_ratio": max((t.extra.loss_ratio or 0.0 for t in ts), default=None),
                 "classification": cls,
             }
         )

@@ -1,12 +1,12 @@
 """Simulated DUTs with known loss curves for the multiple loss ratio search: simulated
-time (a trial returns at once), seeded randomness, the same TrialResult as the lab's."""
+time (a trial returns at once), seeded randomness, the same Trial as the lab's."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
 
-from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.results.models import DirectionCounts, Trial
 
 
 @dataclass
@@ -53,13 +53,13 @@ class CurveDut:
             lost = max(lost, round(offered * self.inversion[2]))
         return min(lost, offered)
 
-    async def __call__(self, load: float, duration: float) -> TrialResult:
+    async def __call__(self, load: float, duration: float) -> Trial:
         self.calls.append((load, duration))
         intended = round(load * duration)
         offered = intended
         if self.sender_max is not None and load > self.sender_max:
             offered = round(self.sender_max * duration)
-        t = TrialResult(rate_pps=load, kind="search", duration_s=duration, tx_frames=offered)
+        t = Trial(rate_pps=load, kind="search", duration_s=duration, tx_frames=offered)
         t.lost = self._lost(min(load, self.sender_max or load), offered, duration)
         t.rx_frames = offered - t.lost
         t.achieved_pps = offered / duration
@@ -68,15 +68,15 @@ class CurveDut:
         t.passed = t.valid and t.lost == 0
         if not t.valid:
             t.reason = f"invalid: the sender offered {offered:,} of {intended:,} frames"
-        t.extra["directions"] = {
-            "forward": {
-                "intended_pps": load,
-                "intended_frames": intended,
-                "offered_frames": offered,
-                "received_frames": t.rx_frames,
-                "offered_pps": offered / duration,
-                "received_pps": t.rx_frames / duration,
-                "sender_fell_behind": offered < intended,
-            }
+        t.extra.directions = {
+            "forward": DirectionCounts(
+                intended_pps=load,
+                intended_frames=intended,
+                offered_frames=offered,
+                received_frames=t.rx_frames,
+                offered_pps=offered / duration,
+                received_pps=t.rx_frames / duration,
+                sender_fell_behind=offered < intended,
+            )
         }
         return t

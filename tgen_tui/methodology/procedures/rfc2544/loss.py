@@ -6,21 +6,21 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.results.models import Trial
 
 
 @dataclass
 class LossPoint:
     load_pct: float  # offered load, % of the maximum frame rate
     rate_pps: float
-    trial: TrialResult
+    trial: Trial
 
     def to_dict(self) -> dict:
         return {
             "load_pct": self.load_pct,
             "rate_pps": self.rate_pps,
             "flr_pct": self.trial.loss_pct,
-            "trial": self.trial.to_dict(),
+            "trial": self.trial.to_doc(),
         }
 
 
@@ -30,7 +30,7 @@ def flr_pct(sent: int, received: int) -> float:
 
 
 async def frame_loss(
-    trial: Callable[[float, str], Awaitable[TrialResult]],
+    trial: Callable[[float, str], Awaitable[Trial]],
     max_rate: float,
     *,
     step_pct: float = 10.0,

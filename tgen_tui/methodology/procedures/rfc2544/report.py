@@ -83,7 +83,7 @@ def latency_report(state: RunState, partial: bool, figures: tuple[str, ...]) -> 
                     {
                         "repeat": tr["repeat"],
                         "figures": tr["figures"],
-                        "trial": tr["trial"].to_dict(),
+                        "trial": tr["trial"].to_doc(),
                     }
                     for tr in fs["trials"]
                 ],

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.methodology.kit.params import Params
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.search import RepeatedSearch, SearchResult, binary_search
 from tgen_tui.methodology.kit.setup import (
     frame_sizes_of,
@@ -23,6 +22,7 @@ from tgen_tui.methodology.procedures.rfc2544.latency import (
     tl_wcl_from_percentiles,
 )
 from tgen_tui.methodology.procedures.rfc2544.loss import LossPoint, frame_loss
+from tgen_tui.results.models import Trial
 
 
 def per_size(state: RunState, prof, sizes: list[int]):
@@ -79,7 +79,7 @@ async def run_loss(state: RunState) -> None:
         if state.progress:
             state.progress.expected = len(sizes) * int(100 / p.step_pct)
 
-        async def trial(rate: float, kind: str, runner=runner, size=size) -> TrialResult:
+        async def trial(rate: float, kind: str, runner=runner, size=size) -> Trial:
             t = await runner.with_retries(
                 lambda: runner.run(rate, kind, duration_s=p.duration_s, early_stop=False)
             )
@@ -109,15 +109,15 @@ async def _rate_for(state: RunState, runner: TrialRunner, mr: float, size: int) 
     return float(s.l_pps)
 
 
-def _lat_figures(t: TrialResult, p: Params, tagged_after: float) -> dict:
-    streams = t.extra.get("streams", {})
+def _lat_figures(t: Trial, p: Params, tagged_after: float) -> dict:
     pen = penalty_ns(p.duration_s, tagged_after, p.timeout_s)
     per = {}
-    for name, s in streams.items():
-        lat = s["latency_ns"]
-        per[name] = tl_wcl_from_percentiles(
-            lat.get("p50"), lat.get("p999"), s["rx_frames"], s["lost"], pen
-        ) | {"min_ns": lat.get("min"), "max_ns": lat.get("max")}
+    for name, s in (t.extra.streams or {}).items():
+        lat = s.latency_ns
+        per[name] = tl_wcl_from_percentiles(lat.p50, lat.p999, s.rx_frames, s.lost, pen) | {
+            "min_ns": lat.min,
+            "max_ns": lat.max,
+        }
     tl = [v["tl_ns"] for v in per.values() if v["tl_ns"] is not None]
     wcl = [v["wcl_ns"] for v in per.values() if v["wcl_ns"] is not None]
     return {
@@ -176,14 +176,14 @@ async def run_pdv(state: RunState) -> None:
     await run_latency(state, pdv=True)
 
 
-def _pdv_figures(t: TrialResult) -> dict:
+def _pdv_figures(t: Trial) -> dict:
     per = {}
-    for name, s in t.extra.get("streams", {}).items():
-        lat = s["latency_ns"]
-        per[name] = pdv_ns(lat.get("min"), lat.get("p999")) | {
-            "min_ns": lat.get("min"),
-            "p999_ns": lat.get("p999"),
-            "frames": s["rx_frames"],
+    for name, s in (t.extra.streams or {}).items():
+        lat = s.latency_ns
+        per[name] = pdv_ns(lat.min, lat.p999) | {
+            "min_ns": lat.min,
+            "p999_ns": lat.p999,
+            "frames": s.rx_frames,
         }
     vals = [v["pdv_ns"] for v in per.values() if v["pdv_ns"] is not None]
     return {"pdv_ns": max(vals) if vals else None, "streams": per}

@@ -9,11 +9,11 @@ import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.search import SearchResult
+from tgen_tui.results.models import Trial
 
 CpsSearch = Callable[[int], Awaitable[SearchResult]]
-CpsTrial = Callable[[int, float], Awaitable[TrialResult]]
+CpsTrial = Callable[[int, float], Awaitable[Trial]]
 
 
 @dataclass
@@ -22,7 +22,7 @@ class CapacityStep:
     connections: int
     rate: float  # the rate tested (β·R0 or γ·R0), or R0 for the R0 search
     passed: bool
-    trial: TrialResult | None = None
+    trial: Trial | None = None
     search: SearchResult | None = None
 
     def to_dict(self) -> dict:
@@ -31,7 +31,7 @@ class CapacityStep:
             "connections": self.connections,
             "rate": self.rate,
             "passed": self.passed,
-            "trial": self.trial.to_dict() if self.trial else None,
+            "trial": self.trial.to_doc() if self.trial else None,
             "search": self.search.to_dict() if self.search else None,
         }
 

@@ -64,7 +64,7 @@ def teardown_report(state: RunState, partial: bool) -> dict:
         "load_rate": b["load_rate"],
         "teardown": [
             {k: v for k, v in r.items() if k != "load_trial"}
-            | {"load_trial": r["load_trial"].to_dict()}
+            | {"load_trial": r["load_trial"].to_doc()}
             for r in rows
         ],
         "summary": summary([r["rate_per_s"] for r in rows]),

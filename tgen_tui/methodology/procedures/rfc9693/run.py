@@ -6,12 +6,12 @@ reset before each, and phase 2 (the Responder replies to the tuples it learned).
 from __future__ import annotations
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.search import RepeatedSearch, SearchResult, binary_search
 from tgen_tui.methodology.kit.setup import max_rate_for, search_trials_estimate
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.procedures.rfc9693.capacity import CapacityResult, capacity_search
 from tgen_tui.methodology.procedures.rfc9693.stateful import stateful_setup, stateful_trial
+from tgen_tui.results.models import Trial
 
 
 async def run_cps(state: RunState) -> None:
@@ -23,7 +23,7 @@ async def run_cps(state: RunState) -> None:
     if state.progress:
         state.progress.expected = p.repeats * search_trials_estimate(mr, p.error)
 
-    async def trial(rate: float, kind: str) -> TrialResult:
+    async def trial(rate: float, kind: str) -> Trial:
         return await stateful_trial(state, runner, n, rate, kind)
 
     for i in range(p.repeats):
@@ -81,9 +81,9 @@ async def run_capacity(state: RunState) -> None:
         state.note(f"R0 search with C = {c:,}: {s.l_pps:,.0f} conn/s ({s.status})")
         return s
 
-    async def cps_trial(c: int, rate: float) -> TrialResult:
+    async def cps_trial(c: int, rate: float) -> Trial:
         if c > space:
-            t = TrialResult(rate_pps=rate, kind="capacity", passed=False)
+            t = Trial(rate_pps=rate, kind="capacity", passed=False)
             t.reason = f"{c:,} connections exceed the profile's {space:,} unique combinations"
             return t
         t = await stateful_trial(state, runner, c, rate, "capacity")

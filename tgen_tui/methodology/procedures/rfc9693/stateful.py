@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.methodology.kit.record import TrialResult
 from tgen_tui.methodology.kit.setup import frame_sizes_of, load, make_runner, preflight
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.kit.trial import TrialRunner
 from tgen_tui.methodology.procedures.rfc9693.tcpflow import tcp_trial
+from tgen_tui.results.models import LearnedTuples, Phase2Trial, Trial
 
 
 def unique_space(runner: TrialRunner) -> int:
@@ -125,14 +125,14 @@ def _first_port(runner: TrialRunner) -> str:
 
 async def stateful_trial(
     state: RunState, runner: TrialRunner, n: int, rate: float, kind: str, *, phase2=None
-) -> TrialResult:
+) -> Trial:
     """Phase 1 at ``rate`` with ``n`` unique tuples, the DUT reset first. Passes when all
     n arrived, the sender kept the rate, and the DUT's conntrack count rose by n. With
     phase 2 (``--phase2 every``, or the final trial), the Responder's port learns the
     translated tuples in phase 1 (at most M; fewer fail the trial), and D ms after phase 1
     began it sends α·rate replies to the learned tuples, all of which must come back
     through the NAT."""
-    from tgen_tui.session.learned import learned_count, remove_table
+    from tgen_tui.session.learned import remove_table
 
     p = state.params
     if state.body.get("tcp") is not None:  # --proto tcp
@@ -142,63 +142,94 @@ async def stateful_trial(
     r2 = state.body.get("phase2_runner")
     lrn = state.body.get("learn") if (phase2 and r2 is not None) else None
     try:
-        t = await runner.with_retries(
-            lambda: runner.run(
-                rate, kind, count=n, reset_dut=True, learn=lrn["options"] if lrn else None
-            )
-        )
-        t.extra["connections"] = n
-        ct = t.extra.get("conntrack") or {}
-        rise = ct.get("rise")
-        t.extra["conntrack_rise"] = rise
-        if t.passed and rise is not None and rise < n:
-            t.passed = False
-            t.reason = f"failed to fill the state table: conntrack rose by {rise:,} of {n:,}"
-        receive_s = n / rate + p.t_ms / 1000
-        t.extra["phase1_s"] = round(receive_s, 3)
+        t = await _phase1(state, runner, n, rate, kind, lrn)
         if lrn is None or not t.passed:
             return t
-        m = lrn["max"]
-        # the worker's own report (the table may be on another host, --cluster), else the file
-        rep = (t.extra.pop("learned_report", None) or {}).get(lrn["port"]) or {}
-        learned = int(rep["tuples"]) if "tuples" in rep else learned_count(lrn["path"])
-        t.extra["learned"] = {"tuples": learned, "max": m, "port": lrn["port"]}
-        if learned < m:
-            t.passed = False
-            t.reason = (
-                f"failed to fill the state table: the Responder learned {learned:,} of "
-                f"{m:,} tuples (-M)"
-            )
-            return t
-        # D: phase 2 starts at least 1000·N/R + T ms (and -D ms) after phase 1 began
-        d_min = 1000 * n / rate + p.t_ms
-        d_want = max(d_min, p.d_ms or 0.0)
-        wait = t.extra["wall_start"] + d_want / 1000 - time.time()
-        if wait > 0:
-            import trio
-
-            await trio.sleep(wait)
-        started = time.time()
-        rate2 = max(1.0, p.alpha * rate)
-        t2 = await r2.with_retries(lambda: r2.run(rate2, "phase2", count=n))
-        d2 = t2.to_dict()
-        d2["extra"].pop("streams", None)
-        back = t2.extra.get("ports", {}).get(lrn["initiator_port"], {})
-        d2["order"] = p.responder_order
-        d2["learned_tuples"] = learned
-        d2["table_max"] = m
-        d2["replies_back_through_nat"] = t2.rx_frames
-        d2["through_nat"] = bool(t2.passed and t2.rx_frames > 0)
-        d2["initiator_port_rx"] = back.get("rx_frames")
-        d2["d_ms"] = round((started - t.extra["wall_start"]) * 1000)  # D: after phase 1 began
-        d2["d_ms_min"] = round(d_min)  # 1000·N/R + T ≤ D
-        if p.d_ms is not None and p.d_ms < d_min:
-            d2["d_ms_note"] = f"-D {p.d_ms:g} ms is below 1000·N/R + T: waited {d_min:.0f} ms"
-        t.extra["phase2"] = d2
-        if not t2.passed:
-            t.passed = False
-            t.reason = f"phase 2: {t2.reason}"
+        learned = _learned(t, lrn)
+        if learned is not None:
+            await _phase2(state, r2, t, n, rate, lrn, learned)
         return t
     finally:
         if lrn is not None:
             remove_table(lrn["path"])
+
+
+async def _phase1(
+    state: RunState, runner: TrialRunner, n: int, rate: float, kind: str, lrn: dict | None
+) -> Trial:
+    """Phase 1 (the Responder's port learning when ``lrn``): n frames, n new entries."""
+    t = await runner.with_retries(
+        lambda: runner.run(
+            rate, kind, count=n, reset_dut=True, learn=lrn["options"] if lrn else None
+        )
+    )
+    t.extra.connections = n
+    rise = t.extra.conntrack.rise if t.extra.conntrack is not None else None
+    t.extra.conntrack_rise = rise
+    if t.passed and rise is not None and rise < n:
+        t.passed = False
+        t.reason = f"failed to fill the state table: conntrack rose by {rise:,} of {n:,}"
+    t.extra.phase1_s = round(n / rate + state.params.t_ms / 1000, 3)
+    return t
+
+
+def _learned(t: Trial, lrn: dict) -> int | None:
+    """The tuples the Responder learned in phase 1 (recorded); None when fewer than M (the
+    trial fails: the state table did not fill)."""
+    from tgen_tui.session.learned import learned_count
+
+    m = lrn["max"]
+    # the worker's own report (the table may be on another host, --cluster), else the file
+    rep = (t.extra.learned_report or {}).get(lrn["port"]) or {}
+    learned = int(rep["tuples"]) if "tuples" in rep else learned_count(lrn["path"])
+    t.extra.learned = LearnedTuples(tuples=learned, max=m, port=lrn["port"])
+    if learned < m:
+        t.passed = False
+        t.reason = (
+            f"failed to fill the state table: the Responder learned {learned:,} of "
+            f"{m:,} tuples (-M)"
+        )
+        return None
+    return learned
+
+
+async def _phase2(
+    state: RunState, r2: TrialRunner, t: Trial, n: int, rate: float, lrn: dict, learned: int
+) -> None:
+    """Phase 2, D ms after phase 1 began: α·rate replies to the learned tuples, all of
+    which must come back through the NAT; recorded in ``t.extra.phase2``."""
+    import trio
+
+    p = state.params
+    # D: phase 2 starts at least 1000·N/R + T ms (and -D ms) after phase 1 began
+    d_min = 1000 * n / rate + p.t_ms
+    d_want = max(d_min, p.d_ms or 0.0)
+    began = t.extra.wall_start or time.time()
+    wait = began + d_want / 1000 - time.time()
+    if wait > 0:
+        await trio.sleep(wait)
+    started = time.time()
+    rate2 = max(1.0, p.alpha * rate)
+    t2 = await r2.with_retries(lambda: r2.run(rate2, "phase2", count=n))
+    back = (t2.extra.ports or {}).get(lrn["initiator_port"])
+    t.extra.phase2 = Phase2Trial.model_validate(
+        t2.to_doc(exclude={"extra": {"streams"}})
+        | {
+            "order": p.responder_order,
+            "learned_tuples": learned,
+            "table_max": lrn["max"],
+            "replies_back_through_nat": t2.rx_frames,
+            "through_nat": bool(t2.passed and t2.rx_frames > 0),
+            "initiator_port_rx": back.rx_frames if back is not None else None,
+            "d_ms": round((started - began) * 1000),  # D: after phase 1 began
+            "d_ms_min": round(d_min),  # 1000·N/R + T ≤ D
+        }
+        | (
+            {"d_ms_note": f"-D {p.d_ms:g} ms is below 1000·N/R + T: waited {d_min:.0f} ms"}
+            if p.d_ms is not None and p.d_ms < d_min
+            else {}
+        )
+    )
+    if not t2.passed:
+        t.passed = False
+        t.reason = f"phase 2: {t2.reason}"

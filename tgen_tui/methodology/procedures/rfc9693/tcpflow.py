@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.methodology.kit.record import TrialResult
+from tgen_tui.results.models import TcpPhase, TcpRecord, Trial
 from tgen_tui.session.tcpsegments import (
     ETH_IP_TCP,
     HANDSHAKE,
@@ -112,73 +112,86 @@ def _size(prof) -> int:
     return int(v)
 
 
-async def tcp_trial(state, tr: TcpRunners, n: int, rate: float, kind: str) -> TrialResult:
+async def tcp_trial(state, tr: TcpRunners, n: int, rate: float, kind: str) -> Trial:
     """N TCP connections at ``rate`` connections/s: the handshakes (each phase a batch of
     N segments at that rate), then the conntrack check, then the teardown. Passes when
     every segment arrived and the DUT held N ESTABLISHED entries."""
-    import trio
-
-    from tgen_tui.session.learned import learn_options, learned_count, remove_table
+    from tgen_tui.session.learned import learn_options, remove_table
 
     lrn = learn_options(tr.responder, tr.table, [0], n)
-    phases: dict[str, dict] = {}
-    first: TrialResult | None = None
+    phases: dict[str, TcpPhase] = {}
+    first: Trial | None = None
     try:
         for ph in HANDSHAKE + TEARDOWN[tr.teardown]:
-            r = tr.runners[ph]
-            # a batch the sender could not keep the rate for is sent again (a retransmit,
-            # as far as the DUT is concerned); the SYN batch after a DUT reset
-            if ph == "syn":
-                t = await r.with_retries(
-                    lambda r=r: r.run(rate, kind, count=n, reset_dut=True, learn=lrn)
-                )
-                first = t
-            else:
-                t = await r.with_retries(lambda r=r, ph=ph: r.run(rate, f"tcp-{ph}", count=n))
-            phases[ph] = {"tx": t.tx_frames, "rx": t.rx_frames, "passed": t.passed}
+            t = await _batch(tr, ph, n, rate, kind, lrn)
+            first = first or t
+            phases[ph] = TcpPhase(tx=t.tx_frames, rx=t.rx_frames, passed=t.passed)
             if not t.passed and (t is first or first.passed):  # the first failure
-                first.passed = False
-                first.reason = f"TCP {ph}: {t.reason}"
-            # a batch sent too slowly fails the trial, but when every segment arrived the
-            # connections go on (the DUT's states are still worth reading); a loss ends it
-            if t.tx_frames != n or t.rx_frames != n:
+                _fail(first, f"TCP {ph}: {t.reason}")
+            if not await _goes_on(tr, ph, t, first, n, phases[ph]):
                 break
-            if ph == "syn":
-                got = learned_count(tr.table)
-                phases[ph]["learned"] = got
-                if got < n:
-                    first.passed = False
-                    first.reason = f"TCP syn: the Responder learned {got:,} of {n:,} tuples"
-                    break
-            if ph == "ack":
-                channel = r.dut.channel if r.dut else None
-                if channel is None:
-                    raise BadInput("--proto tcp reads the DUT's conntrack: give dut.netns")
-                est = await trio.to_thread.run_sync(tcp_states, channel)
-                first.extra["tcp_established"] = est.get("ESTABLISHED", 0)
-                first.extra["tcp_states_after_handshake"] = est
-                if est.get("ESTABLISHED", 0) != n:
-                    first.passed = False
-                    first.reason = (
-                        f"TCP: {est.get('ESTABLISHED', 0):,} ESTABLISHED entries of {n:,}"
-                    )
-                    break
         else:  # every phase ran and delivered every segment
             if TEARDOWN[tr.teardown]:
-                channel = tr.runners["syn"].dut.channel
-                st = await trio.to_thread.run_sync(tcp_states, channel)
-                first.extra["tcp_states_after_teardown"] = st
+                first.extra.tcp_states_after_teardown = await _states(tr.runners["syn"])
     finally:
         remove_table(tr.table)
     assert first is not None
-    first.extra["tcp"] = {
-        "phases": phases,
-        "teardown": tr.teardown,
-        "packets_per_connection": PACKETS[tr.teardown],
-        "frame_size": tr.size,
-    }
-    first.extra["connections"] = n
+    first.extra.tcp = TcpRecord(
+        phases=phases,
+        teardown=tr.teardown,
+        packets_per_connection=PACKETS[tr.teardown],
+        frame_size=tr.size,
+    )
+    first.extra.connections = n
     return first
+
+
+async def _batch(tr: TcpRunners, ph: str, n: int, rate: float, kind: str, lrn) -> Trial:
+    """One phase's batch of n segments; the SYN batch after a DUT reset. A batch the
+    sender could not keep the rate for is sent again (a retransmit, as far as the DUT is
+    concerned)."""
+    r = tr.runners[ph]
+    if ph == "syn":
+        return await r.with_retries(lambda: r.run(rate, kind, count=n, reset_dut=True, learn=lrn))
+    return await r.with_retries(lambda: r.run(rate, f"tcp-{ph}", count=n))
+
+
+async def _goes_on(tr: TcpRunners, ph: str, t: Trial, first: Trial, n: int, rec: TcpPhase) -> bool:
+    """Whether the next phase runs. A batch sent too slowly fails the trial, but when every
+    segment arrived the connections go on (the DUT's states are still worth reading); a
+    loss ends it, and so do fewer learned tuples than n after the SYNs, or fewer than n
+    ESTABLISHED entries after the ACKs (recorded in ``first``)."""
+    from tgen_tui.session.learned import learned_count
+
+    if t.tx_frames != n or t.rx_frames != n:
+        return False
+    if ph == "syn":
+        rec.learned = got = learned_count(tr.table)
+        if got < n:
+            _fail(first, f"TCP syn: the Responder learned {got:,} of {n:,} tuples")
+            return False
+    if ph == "ack":
+        est = await _states(tr.runners[ph])
+        first.extra.tcp_established = est.get("ESTABLISHED", 0)
+        first.extra.tcp_states_after_handshake = est
+        if est.get("ESTABLISHED", 0) != n:
+            _fail(first, f"TCP: {est.get('ESTABLISHED', 0):,} ESTABLISHED entries of {n:,}")
+            return False
+    return True
+
+
+def _fail(t: Trial, reason: str) -> None:
+    t.passed, t.reason = False, reason
+
+
+async def _states(runner) -> dict[str, int]:
+    """The DUT's conntrack entries by TCP state."""
+    import trio
+
+    channel = runner.dut.channel if runner.dut else None
+    if channel is None:
+        raise BadInput("--proto tcp reads the DUT's conntrack: give dut.netns")
+    return await trio.to_thread.run_sync(tcp_states, channel)
 
 
 def responder_spec(runner, prof):

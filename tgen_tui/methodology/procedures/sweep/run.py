@@ -58,7 +58,7 @@ async def run_sweep(state: RunState) -> None:
         fill_rate = cps.l_pps or min(t.rate_pps for t in cps.trials)
         fill = await stateful_trial(state, runner, s, fill_rate, "fill")
         state.trial_done(fill, phase="fill", sessions=s)
-        rise = fill.extra.get("conntrack_rise")
+        rise = fill.extra.conntrack_rise
         row["filled"] = rise
         row["fill_passed"] = fill.passed
         if rise is None or rise < s:
