@@ -14,7 +14,8 @@ from tgen_tui.methodology.procedures.mlr.goals import goals_for
 from tgen_tui.methodology.procedures.mlr.run import SearchConfig
 from tgen_tui.methodology.procedures.mlr.search import MlrResult, mlr_search
 from tgen_tui.methodology.procedures.mlr.sim import CurveDut
-from tgen_tui.methodology.registry import build_document, flat_trials
+from tgen_tui.methodology.registry import build_document, build_report, flat_trials
+from tgen_tui.results.models import SearchReport
 from tgen_tui.results.record import record_run
 
 
@@ -30,7 +31,10 @@ def _state(capacity: float) -> RunState:
 
 def test_report_goals_trials_and_store_check(tmp_path, capsys):
     state = _state(40_000.0)
-    doc = build_document(state, partial=False)
+    report = build_report(state, partial=False)
+    assert isinstance(report, SearchReport) and report.ladder == []
+    assert [t.index for t in report.trials] == list(range(report.n_trials))
+    doc = report.to_doc()
     assert doc["test"] == "search" and not any("does not fit" in w for w in doc["warnings"])
     names = [g["name"] for g in doc["goals"]]
     assert names == ["ndr", "pdr"]
@@ -42,9 +46,10 @@ def test_report_goals_trials_and_store_check(tmp_path, capsys):
     d = doc["trials"][0]["directions"]["forward"]
     assert d["intended_frames"] == d["offered_frames"] == doc["trials"][0]["tx_frames"]
     assert doc["dut_drops"] == {} and doc["metrics"]["pdr_pps"] > 0
-    text = registry.render(doc)
+    text = registry.render(report)
     assert "RFC 9971 search goals" in text and "| goal | ndr | pdr |" in text
-    plot_text, files = registry.plots(doc, str(tmp_path / "plots"))
+    assert "| loss % | 0 | 0.5 |" in text and "| result | regular | regular |" in text
+    plot_text, files = registry.plots(report, str(tmp_path / "plots"))
     assert files and "loss ratio" in plot_text
     db = str(tmp_path / "r.db")
     assert record_run(doc, db=db, dut="sim", build="b1", test="search", trials=flat_trials(state))

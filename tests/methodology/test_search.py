@@ -54,8 +54,7 @@ def test_8M_with_error_1000_takes_13_halving_trials():
     assert kinds.count("search") == 13 == r.search_trials
     assert kinds == ["upper_bound"] + ["search"] * 13 + ["confirm"]
     assert r.l_pps <= 5_000_000 < r.h_pps and r.h_pps - r.l_pps <= 1000
-    d = r.to_dict()
-    assert d["n_trials"] == {"search": 13, "upper_bound": 1, "confirm": 1, "total": 15}
+    assert r.n_trials() == {"search": 13, "upper_bound": 1, "confirm": 1, "total": 15}
 
 
 def test_reports_l_and_h_not_the_last_rate_tried():
@@ -101,7 +100,7 @@ def test_late_trial_is_invalid_and_counts_as_failed():
 def test_every_trial_records_requested_and_achieved_rates_and_counts():
     dut = RateDut(capacity=40_000, sender_max=90_000)
     r = search(dut, 100_000, 1000)
-    for t in r.to_dict()["trials"]:
+    for t in r.to_model().to_doc()["trials"]:
         for k in ("rate_pps", "achieved_pps", "tx_frames", "rx_frames", "lost", "verdict"):
             assert k in t
         assert t["tx_frames"] == t["rx_frames"] + t["lost"]
@@ -114,11 +113,11 @@ def test_repeated_noisy_search_summary():
     ls = [s.l_pps for s in rec.searches]
     assert len(ls) == 12 and len(set(ls)) > 1  # the noise shows up between repeats
     s = rec.summary()
-    assert s["n"] == 12 and s["min"] == min(ls) and s["max"] == max(ls)
-    assert s["min"] <= s["median"] <= s["max"]
-    assert s["p1"] == nearest_rank(ls, 0.01) and s["p99"] == nearest_rank(ls, 0.99)
-    d = rec.to_dict()
-    assert len(d["searches"]) == 12 and {"l_pps", "h_pps", "trials"} <= set(d["searches"][0])
+    assert s.n == 12 and s.min == min(ls) and s.max == max(ls)
+    assert s.min <= s.median <= s.max
+    assert s.p1 == nearest_rank(ls, 0.01) and s.p99 == nearest_rank(ls, 0.99)
+    d = rec.searches[0].to_model().to_doc()
+    assert {"l_pps", "h_pps", "trials"} <= set(d) and d["l_pps"] == ls[0]
 
 
 def test_summary_small_counts_have_no_percentiles():

@@ -13,7 +13,7 @@ from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.registry import render, tables
 from tgen_tui.packets.batch import BatchBuilder
 from tgen_tui.packets.compile import compile_profile
-from tgen_tui.results.models import Trial
+from tgen_tui.results.models import SearchOutcome, ThroughputReport, Trial, TrialRecord
 
 SIG = 12  # the signature (magic, stream, sequence, timestamp) ends every frame
 # Frames are compared without the signature and the UDP checksum: both carry the send
@@ -72,7 +72,10 @@ def test_document_and_tables_from_a_session():
     ses.body["frame_sizes"] = [
         {"frame_size": 64, "max_rate": 100_000, "record": rec, "streams": ["up"]}
     ]
-    doc = registry.build_document(ses, partial=True, signal_name="SIGINT")
+    report = registry.build_report(ses, partial=True, signal_name="SIGINT")
+    assert isinstance(report, ThroughputReport)
+    assert report.by_frame_size[0].searches[1].trials[1] is rec.searches[1].trials[1]
+    doc = report.to_doc()
     assert doc["partial"] is True and doc["quick"] is True and doc["seed"] == 1
     assert [s["l_pps"] for s in doc["searches"]] == [49_000, 50_000]
     assert doc["summary"]["median"] == 49_500 and doc["summary"]["min"] == 49_000
@@ -81,13 +84,17 @@ def test_document_and_tables_from_a_session():
     assert doc["metrics"]["throughput_fps"] == 49_500
     flat = registry.flat_trials(ses)
     assert len(flat) == 6  # 4 trials (search 0, 1) + one outcome per search (repeat 0, 1)
-    outcomes = [t for t in flat if "repeat" in t]
-    assert [t["metrics"]["throughput_fps"] for t in outcomes] == [49_000, 50_000]
-    assert all("repeat" not in t for t in flat if t.get("kind") != "search_result")
-    ((title, header, cols, rows),) = tables(doc)
+    outcomes = [t for t in flat if isinstance(t, SearchOutcome)]
+    assert [t.metrics["throughput_fps"] for t in outcomes] == [49_000, 50_000]
+    assert [t.repeat for t in outcomes] == [0, 1]
+    records = [t for t in flat if isinstance(t, TrialRecord)]
+    assert [t.to_doc()["search"] for t in records] == [0, 0, 1, 1]
+    assert all("streams" not in t.to_doc()["extra"] for t in records)
+    ((title, header, cols, rows),) = tables(report)
     assert cols == [64] and rows[0][1] == [49_500]
-    text = render(doc)
+    text = render(report)
     assert "[QUICK]" in text and "PARTIAL" in text and "| 49,500 |" in text
+    assert "  64 B search 2: l 50,000  h 50,900  ok" in text
 
 
 def test_methodology_never_imports_textual():
@@ -124,7 +131,9 @@ def test_scaleup_document_from_its_runs():
     for k, rate in ((1, 40_000), (2, 60_000)):
         inner = _throughput_state(dataclasses.replace(p, cores=[0, 1][-k:]), rate)
         ses.body["runs"].append({"cores": k, "core_list": [0, 1][-k:], "state": inner})
-    doc = registry.build_document(ses, partial=True, signal_name="SIGINT")
+    report = registry.build_report(ses, partial=True, signal_name="SIGINT")
+    assert isinstance(report.runs[0].report, ThroughputReport)
+    doc = report.to_doc()
     assert doc["test"] == "scaleup-rfc2544-throughput" and doc["unit"] == "fps"
     assert [r["median"] for r in doc["rows"]] == [40_000, 60_000]
     assert [r["relative_scaleup"] for r in doc["rows"]] == [1.0, 0.75]
@@ -132,7 +141,7 @@ def test_scaleup_document_from_its_runs():
     assert [r["report"]["partial"] for r in doc["runs"]] == [False, True]  # the last ran when
     assert doc["runs"][1]["report"]["parameters"]["cores"] == [0, 1]
     assert doc["warnings"] and doc["schema_version"] == 1
-    ((title, header, cols, rows),) = tables(doc)
+    ((title, header, cols, rows),) = tables(report)
     assert cols == [1, 2] and rows[0][0] == "throughput, median (fps)"
     assert rows[3] == ("relative scale-up", [1.0, 0.75])
     assert registry.flat_trials(ses) == []

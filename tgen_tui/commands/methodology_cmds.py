@@ -14,6 +14,7 @@ import math
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from tgen_tui.diagnostics import BadInput, ExitCode
 from tgen_tui.engine.cli_options import (
@@ -26,6 +27,9 @@ from tgen_tui.engine.cli_options import (
     write_json_output,
 )
 from tgen_tui.profiles.units import parse_duration
+
+if TYPE_CHECKING:
+    from tgen_tui.methodology.kit.output import MethodologyReport
 
 COMMON_EPILOG = """\
 Rates are frames/s per direction (RFC 2544) or connections/s (RFC 9693). Durations take
@@ -529,13 +533,13 @@ def _open_out(path: str | None):
     return open(path, "w")  # noqa: SIM115 - closed by the caller
 
 
-def _execute(state, args) -> tuple[dict, str | None]:
+def _execute(state, args) -> tuple[MethodologyReport, str | None]:
     """Run the state's procedure under trio with SIGINT/SIGTERM handling; return the
     report (partial when a signal ended it) and the signal's name."""
     import trio
 
     from tgen_tui.methodology.kit.progress import Progress
-    from tgen_tui.methodology.registry import build_document, procedure
+    from tgen_tui.methodology.registry import build_report, procedure
 
     nd = _open_out(args.ndjson)
     state.progress = Progress(1, ndjson=nd, quiet=args.quiet)
@@ -570,7 +574,7 @@ def _execute(state, args) -> tuple[dict, str | None]:
         if nd is not None and nd is not sys.stdout:
             nd.close()
     sig = interrupted[0] if interrupted else None
-    return build_document(state, partial=bool(sig), signal_name=sig), sig
+    return build_report(state, partial=bool(sig), signal_name=sig), sig
 
 
 def cmd_method(args: argparse.Namespace) -> int:
@@ -626,15 +630,18 @@ def _exit(sig: str | None) -> int:
     return 0
 
 
-def _finish(args: argparse.Namespace, doc: dict, state) -> None:
+def _finish(args: argparse.Namespace, report: MethodologyReport, state) -> None:
+    """The report written (JSON: its model's document), shown (tables, lines, plots) and
+    stored."""
     from tgen_tui.methodology import registry
     from tgen_tui.methodology.kit.tables import write_tables
 
-    text = registry.render(doc)
-    plots_text, plot_files = registry.plots(doc, args.plots, args.plot_format)
+    doc = report.to_doc()
     if args.json:
         write_json_output(args.json, doc)
-    write_tables(args.md, args.csv, registry.tables(doc))
+    text = registry.render(report)
+    plots_text, plot_files = registry.plots(report, args.plots, args.plot_format)
+    write_tables(args.md, args.csv, registry.tables(report))
     if not args.quiet:
         out = sys.stderr if args.json == "-" or args.ndjson == "-" else sys.stdout
         print(text, file=out)

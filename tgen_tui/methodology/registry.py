@@ -11,11 +11,13 @@ imports this module: the scale-up is handed :func:`scaled` as its lookup.
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 from tgen_tui.methodology.kit import documents as D
 from tgen_tui.methodology.kit import output as O
 from tgen_tui.methodology.kit.documents import median_of_summary
-from tgen_tui.methodology.kit.procedure import Procedure, no_metrics, no_trials
+from tgen_tui.methodology.kit.output import MethodologyReport
+from tgen_tui.methodology.kit.procedure import Procedure, Table, no_metrics, no_trials
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.procedures.mlr import output as mlr_output
 from tgen_tui.methodology.procedures.mlr import report as mlr_report
@@ -49,7 +51,7 @@ __all__ = [
 ]
 
 
-def procedure(test: str) -> Procedure:
+def procedure(test: str) -> Procedure[Any]:
     """The procedure of a test: its name (throughput), the verb's (rfc2544-throughput),
     or a scale-up of one (scaleup-rfc9693-cps)."""
     p = BY_TEST.get(test) or PROCEDURES.get(test) or PROCEDURES.get(test.split("-", 1)[0])
@@ -58,19 +60,19 @@ def procedure(test: str) -> Procedure:
     return p
 
 
-def scaled(test: str) -> Procedure:
+def scaled(test: str) -> Procedure[Any]:
     """The procedure a scale-up test runs (scaleup-rfc9693-cps: cps)."""
     return procedure(test.split("-", 1)[1])
 
 
-def scalable() -> list[Procedure]:
+def scalable() -> list[Procedure[Any]]:
     """The procedures ``tgen scaleup`` can run (their searched rate has a unit)."""
     return [p for p in PROCEDURES.values() if p.unit]
 
 
 _STATEFUL = {"rate_unit": "connections/s", "stateful": True}
 
-PROCEDURES: dict[str, Procedure] = {
+PROCEDURES: dict[str, Procedure[Any]] = {
     p.name: p
     for p in (
         Procedure(
@@ -82,7 +84,7 @@ PROCEDURES: dict[str, Procedure] = {
             r2544.throughput_trials,
             o2544.throughput_tables,
             o2544.throughput_plots,
-            O.search_lines,
+            o2544.throughput_lines,
             label="throughput",
             unit="fps",
         ),
@@ -196,31 +198,36 @@ BY_TEST = {p.test: p for p in PROCEDURES.values()}
 # ---------------------------------------------------------------- the kit, for the test
 
 
-def build_report(state: RunState, *, partial: bool, signal_name: str | None = None) -> Doc:
+def build_report(
+    state: RunState, *, partial: bool, signal_name: str | None = None
+) -> MethodologyReport:
     """The typed report of the state's test (kit.documents.build_report)."""
     return D.build_report(state, procedure(state.test), partial=partial, signal_name=signal_name)
 
 
 def build_document(state: RunState, *, partial: bool, signal_name: str | None = None) -> dict:
-    """The JSON report of the state's test."""
+    """The JSON report of the state's test (its model's fields that were set)."""
     return build_report(state, partial=partial, signal_name=signal_name).to_doc()
 
 
-def flat_trials(state: RunState) -> list[dict]:
-    """Every trial of the run, flat, for the results store (the procedure's ``trials``)."""
+def flat_trials(state: RunState) -> list[Doc]:
+    """Every trial of the run, flat, as the results store keeps them (the procedure's
+    ``trials``: TrialRecord and SearchOutcome)."""
     return procedure(state.test).trials(state)
 
 
-def tables(doc: dict) -> list[tuple]:
+def tables(report: MethodologyReport) -> list[Table]:
     """The report's tables (kit.output.tables, with its test's procedure)."""
-    return O.tables(doc, procedure(doc.get("test", "")))
+    return O.tables(report, procedure(report.test))
 
 
-def render(doc: dict) -> str:
+def render(report: MethodologyReport) -> str:
     """The text report (kit.output.render, with its test's procedure)."""
-    return O.render(doc, procedure(doc.get("test", "")))
+    return O.render(report, procedure(report.test))
 
 
-def plots(doc: dict, directory: str | None, fmt: str = "svg") -> tuple[str, list[str]]:
+def plots(
+    report: MethodologyReport, directory: str | None, fmt: str = "svg"
+) -> tuple[str, list[str]]:
     """The report's plots (kit.output.plots, with its test's procedure)."""
-    return O.plots(doc, procedure(doc.get("test", "")), directory, fmt)
+    return O.plots(report, procedure(report.test), directory, fmt)

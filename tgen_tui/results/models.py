@@ -12,15 +12,18 @@ Imports: pydantic and the standard library only (``results`` sits beside ``fmt``
 
 from __future__ import annotations
 
-from typing import Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    Tag,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
@@ -505,6 +508,10 @@ class Report(Doc):
     signal: str | None = None
     metrics: dict[str, Num] = Field(default_factory=dict)
     trials_flat_count: int | None = None
+    # NFVbench-style: every drop counter that moved, summed over the trials
+    drops: list[DropCounter] | None = None
+    loss_unexplained: int | None = None  # lost frames no counter explained
+    dut_hooks: dict[str, Any] | None = None  # the DUT hooks' runs: counts and records
 
 
 class ThroughputSize(Part):
@@ -542,9 +549,22 @@ class LossReport(Report):
     frame_loss: list[LossCurve] = Field(default_factory=list)
 
 
+class LatencyFigures(Part):
+    """RFC 8219 figures of one trial: TL and WCL (latency) or PDV, the worst stream's, and
+    each stream's (``streams``)."""
+
+    tl_ns: Num | None = None
+    wcl_ns: Num | None = None
+    tagged: int | None = None
+    lost_tagged: int | None = None
+    penalty_ns: Num | None = None
+    pdv_ns: Num | None = None
+    streams: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
 class LatencyTrial(Part):
     repeat: int
-    figures: dict[str, Any]
+    figures: LatencyFigures
     trial: Trial
 
 
@@ -595,11 +615,18 @@ class Capacity(Part):
     steps: list[CapacityStep] = Field(default_factory=list)
 
 
+class CapacitySummary(Part):
+    capacity: int | None = None
+    h_connections: int | None = None
+    r0: Num | None = None
+    status: str | None = None
+
+
 class CapacityReport(Report):
     """rfc9693-capacity: the conntrack table capacity."""
 
     capacity: Capacity | None = None
-    summary: dict[str, Any] | None = None
+    summary: CapacitySummary | None = None
 
 
 class TeardownRow(Part):
@@ -630,10 +657,35 @@ class ScaleupRow(Part):
     relative_scaleup: Num | None = None
 
 
+def _scaled_test(v: Any) -> str:
+    test = v.get("test") if isinstance(v, dict) else getattr(v, "test", None)
+    return test if test in ("rfc2544-throughput", "rfc9693-cps") else "other"
+
+
+#: the report of a test a scale-up runs, through that test's model
+ScaledReport = Annotated[
+    Annotated[ThroughputReport, Tag("rfc2544-throughput")]
+    | Annotated[CpsReport, Tag("rfc9693-cps")]
+    | Annotated[Report, Tag("other")],
+    Discriminator(_scaled_test),
+]
+
+
 class ScaleupRun(Part):
     cores: int
     core_list: list[int] = Field(default_factory=list)
-    report: dict[str, Any]  # the scaled test's own report
+    report: ScaledReport  # the scaled test's own report
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _report_as_stored(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # a run's report stored without schema_version (468ed7a) is written back without:
+        # only a whole document migrates
+        run = handler(data)
+        inner = data.get("report") if isinstance(data, dict) else None
+        if isinstance(inner, dict) and "schema_version" not in inner:
+            run.report.__pydantic_fields_set__.discard("schema_version")
+        return run
 
 
 class ScaleupReport(Doc):
@@ -652,14 +704,28 @@ class ScaleupReport(Doc):
     profile_path: str | None = None
     profile_hash: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    deviations: list[str] = Field(default_factory=list)  # none of its own (its runs' are)
     metrics: dict[str, Num] = Field(default_factory=dict)
+
+
+class GoalSpec(Part):
+    """An RFC 9971 search goal (methodology.procedures.mlr.goals.Goal)."""
+
+    name: str | None = None
+    loss_ratio: Num
+    exceed_ratio: Num
+    final_trial_duration_s: Num
+    duration_sum_s: Num
+    width: Num
+    initial_trial_duration_s: Num | None = None
+    loss_pct: Num | None = None
 
 
 class GoalResult(Part):
     """One RFC 9971 search goal's outcome (tgen search)."""
 
     name: str
-    goal: dict[str, Any] = Field(default_factory=dict)
+    goal: GoalSpec | None = None
     relevant_lower_bound_pps: Num | None = None
     relevant_upper_bound_pps: Num | None = None
     conditional_throughput_pps: Num | None = None
@@ -668,19 +734,71 @@ class GoalResult(Part):
     irregular: str | None = None
 
 
+class SearchTrial(Trial):
+    """A trial of tgen search: its index, loss ratio and counts per direction beside it."""
+
+    index: int | None = None
+    loss_ratio: Num | None = None
+    directions: dict[str, DirectionCounts] | None = None
+
+
+class LadderLatency(Part):
+    """One direction's latency at a ladder step: the worst stream's percentiles (ns)."""
+
+    min_ns: Num | None = None
+    p50_ns: Num | None = None
+    p99_ns: Num | None = None
+    p999_ns: Num | None = None
+    p9999_ns: Num | None = None
+    max_ns: Num | None = None
+    source: str = ""
+
+
+class LadderStep(Part):
+    """A step of the latency ladder after a search: low, or 10/50/90 % of a goal's CT."""
+
+    goal: str | None = None
+    step: str
+    rate_pps: Num
+    latency: dict[str, LadderLatency] = Field(default_factory=dict)
+    trial: SearchTrial
+
+
+class LoadClass(Part):
+    """A load the search tried: its trials and its classification for every goal."""
+
+    load_pps: Num
+    trials: int = 0
+    duration_sum_s: Num = 0.0
+    max_loss_ratio: Num | None = None
+    classification: dict[str, str] = Field(default_factory=dict)
+
+
 class SearchReport(Report):
     """search: the RFC 9971 multiple loss ratio search, every trial, the latency ladder.
     ``dut_drops``: the DUT's drop counters (filled by loss attribution when it lands)."""
 
+    preset: str | None = None
+    preset_definition: str = ""
+    frame_size: int | None = None
+    stream_names: list[str] = Field(default_factory=list)
+    load_unit: str | None = None
+    max_load_source: str | None = None
+    status: str | None = None  # done | partial
+    min_load_pps: Num | None = None
+    max_load_pps: Num | None = None
+    warmup_s: Num | None = None
+    unsent_is_loss: bool | None = None
+    n_trials: int | None = None
+    trial_seconds: Num | None = None
     goals: list[GoalResult] = Field(default_factory=list)
-    trials: list[dict[str, Any]] = Field(default_factory=list)
-    ladder: list[dict[str, Any]] = Field(default_factory=list)
-    loads: list[dict[str, Any]] = Field(default_factory=list)
+    trials: list[SearchTrial] = Field(default_factory=list)
+    ladder: list[LadderStep] = Field(default_factory=list)
+    loads: list[LoadClass] = Field(default_factory=list)
     aggregate_factor: int = 1
     dut_drops: dict[str, Any] = Field(default_factory=dict)
 
 
-#: The model of each test's document, by the test's name as the store files it.
 class SweepRow(Part):
     sessions: int
     sessions_requested: int | None = None
@@ -689,8 +807,8 @@ class SweepRow(Part):
     filled: int | None = None
     fill_passed: bool | None = None
     conntrack_after: int | None = None
-    cps_search: dict[str, Any] | None = None
-    throughput_search: dict[str, Any] | None = None
+    cps_search: Search | None = None
+    throughput_search: Search | None = None
 
 
 class SweepReport(Report):
@@ -701,6 +819,7 @@ class SweepReport(Report):
     rows: list[SweepRow] = Field(default_factory=list)
 
 
+#: The model of each test's document, by the test's name as the store files it.
 REPORTS: dict[str, type[Doc]] = {
     "run": RunResult,
     "tui": RunResult,  # the console's runs

@@ -1,9 +1,9 @@
 """The report of a methodology run: what every report records, and a procedure's own part
 (its ``report``, ``metrics`` and ``trials``: the :class:`Procedure` passed in).
 
-:func:`build_report` gives the typed report (:mod:`tgen_tui.results.models`), and
-:func:`build_document` its JSON document; both work on an interrupted run's state.
-Helpers that several procedures' reports share are here too (:func:`search_trials`).
+:func:`build_report` gives the typed report (:mod:`tgen_tui.results.models`); it works
+on an interrupted run's state. Helpers that several procedures' reports share are here
+too (:func:`trial_record`, :func:`search_trials`, :func:`median_of_summary`).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -20,36 +21,35 @@ from tgen_tui.methodology.kit.procedure import Procedure
 from tgen_tui.methodology.kit.search import RepeatedSearch
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.results import models
-from tgen_tui.results.models import Doc, Trial
+from tgen_tui.results.models import Doc, Report, ScaleupReport, SearchOutcome, Trial, TrialRecord
 
 # ---------------------------------------------------------------------------- the whole
 
 
 def build_report(
-    state: RunState, proc: Procedure, *, partial: bool, signal_name: str | None = None
-) -> Doc:
+    state: RunState, proc: Procedure[Any], *, partial: bool, signal_name: str | None = None
+) -> Report | ScaleupReport:
     """The report through its test's model: the common fields (the parameters, the DUT
     settings, the seed, ...), the procedure's own part, its metrics and its trial count."""
-    own = proc.report(state, partial)
-    doc = (common_fields(state, proc, partial, signal_name) if proc.common else {}) | own
-    doc["metrics"] = {k: v for k, v in proc.metrics(own).items() if v is not None}
-    if proc.common:
-        doc["trials_flat_count"] = len(proc.trials(state))
+    fields = (common_fields(state, proc, partial, signal_name) if proc.common else {}) | (
+        proc.report(state, partial)
+    )
+    model = models.model_for(state.test)
+    assert issubclass(model, Report | ScaleupReport), state.test
     try:
-        return models.model_for(state.test).model_validate(doc)
+        report: Report | ScaleupReport = model.model_validate(fields)
     except ValidationError as e:  # a finished run is never lost to its model: say so, keep it
-        doc.setdefault("warnings", []).append(f"the report does not fit its model: {e}")
-        return models.LooseRecord.model_validate(doc)
+        fields.setdefault("warnings", []).append(f"the report does not fit its model: {e}")
+        report = model.model_construct(**fields)
+    report.metrics = {k: v for k, v in proc.metrics(report).items() if v is not None}
+    if proc.common and isinstance(report, Report):
+        report.trials_flat_count = len(proc.trials(state))
+    return report
 
 
-def build_document(
-    state: RunState, proc: Procedure, *, partial: bool, signal_name: str | None = None
-) -> dict:
-    """The JSON report (see :func:`build_report`)."""
-    return build_report(state, proc, partial=partial, signal_name=signal_name).to_doc()
-
-
-def common_fields(state: RunState, proc: Procedure, partial: bool, signal_name: str | None) -> dict:
+def common_fields(
+    state: RunState, proc: Procedure[Any], partial: bool, signal_name: str | None
+) -> dict[str, Any]:
     """What every report records: test, tester, times, profile, seed, parameters, DUT."""
     from tgen_tui.calibrate.floor import result_fields
 
@@ -59,7 +59,7 @@ def common_fields(state: RunState, proc: Procedure, partial: bool, signal_name: 
     hooks = params.pop("hooks", None) and p.hooks  # the DUT hooks' runs, counted
     params["loss_tolerance"] = p.loss_tolerance.text()
     end = state.finished or time.time()
-    doc: dict = {
+    doc: dict[str, Any] = {
         "test": state.test,
         "tester": f"tgen-tui {__version__}",
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(state.started)),
@@ -84,8 +84,8 @@ def common_fields(state: RunState, proc: Procedure, partial: bool, signal_name: 
         doc["dut_hooks"] = {"runs": hooks.counts(), "records": hooks.to_doc()}
     if signal_name:
         doc["signal"] = signal_name
-    trials = proc.trials(state)
-    if any((t.get("extra") or {}).get("drops") is not None for t in trials):
+    trials = [t for t in proc.trials(state) if isinstance(t, Trial)]
+    if any(t.extra.drops is not None for t in trials):
         doc["drops"] = drops_summary(trials)  # NFVbench-style: per interface and counter
         doc["loss_unexplained"] = unexplained_total(trials)
     return doc
@@ -94,27 +94,31 @@ def common_fields(state: RunState, proc: Procedure, partial: bool, signal_name: 
 # ---------------------------------------------------------------------------- trials
 
 
-def trial_doc(t: Trial, **kw) -> dict:
-    """A trial as the store keeps it: without its per-stream counts, with ``kw`` (where it
-    belongs: search, frame_size, ...)."""
-    return t.to_doc(exclude={"extra": {"streams"}}) | kw
+def trial_record(t: Trial, **where: Any) -> TrialRecord:
+    """A trial as the store keeps it: without its per-stream counts, with ``where`` it
+    belongs (search, frame_size, ...)."""
+    return TrialRecord.model_validate(t.to_doc(exclude={"extra": {"streams"}}) | where)
 
 
-def search_trials(record: RepeatedSearch, headline: str, **kw) -> list[dict]:
+def search_trials(record: RepeatedSearch, headline: str, **where: Any) -> list[Doc]:
     """The trials of repeated searches, each with its search index (``search``), and each
     search's outcome as one more entry with a ``repeat`` index and its figures under
     ``metrics`` (l as ``headline``, h, the number of trials), so that ``tgen results
     compare``/``check`` see the spread of the repeated searches, not of the rates a
     search happened to try."""
-    out: list[dict] = []
+    out: list[Doc] = []
     for i, srch in enumerate(record.searches):
-        out += [trial_doc(t, search=i, **kw) for t in srch.trials]
+        out += [trial_record(t, search=i, **where) for t in srch.trials]
         if srch.status in ("ok", "upper bound not reached"):
             m = {headline: srch.l_pps, "trials": len(srch.trials)}
             if srch.h_pps is not None:
                 m[headline.replace("_fps", "") + "_h"] = srch.h_pps
             out.append(
-                {"repeat": i, "kind": "search_result", "status": srch.status} | kw | {"metrics": m}
+                SearchOutcome.model_validate(
+                    {"repeat": i, "kind": "search_result", "status": srch.status}
+                    | where
+                    | {"metrics": m}
+                )
             )
     return out
 
@@ -122,7 +126,8 @@ def search_trials(record: RepeatedSearch, headline: str, **kw) -> list[dict]:
 def median_of_summary(name: str):
     """``metrics``: the median of the report's summary, as ``name``."""
 
-    def metrics(doc: dict) -> dict:
-        return {name: (doc.get("summary") or {}).get("median")}
+    def metrics(report: Any) -> dict[str, float | None]:
+        s = getattr(report, "summary", None)
+        return {name: s.median if s is not None else None}
 
     return metrics

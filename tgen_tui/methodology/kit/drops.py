@@ -9,10 +9,12 @@ moved, DUT and tester).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
+from typing import Any
 
 from tgen_tui.engine.snapshot import StatsSnapshot
-from tgen_tui.results.models import DropCounter, LossCauseResult, TrialExtra
+from tgen_tui.results.models import DropCounter, LossCauseResult, Trial, TrialExtra
 
 
 def trial_fields(extra: TrialExtra, final: StatsSnapshot, streams: list[str]) -> None:
@@ -37,44 +39,42 @@ def trial_fields(extra: TrialExtra, final: StatsSnapshot, streams: list[str]) ->
         ]
 
 
-def drops_summary(trials: list[dict]) -> list[dict]:
+def drops_summary(trials: Iterable[Trial]) -> list[DropCounter]:
     """Each (where, counter) summed over the trials that recorded it."""
-    acc: dict[tuple[str, str], dict] = {}
+    acc: dict[tuple[str, str], DropCounter] = {}
     for t in trials:
-        extra = t.get("extra") if isinstance(t, dict) else None
-        for r in (extra or {}).get("drops") or []:
-            key = (r.get("where", "?"), r.get("counter", "?"))
+        for r in t.extra.drops or []:
             a = acc.setdefault(
-                key,
-                {"where": key[0], "counter": key[1], "cause": r.get("cause"), "frames": 0,
-                 "matched": None, "excess": None, "trials": 0},
+                (r.where, r.counter),
+                DropCounter(where=r.where, counter=r.counter, cause=r.cause, frames=0,
+                            matched=None, excess=None, trials=0),
             )  # fmt: skip
-            a["frames"] += int(r.get("frames") or 0)
-            a["trials"] += 1
-            for k in ("matched", "excess"):
-                if r.get(k) is not None:
-                    a[k] = (a[k] or 0) + int(r[k])
-    return sorted(acc.values(), key=lambda a: (a["where"], -a["frames"]))
+            a.frames += r.frames
+            a.trials = (a.trials or 0) + 1
+            if r.matched is not None:
+                a.matched = (a.matched or 0) + r.matched
+            if r.excess is not None:
+                a.excess = (a.excess or 0) + r.excess
+    return sorted(acc.values(), key=lambda a: (a.where, -a.frames))
 
 
-def unexplained_total(trials: list[dict]) -> int:
+def unexplained_total(trials: Iterable[Trial]) -> int:
     """Lost frames no counter explained, over every trial."""
-    n = 0
-    for t in trials:
-        extra = t.get("extra") if isinstance(t, dict) else None
-        n += sum(int(v or 0) for v in ((extra or {}).get("loss_unexplained") or {}).values())
-    return n
+    return sum(sum((t.extra.loss_unexplained or {}).values()) for t in trials)
 
 
-def drops_table(doc: dict) -> list[tuple]:
-    """The report's drops table (title, header, columns, rows); none when nothing dropped."""
-    rows = doc.get("drops") or []
+def drops_table(report: Any) -> list[tuple]:
+    """The report's drops table (title, header, columns, rows); none when nothing dropped
+    (``report``: a methodology report, its ``drops`` and ``loss_unexplained``)."""
+    rows = getattr(report, "drops", None) or []
     if not rows:
         return []
     cols = ["frames", "matched to loss", "excess", "trials"]
-    body = [
-        (f"{r['where']}: {r['counter']}", [r["frames"], r["matched"], r["excess"], r["trials"]])
-        for r in rows
-    ]
-    body.append(("unexplained loss (no counter)", [doc.get("loss_unexplained"), None, None, None]))
+    body = [(f"{r.where}: {r.counter}", [r.frames, r.matched, r.excess, r.trials]) for r in rows]
+    body.append(
+        (
+            "unexplained loss (no counter)",
+            [getattr(report, "loss_unexplained", None), None, None, None],
+        )
+    )
     return [("Drops per interface and counter (all trials)", "where: counter", cols, body)]

@@ -7,42 +7,47 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from tgen_tui.methodology.kit.state import RunState
+from tgen_tui.results.models import Doc
 
 Table = tuple  # (title, header, columns, rows)
 PathFn = Callable[[str], "str | None"]  # plot name -> file path (None: terminal only)
 
+R = TypeVar("R", bound=Doc)  # the test's report model (ThroughputReport, ...)
 
-def no_lines(doc: dict) -> list[str]:
+
+def no_lines(report: Any) -> list[str]:
     return []
 
 
-def no_plots(doc: dict, path: PathFn) -> list[str]:
+def no_plots(report: Any, path: PathFn) -> list[str]:
     return []
 
 
-def no_metrics(doc: dict) -> dict:
+def no_metrics(report: Any) -> dict[str, float | None]:
     return {}
 
 
-def no_trials(state: RunState) -> list[dict]:
+def no_trials(state: RunState) -> list[Doc]:
     return []
 
 
 @dataclass(frozen=True)
-class Procedure:
-    """One test: how it runs, its part of the report, and how it is shown."""
+class Procedure(Generic[R]):
+    """One test: how it runs, its part of the report, and how it is shown from its model."""
 
     name: str  # the registry key: throughput, loss, ...
     test: str  # the verb's name for it, and the store's: rfc2544-throughput, ...
     run: Callable[[RunState], Awaitable[None]]
-    report: Callable[[RunState, bool], dict]  # (state, partial) -> its part of the report
-    metrics: Callable[[dict], dict]  # its part -> the headline figures (results store)
-    trials: Callable[[RunState], list[dict]]  # every trial, flat (results store)
-    tables: Callable[[dict], list[Table]]
-    plots: Callable[[dict, PathFn], list[str]] = no_plots
-    lines: Callable[[dict], list[str]] = no_lines  # text lines after the tables
+    # (state, partial) -> its part of the report: the report model's fields, typed
+    report: Callable[[RunState, bool], dict[str, Any]]
+    metrics: Callable[[R], dict[str, float | None]]  # the report -> its headline figures
+    trials: Callable[[RunState], list[Doc]]  # every trial, flat, as the store keeps them
+    tables: Callable[[R], list[Table]]
+    plots: Callable[[R, PathFn], list[str]] = no_plots
+    lines: Callable[[R], list[str]] = no_lines  # text lines after the tables
     rate_unit: str = "frames/s per direction"
     label: str = ""  # what the rate is, in the scale-up table
     unit: str = ""  # the searched rate's unit, for scale-up (empty: cannot be scaled)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from tgen_tui.methodology.kit.stats import summary
-from tgen_tui.results.models import Trial
+from tgen_tui.results.models import Search, SearchSummary, Trial
 
 #: trial kinds: the upper-bound check, a halving step, the full-length confirmation
 KINDS = ("upper_bound", "search", "confirm")
@@ -42,22 +43,28 @@ class SearchResult:
         """Halving trials only (ceil(log2(max/error)) of them), without the bound check."""
         return sum(1 for t in self.trials if t.kind == "search")
 
-    def to_dict(self) -> dict:
+    def n_trials(self) -> dict[str, int]:
+        """The trials by kind (halving, bound check, confirmation) and in all."""
         return {
-            "l_pps": self.l_pps,
-            "h_pps": self.h_pps,
-            "status": self.status,
-            "max_rate": self.max_rate,
-            "error": self.error,
-            "n_trials": {
-                "search": self.search_trials,
-                "upper_bound": sum(1 for t in self.trials if t.kind == "upper_bound"),
-                "confirm": sum(1 for t in self.trials if t.kind == "confirm"),
-                "total": len(self.trials),
-            },
-            "confirmed": self.confirmed,
-            "trials": [t.to_doc() for t in self.trials],
+            "search": self.search_trials,
+            "upper_bound": sum(1 for t in self.trials if t.kind == "upper_bound"),
+            "confirm": sum(1 for t in self.trials if t.kind == "confirm"),
+            "total": len(self.trials),
         }
+
+    def to_model(self, **kw: Any) -> Search:
+        """The search in a report (``kw``: where it belongs, e.g. ``frame_size``)."""
+        return Search(
+            l_pps=self.l_pps,
+            h_pps=self.h_pps,
+            status=self.status,
+            max_rate=self.max_rate,
+            error=self.error,
+            n_trials=self.n_trials(),
+            confirmed=self.confirmed,
+            trials=self.trials,
+            **kw,
+        )
 
 
 async def binary_search(
@@ -117,7 +124,9 @@ class RepeatedSearch:
     searches: list[SearchResult] = field(default_factory=list)
     partial: bool = False
 
-    def summary(self) -> dict:
+    def summary(self, **kw: Any) -> SearchSummary:
+        """l over the finished searches (median, min, max, p1/p99 from 10), h likewise,
+        and how many did not reach the bound, passed nothing, or were not confirmed."""
         done = [s for s in self.searches if s.status in ("ok", "upper bound not reached")]
         out = summary([s.l_pps for s in done])
         out["h"] = summary([s.h_pps for s in done if s.h_pps is not None])
@@ -126,13 +135,7 @@ class RepeatedSearch:
         )
         out["no_passing_rate"] = sum(s.status == "no passing rate" for s in self.searches)
         out["unconfirmed"] = sum(s.confirmed is False for s in self.searches)
-        return out
-
-    def to_dict(self) -> dict:
-        return {
-            "searches": [s.to_dict() for s in self.searches],
-            "summary": self.summary(),
-        }
+        return SearchSummary.model_validate(kw | out)
 
 
 async def repeated_search(

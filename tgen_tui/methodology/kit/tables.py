@@ -7,6 +7,8 @@ import csv
 import io
 from collections.abc import Sequence
 
+from tgen_tui.results.models import Summary
+
 Row = tuple[str, Sequence[object]]
 
 
@@ -42,17 +44,28 @@ def csv_table(header: str, columns: Sequence[object], rows: Sequence[Row]) -> st
     return buf.getvalue()
 
 
-def summary_rows(label: str, unit: str, summaries: Sequence[dict]) -> list[Row]:
-    """median / min / max (and p1 / p99 when present) rows for one figure."""
+def summary_rows(
+    label: str, unit: str, summaries: Sequence[Summary | None], per: float = 1.0
+) -> list[Row]:
+    """median / min / max (and p1 / p99 when present) rows for one figure, each value
+    divided by ``per`` (1000: ns shown in us); a missing summary gives '-' everywhere."""
+
+    def col(name: str) -> list[object]:
+        out: list[object] = []
+        for s in summaries:
+            v = getattr(s, name) if s is not None else None
+            out.append(v / per if isinstance(v, int | float) and per != 1.0 else v)
+        return out
+
     rows: list[Row] = [
-        (f"{label}, median ({unit})", [s.get("median") for s in summaries]),
-        (f"{label}, min ({unit})", [s.get("min") for s in summaries]),
-        (f"{label}, max ({unit})", [s.get("max") for s in summaries]),
+        (f"{label}, median ({unit})", col("median")),
+        (f"{label}, min ({unit})", col("min")),
+        (f"{label}, max ({unit})", col("max")),
     ]
-    if any("p1" in s for s in summaries):
-        rows.append((f"{label}, p1 ({unit})", [s.get("p1") for s in summaries]))
-        rows.append((f"{label}, p99 ({unit})", [s.get("p99") for s in summaries]))
-    rows.append(("runs", [s.get("n") for s in summaries]))
+    if any(s is not None and s.p1 is not None for s in summaries):
+        rows.append((f"{label}, p1 ({unit})", col("p1")))
+        rows.append((f"{label}, p99 ({unit})", col("p99")))
+    rows.append(("runs", [s.n if s is not None else None for s in summaries]))
     return rows
 
 

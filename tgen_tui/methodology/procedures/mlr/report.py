@@ -5,23 +5,35 @@ its tables, text lines and plot are in :mod:`.output`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.procedures.mlr.search import MlrResult
-from tgen_tui.results.models import Trial
+from tgen_tui.results.models import (
+    Doc,
+    LadderStep,
+    SearchReport,
+    SearchTrial,
+    Trial,
+    TrialRecord,
+)
 
 
-def _trial(t: Trial, index: int) -> dict:
+def _trial(t: Trial, index: int) -> SearchTrial:
+    """A search trial in the report: without its streams, with its index, its loss ratio
+    and its counts per direction beside it."""
     d = t.to_doc(exclude={"extra": {"streams"}})
     d["loss_ratio"] = t.extra.loss_ratio
     d["directions"] = d["extra"].get("directions", {})
-    return d | {"index": index}
+    return SearchTrial.model_validate(d | {"index": index})
 
 
-def search_report(state: RunState, partial: bool) -> dict:
+def search_report(state: RunState, partial: bool) -> dict[str, Any]:
+    """The goals' outcomes, every trial, the loads' classifications and the ladder."""
     b = state.body
     res: MlrResult | None = b.get("mlr")
     cfg = b.get("config")
-    doc: dict = {
+    doc: dict[str, Any] = {
         "preset": getattr(cfg, "preset", None),
         "preset_definition": getattr(cfg, "preset_text", ""),
         "frame_size": b.get("frame_size"),
@@ -41,26 +53,32 @@ def search_report(state: RunState, partial: bool) -> dict:
     ]
     doc["trials"] = [_trial(t, i) for i, t in enumerate(res.trials)]
     doc["ladder"] = [
-        {k: v for k, v in row.items() if k != "trial"} | {"trial": _trial(row["trial"], i)}
+        LadderStep.model_validate(
+            {k: v for k, v in row.items() if k != "trial"} | {"trial": _trial(row["trial"], i)}
+        )
         for i, row in enumerate(b.get("ladder", []))
     ]
     return doc
 
 
-def search_metrics(doc: dict) -> dict:
-    out: dict = {}
-    for g in doc.get("goals", []):
-        n = g["name"]
-        out[f"{n}_pps"] = g.get("conditional_throughput_pps")
-        out[f"{n}_rlb_pps"] = g.get("relevant_lower_bound_pps")
-        out[f"{n}_rub_pps"] = g.get("relevant_upper_bound_pps")
-    out["trials"] = doc.get("n_trials")
+def search_metrics(report: SearchReport) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for g in report.goals:
+        out[f"{g.name}_pps"] = g.conditional_throughput_pps
+        out[f"{g.name}_rlb_pps"] = g.relevant_lower_bound_pps
+        out[f"{g.name}_rub_pps"] = g.relevant_upper_bound_pps
+    out["trials"] = report.n_trials
     return out
 
 
-def search_trials(state: RunState) -> list[dict]:
+def search_trials(state: RunState) -> list[Doc]:
+    """Every trial of the search, then the ladder's (``ladder_step``), as the store keeps
+    them."""
     res: MlrResult | None = state.body.get("mlr")
-    out = [_trial(t, i) for i, t in enumerate(res.trials)] if res else []
+    out: list[Doc] = [
+        TrialRecord.model_validate(_trial(t, i).to_doc()) for i, t in enumerate(res.trials)
+    ] if res else []  # fmt: skip
     for row in state.body.get("ladder", []):
-        out.append(_trial(row["trial"], len(out)) | {"ladder_step": row["step"]})
+        d = _trial(row["trial"], len(out)).to_doc() | {"ladder_step": row["step"]}
+        out.append(TrialRecord.model_validate(d))
     return out

@@ -6,22 +6,25 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from tgen_tui.results import models
 from tgen_tui.results.models import Trial
 
 
 @dataclass
 class LossPoint:
+    """One step of the curve: the offered load and its trial."""
+
     load_pct: float  # offered load, % of the maximum frame rate
     rate_pps: float
     trial: Trial
 
-    def to_dict(self) -> dict:
-        return {
-            "load_pct": self.load_pct,
-            "rate_pps": self.rate_pps,
-            "flr_pct": self.trial.loss_pct,
-            "trial": self.trial.to_doc(),
-        }
+    def to_model(self) -> models.LossPoint:
+        return models.LossPoint(
+            load_pct=self.load_pct,
+            rate_pps=self.rate_pps,
+            flr_pct=self.trial.loss_pct,
+            trial=self.trial,
+        )
 
 
 def flr_pct(sent: int, received: int) -> float:

@@ -22,7 +22,7 @@ from tgen_tui.methodology.procedures.rfc2544.latency import (
     tl_wcl_from_percentiles,
 )
 from tgen_tui.methodology.procedures.rfc2544.loss import LossPoint, frame_loss
-from tgen_tui.results.models import Trial
+from tgen_tui.results.models import LatencyFigures, Trial
 
 
 def per_size(state: RunState, prof, sizes: list[int]):
@@ -109,7 +109,8 @@ async def _rate_for(state: RunState, runner: TrialRunner, mr: float, size: int) 
     return float(s.l_pps)
 
 
-def _lat_figures(t: Trial, p: Params, tagged_after: float) -> dict:
+def _lat_figures(t: Trial, p: Params, tagged_after: float) -> LatencyFigures:
+    """TL and WCL of the worst stream (RFC 8219: lost tagged frames count as the penalty)."""
     pen = penalty_ns(p.duration_s, tagged_after, p.timeout_s)
     per = {}
     for name, s in (t.extra.streams or {}).items():
@@ -120,17 +121,19 @@ def _lat_figures(t: Trial, p: Params, tagged_after: float) -> dict:
         }
     tl = [v["tl_ns"] for v in per.values() if v["tl_ns"] is not None]
     wcl = [v["wcl_ns"] for v in per.values() if v["wcl_ns"] is not None]
-    return {
-        "tl_ns": max(tl) if tl else None,
-        "wcl_ns": max(wcl) if wcl else None,
-        "tagged": sum(v["tagged"] for v in per.values()),
-        "lost_tagged": sum(v["lost_tagged"] for v in per.values()),
-        "penalty_ns": pen,
-        "streams": per,
-    }
+    return LatencyFigures(
+        tl_ns=max(tl) if tl else None,
+        wcl_ns=max(wcl) if wcl else None,
+        tagged=sum(v["tagged"] for v in per.values()),
+        lost_tagged=sum(v["lost_tagged"] for v in per.values()),
+        penalty_ns=pen,
+        streams=per,
+    )
 
 
 async def run_latency(state: RunState, *, pdv: bool = False) -> None:
+    """RFC 8219 latency (TL, WCL) or PDV: ``repeats`` trials per frame size at the
+    throughput rate (--rate, else a search's l), tagged after --delay (latency)."""
     p = state.params
     prof = load(p)
     sizes = frame_sizes_of(p, prof)
@@ -151,32 +154,27 @@ async def run_latency(state: RunState, *, pdv: bool = False) -> None:
                 clear_at_s=delay if delay > 0 else None,
                 early_stop=False,
             )
-            if pdv:
-                fig = _pdv_figures(t)
-            else:
-                fig = _lat_figures(t, p, delay)
-                if fig["tagged"] < 500:
-                    state.warnings.append(
-                        f"{size} B trial {i + 1}: only {fig['tagged']} tagged frames (RFC 8219 "
-                        "asks for at least 500): raise the rate or the duration"
-                    )
+            fig = _pdv_figures(t) if pdv else _lat_figures(t, p, delay)
+            if not pdv and (fig.tagged or 0) < 500:
+                state.warnings.append(
+                    f"{size} B trial {i + 1}: only {fig.tagged} tagged frames (RFC 8219 "
+                    "asks for at least 500): raise the rate or the duration"
+                )
             trials.append({"repeat": i, "figures": fig, "trial": t})
-            state.trial_done(
-                t,
-                size=f"{size}B",
-                **(
-                    {"pdv_us": _us(fig["pdv_ns"])}
-                    if pdv
-                    else {"TL_us": _us(fig["tl_ns"]), "WCL_us": _us(fig["wcl_ns"])}
-                ),
+            shown = (
+                {"pdv_us": _us(fig.pdv_ns)}
+                if pdv
+                else {"TL_us": _us(fig.tl_ns), "WCL_us": _us(fig.wcl_ns)}
             )
+            state.trial_done(t, size=f"{size}B", **shown)
 
 
 async def run_pdv(state: RunState) -> None:
     await run_latency(state, pdv=True)
 
 
-def _pdv_figures(t: Trial) -> dict:
+def _pdv_figures(t: Trial) -> LatencyFigures:
+    """PDV = D99.9th − Dmin of the worst stream."""
     per = {}
     for name, s in (t.extra.streams or {}).items():
         lat = s.latency_ns
@@ -186,7 +184,7 @@ def _pdv_figures(t: Trial) -> dict:
             "frames": s.rx_frames,
         }
     vals = [v["pdv_ns"] for v in per.values() if v["pdv_ns"] is not None]
-    return {"pdv_ns": max(vals) if vals else None, "streams": per}
+    return LatencyFigures(pdv_ns=max(vals) if vals else None, streams=per)
 
 
 def _us(ns: float | None) -> str:

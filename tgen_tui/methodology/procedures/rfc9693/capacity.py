@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from tgen_tui.methodology.kit.search import SearchResult
+from tgen_tui.results import models
 from tgen_tui.results.models import Trial
 
 CpsSearch = Callable[[int], Awaitable[SearchResult]]
@@ -18,6 +19,8 @@ CpsTrial = Callable[[int, float], Awaitable[Trial]]
 
 @dataclass
 class CapacityStep:
+    """One step of the search: the R0 search (or a halving of C0), a doubling, a bisection."""
+
     phase: str  # "R0", "halve", "double", "search"
     connections: int
     rate: float  # the rate tested (β·R0 or γ·R0), or R0 for the R0 search
@@ -25,19 +28,21 @@ class CapacityStep:
     trial: Trial | None = None
     search: SearchResult | None = None
 
-    def to_dict(self) -> dict:
-        return {
-            "phase": self.phase,
-            "connections": self.connections,
-            "rate": self.rate,
-            "passed": self.passed,
-            "trial": self.trial.to_doc() if self.trial else None,
-            "search": self.search.to_dict() if self.search else None,
-        }
+    def to_model(self) -> models.CapacityStep:
+        return models.CapacityStep(
+            phase=self.phase,
+            connections=self.connections,
+            rate=self.rate,
+            passed=self.passed,
+            trial=self.trial,
+            search=self.search.to_model() if self.search else None,
+        )
 
 
 @dataclass
 class CapacityResult:
+    """The capacity search as it goes: R0, the table sizes tried, the capacity found."""
+
     c0: int
     beta: float
     gamma: float
@@ -49,19 +54,19 @@ class CapacityResult:
     status: str = "running"
     steps: list[CapacityStep] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
-        return {
-            "capacity": self.capacity,
-            "h_connections": self.h_connections,
-            "r0": self.r0,
-            "c0": self.c0,
-            "c0_used": self.c0_used,
-            "beta": self.beta,
-            "gamma": self.gamma,
-            "error": self.error,
-            "status": self.status,
-            "steps": [s.to_dict() for s in self.steps],
-        }
+    def to_model(self) -> models.Capacity:
+        return models.Capacity(
+            capacity=self.capacity,
+            h_connections=self.h_connections,
+            r0=self.r0,
+            c0=self.c0,
+            c0_used=self.c0_used,
+            beta=self.beta,
+            gamma=self.gamma,
+            error=self.error,
+            status=self.status,
+            steps=[s.to_model() for s in self.steps],
+        )
 
 
 async def capacity_search(

@@ -1,60 +1,70 @@
-"""The RFC 9693 procedures' part of the report: the connection rate searches, the
-capacity steps, the tear-down repeats; their metrics and their trials for the store."""
+"""The RFC 9693 procedures' part of the report (typed: CpsReport, CapacityReport,
+TeardownReport): the connection rate searches, the capacity steps, the tear-down
+repeats; their metrics and their trials for the store."""
 
 from __future__ import annotations
 
-from tgen_tui.methodology.kit.documents import search_trials, trial_doc
+from typing import Any
+
+from tgen_tui.methodology.kit.documents import search_trials, trial_record
+from tgen_tui.methodology.kit.search import RepeatedSearch
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.kit.stats import summary
+from tgen_tui.results.models import CapacityReport, CapacitySummary, Doc, Summary, TeardownRow
 
 
-def cps_report(state: RunState, partial: bool) -> dict:
+def cps_report(state: RunState, partial: bool) -> dict[str, Any]:
+    """The repeated searches of the connection establishment rate, and their summary."""
     b = state.body
     if "record" not in b:
         return {}
-    return {"connections": b["connections"], "unique_space": b["unique_space"]} | b[
-        "record"
-    ].to_dict()
+    rec: RepeatedSearch = b["record"]
+    return {
+        "connections": b["connections"],
+        "unique_space": b["unique_space"],
+        "searches": [s.to_model() for s in rec.searches],
+        "summary": rec.summary(),
+    }
 
 
-def cps_trials(state: RunState) -> list[dict]:
+def cps_trials(state: RunState) -> list[Doc]:
     rec = state.body.get("record")
     return search_trials(rec, "cps") if rec is not None else []
 
 
-def capacity_report(state: RunState, partial: bool) -> dict:
+def capacity_report(state: RunState, partial: bool) -> dict[str, Any]:
+    """The capacity search's steps and its outcome."""
     cap = state.body.get("capacity")
     if cap is None:
         return {}
     return {
-        "capacity": cap.to_dict(),
-        "summary": {
-            "capacity": cap.capacity,
-            "h_connections": cap.h_connections,
-            "r0": cap.r0,
-            "status": cap.status,
-        },
+        "capacity": cap.to_model(),
+        "summary": CapacitySummary(
+            capacity=cap.capacity, h_connections=cap.h_connections, r0=cap.r0, status=cap.status
+        ),
     }
 
 
-def capacity_metrics(doc: dict) -> dict:
-    return {"capacity": (doc.get("summary") or {}).get("capacity")}
+def capacity_metrics(report: CapacityReport) -> dict[str, float | None]:
+    return {"capacity": report.summary.capacity if report.summary is not None else None}
 
 
-def capacity_trials(state: RunState) -> list[dict]:
+def capacity_trials(state: RunState) -> list[Doc]:
     cap = state.body.get("capacity")
-    out: list[dict] = []
+    out: list[Doc] = []
     for st in cap.steps if cap is not None else []:
         if st.trial:
-            out.append(trial_doc(st.trial, connections=st.connections, phase=st.phase))
+            out.append(trial_record(st.trial, connections=st.connections, phase=st.phase))
         if st.search:
             out += [
-                trial_doc(t, connections=st.connections, phase=st.phase) for t in st.search.trials
+                trial_record(t, connections=st.connections, phase=st.phase)
+                for t in st.search.trials
             ]
     return out
 
 
-def teardown_report(state: RunState, partial: bool) -> dict:
+def teardown_report(state: RunState, partial: bool) -> dict[str, Any]:
+    """Every repeat's timed flushes and load trial, and the rates' summary."""
     b = state.body
     if "repeats" not in b:
         return {}
@@ -62,14 +72,12 @@ def teardown_report(state: RunState, partial: bool) -> dict:
     return {
         "connections": b["connections"],
         "load_rate": b["load_rate"],
-        "teardown": [
-            {k: v for k, v in r.items() if k != "load_trial"}
-            | {"load_trial": r["load_trial"].to_doc()}
-            for r in rows
-        ],
-        "summary": summary([r["rate_per_s"] for r in rows]),
+        "teardown": [TeardownRow.model_validate(r) for r in rows],
+        "summary": Summary.model_validate(summary([r["rate_per_s"] for r in rows])),
     }
 
 
-def teardown_trials(state: RunState) -> list[dict]:
-    return [trial_doc(r["load_trial"], repeat=r["repeat"]) for r in state.body.get("repeats", [])]
+def teardown_trials(state: RunState) -> list[Doc]:
+    return [
+        trial_record(r["load_trial"], repeat=r["repeat"]) for r in state.body.get("repeats", [])
+    ]

@@ -1,30 +1,35 @@
-"""The scale-up's report: one report per core count, the rates, their relative scale-up."""
+"""The scale-up's report (ScaleupReport): one report per core count, the rates, and
+their relative scale-up."""
 
 from __future__ import annotations
 
-from tgen_tui.methodology.kit.documents import build_document
+from typing import Any
+
+from tgen_tui.methodology.kit.documents import build_report
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.procedures.scaleup.run import Lookup, relative_scaleup
+from tgen_tui.results.models import ScaleupReport, ScaleupRow, ScaleupRun, Summary
 
 
-def scaleup_report(state: RunState, partial: bool, *, scaled: Lookup) -> dict:
+def scaleup_report(state: RunState, partial: bool, *, scaled: Lookup) -> dict[str, Any]:
     """One report per core count (the last one partial when the run was interrupted),
     the rates, their relative scale-up and the caveat of a small machine."""
     b = state.body
     inner = scaled(state.test)
     done = b.get("runs", [])
     runs = [
-        {
-            "cores": r["cores"],
-            "core_list": r["core_list"],
-            "report": build_document(r["state"], inner, partial=partial and i == len(done) - 1),
-        }
+        ScaleupRun(
+            cores=r["cores"],
+            core_list=r["core_list"],
+            report=build_report(r["state"], inner, partial=partial and i == len(done) - 1),
+        )
         for i, r in enumerate(done)
     ]
-    sm = {r["cores"]: r["report"].get("summary", {}) for r in runs}
-    med = {k: s.get("median") for k, s in sm.items()}
-    rel = relative_scaleup(med)
-    first = runs[0]["report"] if runs else {}
+    sm: dict[int, Summary] = {
+        r.cores: getattr(r.report, "summary", None) or Summary() for r in runs
+    }
+    rel = relative_scaleup({k: s.median for k, s in sm.items()})
+    first = runs[0].report if runs else None
     avail = b.get("avail", [])
     return {
         "test": state.test,
@@ -35,21 +40,21 @@ def scaleup_report(state: RunState, partial: bool, *, scaled: Lookup) -> dict:
         + (", with k sender lanes per port" if b.get("over") == "lanes" else ""),
         "cores": b.get("counts", []),
         "rows": [
-            {
-                "cores": r["cores"],
-                "core_list": r["core_list"],
-                "median": med[r["cores"]],
-                "min": sm[r["cores"]].get("min"),
-                "max": sm[r["cores"]].get("max"),
-                "relative_scaleup": rel.get(r["cores"]),
-            }
+            ScaleupRow(
+                cores=r.cores,
+                core_list=r.core_list,
+                median=sm[r.cores].median,
+                min=sm[r.cores].min,
+                max=sm[r.cores].max,
+                relative_scaleup=rel.get(r.cores),
+            )
             for r in runs
         ],
         "runs": runs,
-        "seed": first.get("seed"),
-        "dut": first.get("dut"),
+        "seed": first.seed if first else None,
+        "dut": first.dut if first else None,
         "profile_path": state.params.profile,
-        "profile_hash": first.get("profile_hash"),
+        "profile_hash": first.profile_hash if first else None,
         "warnings": [
             f"this machine has {len(avail)} CPUs: the tester's workers, the kernel's veth "
             "receive work and the DUT namespace share them, so scale-up here measures "
@@ -60,5 +65,5 @@ def scaleup_report(state: RunState, partial: bool, *, scaled: Lookup) -> dict:
     }
 
 
-def scaleup_metrics(doc: dict) -> dict:
-    return {f"rate_{r['cores']}c": r["median"] for r in doc.get("rows", [])}
+def scaleup_metrics(report: ScaleupReport) -> dict[str, float | None]:
+    return {f"rate_{r.cores}c": r.median for r in report.rows}

@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from typing import Any
 
 from tgen_tui.methodology.kit.procedure import Procedure
 from tgen_tui.methodology.kit.state import RunState
 
-Lookup = Callable[[str], Procedure]  # scaleup-TEST -> TEST's procedure
+Lookup = Callable[[str], Procedure[Any]]  # scaleup-TEST -> TEST's procedure
 
 
 async def run_scaleup(state: RunState, *, scaled: Lookup) -> None:

@@ -3,37 +3,38 @@
 from __future__ import annotations
 
 from tgen_tui.methodology.kit.procedure import PathFn, Table
+from tgen_tui.results.models import SweepReport
 from tgen_tui.results.plot import chart
 
 
-def sweep_tables(doc: dict) -> list[Table]:
-    rows = doc.get("rows", [])
+def sweep_tables(report: SweepReport) -> list[Table]:
+    rows = report.rows
     return [
         (
             "Session-scale sweep",
             "sessions",
-            [r["sessions"] for r in rows],
+            [r.sessions for r in rows],
             [
-                ("connection rate, l (conn/s)", [r.get("cps") for r in rows]),
-                ("throughput, l (fps)", [r.get("throughput") for r in rows]),
-                ("entries opened by the fill", [r.get("filled") for r in rows]),
-                ("conntrack after the throughput search", [r.get("conntrack_after") for r in rows]),
+                ("connection rate, l (conn/s)", [r.cps for r in rows]),
+                ("throughput, l (fps)", [r.throughput for r in rows]),
+                ("entries opened by the fill", [r.filled for r in rows]),
+                ("conntrack after the throughput search", [r.conntrack_after for r in rows]),
             ],
         )
     ]
 
 
-def sweep_plots(doc: dict, path: PathFn) -> list[str]:
-    rows = doc.get("rows", [])
-    x = [r["sessions"] for r in rows]
+def sweep_plots(report: SweepReport, path: PathFn) -> list[str]:
+    rows = report.rows
+    x = [r.sessions for r in rows]
     return [
         chart(
             "Connection rate and throughput against sessions",
             "sessions",
             "per second",
             [
-                ("conn/s", x, [r.get("cps") or 0 for r in rows]),
-                ("fps", x, [r.get("throughput") or 0 for r in rows]),
+                ("conn/s", x, [r.cps or 0 for r in rows]),
+                ("fps", x, [r.throughput or 0 for r in rows]),
             ],
             kind="line",
             path=path("sweep_sessions"),

@@ -54,7 +54,7 @@ async def run_sweep(state: RunState) -> None:
             on_trial=lambda s_, t, s=s: state.trial_done(t, phase="cps", sessions=s),
         )
         row["cps"] = cps.l_pps
-        row["cps_search"] = cps.to_dict()
+        row["cps_search"] = cps
         fill_rate = cps.l_pps or min(t.rate_pps for t in cps.trials)
         fill = await stateful_trial(state, runner, s, fill_rate, "fill")
         state.trial_done(fill, phase="fill", sessions=s)
@@ -73,7 +73,7 @@ async def run_sweep(state: RunState) -> None:
             on_trial=lambda s_, t, s=s: state.trial_done(t, phase="throughput", sessions=s),
         )
         row["throughput"] = tput.l_pps
-        row["throughput_search"] = tput.to_dict()
+        row["throughput_search"] = tput
         row["conntrack_after"] = runner.dut.count()
         state.note(
             f"sweep: {s:,} sessions: {row['cps']:,.0f} conn/s, {row['throughput']:,.0f} fps "
