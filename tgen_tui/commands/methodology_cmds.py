@@ -30,6 +30,7 @@ from tgen_tui.profiles.units import parse_duration
 
 if TYPE_CHECKING:
     from tgen_tui.methodology.kit.output import MethodologyReport
+    from tgen_tui.methodology.kit.params import Params
 
 COMMON_EPILOG = """\
 Rates are frames/s per direction (RFC 2544) or connections/s (RFC 9693). Durations take
@@ -207,9 +208,25 @@ def _need_test(parser: argparse.ArgumentParser):
 
 
 def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = True) -> None:
+    """The options every methodology verb has: the profile, the trial, the DUT, output."""
     p.add_argument("profile", metavar="PROFILE", help="profile YAML (e.g. profiles/lab.yaml)")
     add_preflight_option(p)
     g = p.add_argument_group("trial")
+    _trial_options(g, repeats)
+    p.set_defaults(default_repeats=repeats)
+    _validity_options(g, cores_option)
+    _dut_options(p.add_argument_group("DUT"))
+    _output_options(p.add_argument_group("output"))
+    try:
+        from tgen_tui.results.record import add_store_options
+
+        add_store_options(p)
+    except ImportError:  # the results store is optional at this layer
+        pass
+
+
+def _trial_options(g, repeats: int) -> None:
+    """Lengths, repeats, rates, frame sizes, loss tolerance, direction, seed."""
     g.add_argument("--duration", "-d", help="trial length (default: 60s; --quick: 2s)")
     g.add_argument(
         "--search-duration",
@@ -226,7 +243,6 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         type=int,
         help=f"whole searches/runs (default: {repeats}; --quick: 3)",
     )
-    p.set_defaults(default_repeats=repeats)
     g.add_argument(
         "--max-rate",
         help="highest rate tried, e.g. 200k or 1.5M fps (default: the port's line rate at "
@@ -252,6 +268,10 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         "bidirectional: both, each at the full rate (default: %(default)s)",
     )
     g.add_argument("--seed", type=int, help="PRNG seed (default: the profile's)")
+
+
+def _validity_options(g, cores_option: bool) -> None:
+    """Validity and re-runs, cores, early stop, --quick, the latency/loss knobs, --cluster."""
     g.add_argument(
         "--tolerance",
         type=float,
@@ -290,7 +310,10 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         "run ports that name a host on that host's Ray node (the head's IP:PORT or 'auto'; "
         "see tgen run --help); every trial opens its engine there",
     )
-    d = p.add_argument_group("DUT")
+
+
+def _dut_options(d) -> None:
+    """--dut-netns, --dut-ssh, --dut-reset."""
     add_dut_options(
         d,
         netns_help="the DUT namespace (default: the profile's dut.netns)",
@@ -301,7 +324,10 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         metavar="COMMAND",
         help="shell command that empties the DUT's state, e.g. 'ssh root@dut conntrack -F'",
     )
-    o = p.add_argument_group("output")
+
+
+def _output_options(o) -> None:
+    """--json, --ndjson, --md, --csv, --plots and the terminal's."""
     o.add_argument("--json", metavar="FILE", help="report with every trial (- for stdout)")
     o.add_argument("--ndjson", metavar="FILE", help="one line per trial (- for stdout)")
     o.add_argument("--md", metavar="FILE", help="Markdown tables (USERS.md §1 layout)")
@@ -314,12 +340,6 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
     o.add_argument("--plot-format", choices=("svg", "png"), default="svg")
     o.add_argument("--no-plot", action="store_true", help="no terminal plot")
     add_quiet_option(o, "no progress, no tables")
-    try:
-        from tgen_tui.results.record import add_store_options
-
-        add_store_options(p)
-    except ImportError:  # the results store is optional at this layer
-        pass
 
 
 def _stateful(p: argparse.ArgumentParser) -> None:
@@ -448,7 +468,33 @@ def _sizes(text: str | None) -> list[int] | None:
     return out
 
 
-def params_from_args(args: argparse.Namespace):
+def params_from_args(args: argparse.Namespace) -> Params:
+    """The verb's options as :class:`Params` (METHODOLOGY.md's defaults, --quick's)."""
+    p = _trial_params(args)
+    if getattr(args, "cores", None):
+        p.cores = parse_cores_option(args.cores)
+    if getattr(args, "cluster", None):
+        from tgen_tui.cluster.transport import cluster_transport
+        from tgen_tui.engine.cli_options import check_cluster_option
+
+        check_cluster_option(args.cluster)
+        p.cluster = args.cluster
+        p.transport = cluster_transport(args.cluster)
+    if p.duration_s <= 0 or (p.search_duration_s is not None and p.search_duration_s <= 0):
+        raise BadInput("--duration and --search-duration must be > 0")
+    if not 0 < p.step_pct <= 10:
+        raise BadInput("--step must be in (0, 10] %")
+    if hasattr(args, "c0"):
+        _stateful_params(p, args)
+    if p.delay_s >= p.duration_s and args.verb_name == "rfc2544-latency":
+        raise BadInput(
+            f"--delay ({p.delay_s:g} s) must be shorter than --duration ({p.duration_s:g} s)"
+        )
+    return p
+
+
+def _trial_params(args: argparse.Namespace) -> Params:
+    """The options every verb has: trial lengths, repeats, rates, validity, the DUT."""
     from tgen_tui.methodology.kit.params import Params
 
     quick = args.quick
@@ -461,7 +507,7 @@ def params_from_args(args: argparse.Namespace):
         raise BadInput("--repeats must be at least 1")
     if not (0 <= args.tolerance < 1):
         raise BadInput("--tolerance must be in [0, 1)")
-    p = Params(
+    return Params(
         profile=args.profile,
         duration_s=_dur(duration, "--duration"),
         search_duration_s=_dur(args.search_duration, "--search-duration")
@@ -488,38 +534,30 @@ def params_from_args(args: argparse.Namespace):
         dut_ssh=args.dut_ssh,
         dut_reset=args.dut_reset,
     )
-    if getattr(args, "cores", None):
-        p.cores = parse_cores_option(args.cores)
-    if getattr(args, "cluster", None):
-        from tgen_tui.engine.cli_options import check_cluster_option
 
-        check_cluster_option(args.cluster)
-        p.cluster = args.cluster
-        from tgen_tui.cluster.transport import cluster_transport
 
-        p.transport = cluster_transport(args.cluster)
-    if p.duration_s <= 0 or (p.search_duration_s is not None and p.search_duration_s <= 0):
-        raise BadInput("--duration and --search-duration must be > 0")
-    if not 0 < p.step_pct <= 10:
-        raise BadInput("--step must be in (0, 10] %")
-    if hasattr(args, "c0"):
-        p.n = int(_count(args.n, "-N")) if args.n else None
-        p.m = int(_count(args.m, "-M")) if args.m else None
-        p.r = _count(args.r, "-R") or p.rate
-        p.t_ms = _dur(args.t, "-T") * 1000
-        p.d_ms = _dur(args.dd, "-D") * 1000 if args.dd else None
-        p.alpha, p.beta, p.gamma = args.alpha, args.beta, args.gamma
-        p.e = int(_count(args.e, "-E"))
-        p.c0 = int(_count(args.c0, "--c0"))
-        p.phase2, p.responder_order = args.phase2, args.responder_order
-        p.proto, p.tcp_teardown = args.proto, args.tcp_teardown
-        if not (0 < p.beta < 1 and 0 < p.gamma < 1):
-            raise BadInput("--beta and --gamma must be between 0 and 1")
-    if p.delay_s >= p.duration_s and args.verb_name == "rfc2544-latency":
-        raise BadInput(
-            f"--delay ({p.delay_s:g} s) must be shorter than --duration ({p.duration_s:g} s)"
-        )
-    return p
+def _stateful_params(p: Params, args: argparse.Namespace) -> None:
+    """RFC 9693's options (-N, -M, -R, -T, -D, alpha/beta/gamma, -E, --c0, phase 2, TCP)."""
+    p.n = _whole(args.n, "-N") if args.n else None
+    p.m = _whole(args.m, "-M") if args.m else None
+    p.r = _count(args.r, "-R") or p.rate
+    p.t_ms = _dur(args.t, "-T") * 1000
+    p.d_ms = _dur(args.dd, "-D") * 1000 if args.dd else None
+    p.alpha, p.beta, p.gamma = args.alpha, args.beta, args.gamma
+    p.e = _whole(args.e, "-E")
+    p.c0 = _whole(args.c0, "--c0")
+    p.phase2, p.responder_order = args.phase2, args.responder_order
+    p.proto, p.tcp_teardown = args.proto, args.tcp_teardown
+    if not (0 < p.beta < 1 and 0 < p.gamma < 1):
+        raise BadInput("--beta and --gamma must be between 0 and 1")
+
+
+def _whole(text: str, what: str) -> int:
+    """A count that must be given (``4M``, ``5000``) as a whole number."""
+    v = _count(text, what)
+    if v is None:
+        raise BadInput(f"{what}: give a number (e.g. 5000, 5k)")
+    return int(v)
 
 
 # ---------------------------------------------------------------------------- running

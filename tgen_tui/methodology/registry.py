@@ -70,7 +70,7 @@ def scalable() -> list[Procedure[Any]]:
     return [p for p in PROCEDURES.values() if p.unit]
 
 
-_STATEFUL = {"rate_unit": "connections/s", "stateful": True}
+_STATEFUL: dict[str, Any] = {"rate_unit": "connections/s", "stateful": True}
 
 PROCEDURES: dict[str, Procedure[Any]] = {
     p.name: p

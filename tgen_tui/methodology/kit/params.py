@@ -4,8 +4,13 @@ defaults) and the common conditions they refer to."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tgen_tui.methodology.kit.verdict import LossTolerance
+
+if TYPE_CHECKING:
+    from tgen_tui.dut.hooks import Hooks
+    from tgen_tui.engine.options import TransportFactory
 
 #: METHODOLOGY.md "Frame sizes for IPv4" (``--frame-sizes rfc2544``)
 RFC2544_SIZES = (64, 128, 256, 512, 1024, 1280, 1518)
@@ -68,8 +73,8 @@ class Params:
     dut_ssh: str | None = None
     dut_reset: str | None = None
     cluster: str | None = None  # Ray head: ports that name a host run there (as tgen run)
-    transport: object = None  # EngineOptions.transport for --cluster (commands passes it in)
-    hooks: object = None  # dut/hooks.py Hooks: before_trial/after_trial run by every trial
+    transport: TransportFactory | None = None  # EngineOptions.transport (--cluster's)
+    hooks: Hooks | None = None  # before_trial/after_trial run by every trial (and the run's)
     lanes: int | None = None  # sender lanes of every port (None: the profile's); scaleup --lanes
 
     def trial_options(self) -> dict:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from tgen_tui.methodology.kit.params import Params
 from tgen_tui.methodology.kit.progress import Progress
+from tgen_tui.methodology.kit.search import ProgressFn, SearchResult
 from tgen_tui.results.models import Trial
 
 
@@ -33,6 +34,18 @@ class RunState:
                 self.latency_sources.add(s.latency_source)
         if self.progress:
             self.progress.trial(t, **ctx)
+
+    def on_trial(self, *, bounds: bool = True, **ctx: object) -> ProgressFn:
+        """A search's ``on_trial``: each trial reported with ``ctx`` (and the search's l
+        and h so far, with ``bounds``)."""
+
+        def done(s: SearchResult, t: Trial) -> None:
+            if bounds:
+                self.trial_done(t, l_pps=s.l_pps, h_pps=s.h_pps, **ctx)
+            else:
+                self.trial_done(t, **ctx)
+
+        return done
 
     def note(self, text: str) -> None:
         if self.progress:

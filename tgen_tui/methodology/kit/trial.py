@@ -19,7 +19,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -38,6 +38,10 @@ from tgen_tui.results.models import (
     Trial,
 )
 from tgen_tui.session.batch import scaled_programs
+
+if TYPE_CHECKING:
+    from tgen_tui.dut.hooks import Hooks
+    from tgen_tui.engine.options import LearnSpec, TransportFactory
 
 DIRECTIONS = ("forward", "reverse", "bidirectional")
 START_LEAD_S = 0.02  # the engine schedules the first frame 20 ms after the start command
@@ -77,11 +81,11 @@ class TrialRunner:
     max_late_s: float = 0.010  # a failing trial whose sender stalled longer is retried
     retries: int = 2
     cluster: str | None = None  # Ray head address (ports that name a host run there)
-    transport: object = None  # EngineOptions.transport (the cluster's, with cluster)
+    transport: TransportFactory | None = None  # EngineOptions.transport (the cluster's)
     lanes: int | None = None  # sender lanes of every port (tgen_tui.engine.lanes)
     trials_run: int = 0
     _last_end: float = 0.0
-    hooks: Any = None  # dut/hooks.py Hooks: before_trial / after_trial around every trial
+    hooks: Hooks | None = None  # before_trial / after_trial around every trial
 
     def __post_init__(self) -> None:
         self.groups = select_streams(self.compiled, self.direction)
@@ -127,7 +131,7 @@ class TrialRunner:
         reset_dut: bool = False,
         clear_at_s: float | None = None,
         early_stop: bool | None = None,
-        learn: dict[str, dict] | None = None,
+        learn: dict[str, LearnSpec] | None = None,
     ) -> Trial:
         """One trial. ``count``: frames per direction (stateful trials: N tuples);
         ``clear_at_s``: zero the counters then (RFC 8219 latency delay); ``learn``: ports
@@ -151,7 +155,7 @@ class TrialRunner:
         ct_before = await self._count()
         backlog_drops_before = host_backlog_drops()
         early = self.early_stop if early_stop is None else early_stop
-        expected = {p.name: p.schedule.count for p in progs}
+        expected = {p.name: p.schedule.count or 0 for p in progs}  # count-limited streams
         t = Trial(rate_pps=rate, kind=kind, duration_s=d)
         t.extra.wall_start = time.time()
         opts = EngineOptions(

@@ -72,7 +72,8 @@ PRESETS: dict[str, tuple[tuple[Goal, ...], str]] = {
 }
 
 
-def _ratio(text: str, what: str) -> float:
+def parse_ratio(text: str, what: str) -> float:
+    """``0.005`` or ``0.5%`` (for option ``what``) as a ratio."""
     t = text.strip()
     try:
         return float(t[:-1]) / 100 if t.endswith("%") else float(t)
@@ -105,13 +106,13 @@ def parse_goal(text: str, base: Goal | None = None) -> Goal:
     if not sep or not name.strip():
         raise BadInput(f"{what}: give NAME=LOSS, e.g. ndr=0 or pdr=0.5%")
     g = base or Goal(name.strip(), 0.0)
-    kw: dict = {"name": name.strip(), "loss_ratio": _ratio(loss, what)}
+    kw: dict = {"name": name.strip(), "loss_ratio": parse_ratio(loss, what)}
     for item in rest:
         k, sep, v = item.partition("=")
         field = GOAL_KEYS.get(k.strip())
         if not sep or field is None:
             raise BadInput(f"{what}: unknown setting {item!r} (known: {', '.join(GOAL_KEYS)})")
-        conv = _seconds if field.endswith("_s") else _ratio
+        conv = _seconds if field.endswith("_s") else parse_ratio
         kw[field] = conv(v, f"{what}: {k.strip()}")
     if "final_trial_duration_s" in kw and "initial_trial_duration_s" not in kw:
         kw["initial_trial_duration_s"] = min(

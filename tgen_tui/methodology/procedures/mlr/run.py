@@ -21,7 +21,7 @@ from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.kit.trial import TrialRunner, select_streams
 from tgen_tui.methodology.kit.verdict import LossTolerance
 from tgen_tui.methodology.procedures.mlr.goals import Goal
-from tgen_tui.methodology.procedures.mlr.search import MlrResult, mlr_search
+from tgen_tui.methodology.procedures.mlr.search import GoalOutcome, MlrResult, mlr_search
 from tgen_tui.results.models import DirectionCounts, Trial
 
 LADDER_PCTS = (10.0, 50.0, 90.0)
@@ -206,8 +206,9 @@ async def _ladder(state: RunState, runner: TrialRunner, res: MlrResult, cfg: Sea
     if not pdrs:
         return
     d = max(o.goal.final_trial_duration_s for o in pdrs)
-    steps = [("low", None, cfg.ladder_low_pps)] + [
-        (f"{pct:g}%", o, o.conditional_throughput_pps * pct / 100)
+    steps: list[tuple[str, GoalOutcome | None, float]] = [("low", None, cfg.ladder_low_pps)]
+    steps += [
+        (f"{pct:g}%", o, (o.conditional_throughput_pps or 0.0) * pct / 100)
         for o in pdrs
         for pct in LADDER_PCTS
     ]

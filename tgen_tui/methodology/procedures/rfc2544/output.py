@@ -112,7 +112,7 @@ def histograms(figures: tuple[tuple[str, str], ...]):
         texts = []
         for fs in report.by_frame_size:
             figs = [t.figures for t in fs.trials]
-            series = [
+            series: list[tuple[str, list[float], list[float]]] = [
                 (label, [], [v / US for f in figs if (v := getattr(f, key)) is not None])
                 for label, key in figures
             ]

@@ -56,9 +56,7 @@ async def run_throughput(state: RunState) -> None:
                 mr,
                 p.error,
                 result=s,
-                on_trial=lambda s_, t, size=size, i=i: state.trial_done(
-                    t, l_pps=s_.l_pps, h_pps=s_.h_pps, size=f"{size}B", search=i + 1
-                ),
+                on_trial=state.on_trial(size=f"{size}B", search=i + 1),
             )
             state.note(
                 f"{size} B search {i + 1}/{p.repeats}: l {s.l_pps:,.0f} h "
@@ -101,7 +99,7 @@ async def _rate_for(state: RunState, runner: TrialRunner, mr: float, size: int) 
         mr,
         p.error,
         result=s,
-        on_trial=lambda s_, t: state.trial_done(t, l_pps=s_.l_pps, h_pps=s_.h_pps, phase="rate"),
+        on_trial=state.on_trial(phase="rate"),
     )
     state.note(f"{size} B: throughput l = {s.l_pps:,.0f} fps; latency trials run at it")
     if s.l_pps <= 0:

@@ -5,6 +5,8 @@ reset before each, and phase 2 (the Responder replies to the tuples it learned).
 
 from __future__ import annotations
 
+from functools import partial
+
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.methodology.kit.search import RepeatedSearch, SearchResult, binary_search
 from tgen_tui.methodology.kit.setup import max_rate_for, search_trials_estimate
@@ -35,9 +37,7 @@ async def run_cps(state: RunState) -> None:
             p.error,
             confirm=False,  # a phase-1 trial is N frames long; l is re-tested by each repeat
             result=s,
-            on_trial=lambda s_, t, i=i: state.trial_done(
-                t, l_pps=s_.l_pps, h_pps=s_.h_pps, search=i + 1, N=n
-            ),
+            on_trial=state.on_trial(search=i + 1, N=n),
         )
         if p.phase2 == "final" and s.l_pps > 0 and state.body.get("phase2_runner"):
             t = await stateful_trial(state, runner, n, s.l_pps, "confirm", phase2=True)
@@ -69,14 +69,12 @@ async def run_capacity(state: RunState) -> None:
             raise BadInput(f"the search needs {c:,} connections; the profile has {space:,}")
         s = SearchResult(max_rate=mr, error=p.error)
         await binary_search(
-            lambda r, k: stateful_trial(state, runner, c, r, k),
+            partial(stateful_trial, state, runner, c),
             mr,
             p.error,
             confirm=False,
             result=s,
-            on_trial=lambda s_, t: state.trial_done(
-                t, l_pps=s_.l_pps, h_pps=s_.h_pps, phase="R0", C=c
-            ),
+            on_trial=state.on_trial(phase="R0", C=c),
         )
         state.note(f"R0 search with C = {c:,}: {s.l_pps:,.0f} conn/s ({s.status})")
         return s

@@ -86,6 +86,7 @@ def _phase2_runner(state: RunState, prof, runner: TrialRunner, n: int, space: in
     # the Responder's MACs: a stream the profile sends from that port, else read from its
     # veth into the DUT namespace (the lab's)
     own = next((s for s in prof.streams if s.port == responder), None)
+    spec: ResponderSpec | None
     if own is not None and own.eth is not None:
         spec = ResponderSpec(responder, own.eth.src, own.eth.dst)
     else:
@@ -146,7 +147,7 @@ async def stateful_trial(
         if lrn is None or not t.passed:
             return t
         learned = _learned(t, lrn)
-        if learned is not None:
+        if learned is not None and r2 is not None:
             await _phase2(state, r2, t, n, rate, lrn, learned)
         return t
     finally:

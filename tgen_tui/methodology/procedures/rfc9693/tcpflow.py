@@ -131,7 +131,7 @@ async def tcp_trial(state, tr: TcpRunners, n: int, rate: float, kind: str) -> Tr
             if not await _goes_on(tr, ph, t, first, n, phases[ph]):
                 break
         else:  # every phase ran and delivered every segment
-            if TEARDOWN[tr.teardown]:
+            if TEARDOWN[tr.teardown] and first is not None:
                 first.extra.tcp_states_after_teardown = await _states(tr.runners["syn"])
     finally:
         remove_table(tr.table)

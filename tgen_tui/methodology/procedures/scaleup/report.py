@@ -8,7 +8,7 @@ from typing import Any
 from tgen_tui.methodology.kit.documents import build_report
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.procedures.scaleup.run import Lookup, relative_scaleup
-from tgen_tui.results.models import ScaleupReport, ScaleupRow, ScaleupRun, Summary
+from tgen_tui.results.models import Report, ScaleupReport, ScaleupRow, ScaleupRun, Summary
 
 
 def scaleup_report(state: RunState, partial: bool, *, scaled: Lookup) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def scaleup_report(state: RunState, partial: bool, *, scaled: Lookup) -> dict[st
         ScaleupRun(
             cores=r["cores"],
             core_list=r["core_list"],
-            report=build_report(r["state"], inner, partial=partial and i == len(done) - 1),
+            report=_inner(build_report(r["state"], inner, partial=partial and i == len(done) - 1)),
         )
         for i, r in enumerate(done)
     ]
@@ -63,6 +63,11 @@ def scaleup_report(state: RunState, partial: bool, *, scaled: Lookup) -> dict[st
         if len(avail) <= 2
         else [],
     }
+
+
+def _inner(report: Report | ScaleupReport) -> Report:
+    assert isinstance(report, Report), "a scale-up runs a test with the common fields"
+    return report
 
 
 def scaleup_metrics(report: ScaleupReport) -> dict[str, float | None]:

@@ -20,15 +20,19 @@ each point's searches; the plot shows both rates against the sessions.
 
 from __future__ import annotations
 
+from functools import partial
+
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.methodology.kit.search import SearchResult, binary_search
 from tgen_tui.methodology.kit.setup import load, make_runner, max_rate_for, preflight
 from tgen_tui.methodology.kit.state import RunState
+from tgen_tui.methodology.kit.trial import TrialRunner
 from tgen_tui.methodology.procedures.rfc9693.stateful import stateful_trial
 from tgen_tui.methodology.procedures.sweep.sessions import with_sessions
 
 
 async def run_sweep(state: RunState) -> None:
+    """Each session count in turn: narrow the profile, then :func:`_point`."""
     p = state.params
     base = load(p)
     rows: list[dict] = state.body.setdefault("rows", [])
@@ -43,39 +47,47 @@ async def run_sweep(state: RunState) -> None:
             preflight(state, prof, compiled, p.duration_s, stateful=True)
         row: dict = {"sessions_requested": want, "sessions": s}
         rows.append(row)
-        state.note(f"sweep: {s:,} sessions: connection rate search")
-        cps = SearchResult(max_rate=mr, error=p.error)
-        await binary_search(
-            lambda r, k, s=s, runner=runner: stateful_trial(state, runner, s, r, k),
-            mr,
-            p.error,
-            confirm=False,
-            result=cps,
-            on_trial=lambda s_, t, s=s: state.trial_done(t, phase="cps", sessions=s),
-        )
-        row["cps"] = cps.l_pps
-        row["cps_search"] = cps
-        fill_rate = cps.l_pps or min(t.rate_pps for t in cps.trials)
-        fill = await stateful_trial(state, runner, s, fill_rate, "fill")
-        state.trial_done(fill, phase="fill", sessions=s)
-        rise = fill.extra.conntrack_rise
-        row["filled"] = rise
-        row["fill_passed"] = fill.passed
-        if rise is None or rise < s:
-            state.warnings.append(f"{s:,} sessions: the fill opened {rise} of {s:,} entries")
-        state.note(f"sweep: {s:,} sessions: throughput search over the full table")
-        tput = SearchResult(max_rate=mr, error=p.error)
-        await binary_search(
-            lambda r, k, runner=runner: runner.throughput_trial(r, k),
-            mr,
-            p.error,
-            result=tput,
-            on_trial=lambda s_, t, s=s: state.trial_done(t, phase="throughput", sessions=s),
-        )
-        row["throughput"] = tput.l_pps
-        row["throughput_search"] = tput
-        row["conntrack_after"] = runner.dut.count()
-        state.note(
-            f"sweep: {s:,} sessions: {row['cps']:,.0f} conn/s, {row['throughput']:,.0f} fps "
-            f"(conntrack {row['conntrack_after']})"
-        )
+        await _point(state, runner, s, mr, row)
+
+
+async def _point(state: RunState, runner: TrialRunner, s: int, mr: float, row: dict) -> None:
+    """One point of the sweep, recorded in ``row`` as it goes: the connection-rate search,
+    the fill, the throughput search over the full table, the conntrack count after it."""
+    p = state.params
+    assert runner.dut is not None
+    state.note(f"sweep: {s:,} sessions: connection rate search")
+    cps = SearchResult(max_rate=mr, error=p.error)
+    await binary_search(
+        partial(stateful_trial, state, runner, s),
+        mr,
+        p.error,
+        confirm=False,
+        result=cps,
+        on_trial=state.on_trial(bounds=False, phase="cps", sessions=s),
+    )
+    row["cps"] = cps.l_pps
+    row["cps_search"] = cps
+    fill_rate = cps.l_pps or min(t.rate_pps for t in cps.trials)
+    fill = await stateful_trial(state, runner, s, fill_rate, "fill")
+    state.trial_done(fill, phase="fill", sessions=s)
+    rise = fill.extra.conntrack_rise
+    row["filled"] = rise
+    row["fill_passed"] = fill.passed
+    if rise is None or rise < s:
+        state.warnings.append(f"{s:,} sessions: the fill opened {rise} of {s:,} entries")
+    state.note(f"sweep: {s:,} sessions: throughput search over the full table")
+    tput = SearchResult(max_rate=mr, error=p.error)
+    await binary_search(
+        runner.throughput_trial,
+        mr,
+        p.error,
+        result=tput,
+        on_trial=state.on_trial(bounds=False, phase="throughput", sessions=s),
+    )
+    row["throughput"] = tput.l_pps
+    row["throughput_search"] = tput
+    row["conntrack_after"] = runner.dut.count()
+    state.note(
+        f"sweep: {s:,} sessions: {row['cps']:,.0f} conn/s, {row['throughput']:,.0f} fps "
+        f"(conntrack {row['conntrack_after']})"
+    )
