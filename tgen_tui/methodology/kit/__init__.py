@@ -2,7 +2,7 @@
 
 params, state     the run's parameters (:class:`Params`) and what it produced (:class:`RunState`)
 setup             the profile with its seed, a runner per frame size, max rate, preflight
-record, verdict   the trial record; the loss tolerance and :func:`judge`
+verdict           the loss tolerance and :func:`judge` (the record: results.models.Trial)
 trial             the real trial runner (one fresh engine per trial)
 search, stats     RFC 2544's binary search and its repetition; median, nearest rank
 progress          the stderr bar and the NDJSON trial lines
