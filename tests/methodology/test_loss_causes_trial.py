@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tgen_tui.methodology.drops import drops_summary, drops_table, unexplained_total
-from tgen_tui.methodology.trial import TrialRunner
+from tgen_tui.methodology.kit.drops import drops_summary, drops_table, unexplained_total
+from tgen_tui.methodology.kit.trial import TrialRunner
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
+from tgen_tui.results.models import Report, Trial
 
 from .lab_profiles import forward_profile
 
@@ -31,22 +32,20 @@ def test_a_trial_records_its_loss_causes_and_drops(dropping_lab) -> None:
 
     t = trio.run(one)
     assert t.lost > 50  # 2 % of 8,000
-    (cause,) = t.extra["loss_causes"]["up"]
-    assert cause["cause"] == "nft_rule_drop" and cause["where"] == "dut"
-    assert cause["frames"] >= 0.99 * t.lost and t.extra["loss_unexplained"]["up"] <= 0.01 * t.lost
-    rule = next(r for r in t.extra["drops"] if r["cause"] == "nft_rule_drop")
-    assert rule["matched"] == cause["frames"] and rule["frames"] == rule["matched"] + rule["excess"]
-    doc = {
-        "drops": drops_summary([t.to_dict()]),
-        "loss_unexplained": unexplained_total([t.to_dict()]),
-    }
-    ((title, header, cols, rows),) = drops_table(doc)
-    assert rows[0][0] == f"dut: {rule['counter']}" and rows[0][1][0] == rule["frames"]
+    (cause,) = t.extra.loss_causes["up"]
+    assert cause.cause == "nft_rule_drop" and cause.where == "dut"
+    assert cause.frames >= 0.99 * t.lost and t.extra.loss_unexplained["up"] <= 0.01 * t.lost
+    rule = next(r for r in t.extra.drops if r.cause == "nft_rule_drop")
+    assert rule.matched == cause.frames and rule.frames == rule.matched + rule.excess
+    report = Report(test="t", drops=drops_summary([t]), loss_unexplained=unexplained_total([t]))
+    ((title, header, cols, rows),) = drops_table(report)
+    assert rows[0][0] == f"dut: {rule.counter}" and rows[0][1][0] == rule.frames
 
 
 def test_drops_summary_sums_per_interface_and_counter() -> None:
-    def trial(frames: int, unexplained: int) -> dict:
-        return {
+    def trial(frames: int, unexplained: int) -> Trial:
+        return Trial.model_validate({
+            "rate_pps": 1.0,
             "extra": {
                 "drops": [
                     {"where": "d1", "counter": "qdisc tbf 1: drops", "cause": "qdisc_drop",
@@ -55,16 +54,19 @@ def test_drops_summary_sums_per_interface_and_counter() -> None:
                      "cause": "qdisc_overlimit", "frames": 7, "matched": None, "excess": None},
                 ],
                 "loss_unexplained": {"up": unexplained},
-            }
-        }  # fmt: skip
+            },
+        })  # fmt: skip
 
-    trials = [trial(100, 1), trial(50, 0), {"rate_pps": 1.0, "extra": {}}]
+    trials = [trial(100, 1), trial(50, 0), Trial(rate_pps=1.0)]
     s = drops_summary(trials)
-    assert s[0] == {"where": "d1", "counter": "qdisc tbf 1: drops", "cause": "qdisc_drop",
-                    "frames": 150, "matched": 150, "excess": 0, "trials": 2}  # fmt: skip
-    assert s[1]["frames"] == 14 and s[1]["matched"] is None
+    assert s[0].to_doc() == {"where": "d1", "counter": "qdisc tbf 1: drops",
+                             "cause": "qdisc_drop", "frames": 150, "matched": 150, "excess": 0,
+                             "trials": 2}  # fmt: skip
+    assert s[1].frames == 14 and s[1].matched is None
     assert unexplained_total(trials) == 1
-    ((title, header, cols, rows),) = drops_table({"drops": s, "loss_unexplained": 1})
+    report = Report(test="t", drops=s, loss_unexplained=1)
+    ((title, header, cols, rows),) = drops_table(report)
     assert title.startswith("Drops per interface and counter") and cols[0] == "frames"
+    assert rows[0] == ("d1: qdisc tbf 1: drops", [150, 150, 0, 2])
     assert rows[-1] == ("unexplained loss (no counter)", [1, None, None, None])
-    assert drops_table({"drops": []}) == []
+    assert drops_table(Report(test="t", drops=[])) == []

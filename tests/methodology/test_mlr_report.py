@@ -7,13 +7,15 @@ from __future__ import annotations
 import trio
 
 from tgen_tui.cli import main as tgen_main
-from tgen_tui.methodology import output
-from tgen_tui.methodology.documents import build_document, flat_trials
-from tgen_tui.methodology.mlr.goals import goals_for
-from tgen_tui.methodology.mlr.procedure import SearchConfig
-from tgen_tui.methodology.mlr.search import MlrResult, mlr_search
-from tgen_tui.methodology.mlr.sim import CurveDut
-from tgen_tui.methodology.run import Params, RunState
+from tgen_tui.methodology import registry
+from tgen_tui.methodology.kit.params import Params
+from tgen_tui.methodology.kit.state import RunState
+from tgen_tui.methodology.procedures.mlr.goals import goals_for
+from tgen_tui.methodology.procedures.mlr.run import SearchConfig
+from tgen_tui.methodology.procedures.mlr.search import MlrResult, mlr_search
+from tgen_tui.methodology.procedures.mlr.sim import CurveDut
+from tgen_tui.methodology.registry import build_document, build_report, flat_trials
+from tgen_tui.results.models import SearchReport
 from tgen_tui.results.record import record_run
 
 
@@ -29,7 +31,10 @@ def _state(capacity: float) -> RunState:
 
 def test_report_goals_trials_and_store_check(tmp_path, capsys):
     state = _state(40_000.0)
-    doc = build_document(state, partial=False)
+    report = build_report(state, partial=False)
+    assert isinstance(report, SearchReport) and report.ladder == []
+    assert [t.index for t in report.trials] == list(range(report.n_trials))
+    doc = report.to_doc()
     assert doc["test"] == "search" and not any("does not fit" in w for w in doc["warnings"])
     names = [g["name"] for g in doc["goals"]]
     assert names == ["ndr", "pdr"]
@@ -41,9 +46,10 @@ def test_report_goals_trials_and_store_check(tmp_path, capsys):
     d = doc["trials"][0]["directions"]["forward"]
     assert d["intended_frames"] == d["offered_frames"] == doc["trials"][0]["tx_frames"]
     assert doc["dut_drops"] == {} and doc["metrics"]["pdr_pps"] > 0
-    text = output.render(doc)
+    text = registry.render(report)
     assert "RFC 9971 search goals" in text and "| goal | ndr | pdr |" in text
-    plot_text, files = output.plots(doc, str(tmp_path / "plots"))
+    assert "| loss % | 0 | 0.5 |" in text and "| result | regular | regular |" in text
+    plot_text, files = registry.plots(report, str(tmp_path / "plots"))
     assert files and "loss ratio" in plot_text
     db = str(tmp_path / "r.db")
     assert record_run(doc, db=db, dut="sim", build="b1", test="search", trials=flat_trials(state))
@@ -59,8 +65,8 @@ def test_max_load_from_the_calibration_cache_else_line_rate(monkeypatch, tmp_pat
     """Max Load: --max-rate, else tgen calibrate's best rate for the port's path (cached
     for this host and driver), else the port's line rate at the frame size."""
     from tgen_tui.calibrate import cache, iface
-    from tgen_tui.methodology.mlr.procedure import max_load_for
-    from tgen_tui.methodology.run import load, make_runner
+    from tgen_tui.methodology.kit.setup import load, make_runner
+    from tgen_tui.methodology.procedures.mlr.run import max_load_for
 
     monkeypatch.setenv("TGEN_CACHE_DIR", str(tmp_path / "cache"))
     p = Params(profile="profiles/lab.yaml")

@@ -7,16 +7,16 @@ import pytest
 import trio
 
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.methodology.mlr.goals import PRESETS, Goal, goals_for, parse_goal, quick
-from tgen_tui.methodology.mlr.search import (
+from tgen_tui.methodology.kit.search import binary_search
+from tgen_tui.methodology.kit.sim import RateDut
+from tgen_tui.methodology.procedures.mlr.goals import PRESETS, Goal, goals_for, parse_goal, quick
+from tgen_tui.methodology.procedures.mlr.search import (
     MAX_LOAD_PASSED,
     NO_LOAD_PASSED,
     loss_ratio,
     mlr_search,
 )
-from tgen_tui.methodology.mlr.sim import CurveDut
-from tgen_tui.methodology.search import binary_search
-from tgen_tui.methodology.sim import RateDut
+from tgen_tui.methodology.procedures.mlr.sim import CurveDut
 
 CAP = 40_000.0
 
@@ -150,7 +150,7 @@ def test_unsent_frames_count_as_loss_unless_told_otherwise():
     assert by_name(res)["ndr"].relevant_upper_bound_pps <= 30_000 * 1.01
     t = next(t for t in res.trials if t.rate_pps > 30_000)
     assert not t.valid and loss_ratio(t) > 0 and loss_ratio(t, unsent_is_loss=False) == 0
-    assert t.extra["directions"]["forward"]["sender_fell_behind"] is True
+    assert t.extra.directions["forward"].sender_fell_behind is True
     res = search(CurveDut(CAP, sender_max=30_000), csit(), unsent_is_loss=False)
     assert by_name(res)["ndr"].irregular == MAX_LOAD_PASSED
 

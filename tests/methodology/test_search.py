@@ -4,26 +4,25 @@ from __future__ import annotations
 
 import trio
 
-from tgen_tui.methodology.procedures import (
-    capacity_search,
-    frame_loss,
+from tgen_tui.methodology.kit.search import (
+    RepeatedSearch,
+    SearchResult,
+    binary_search,
+    repeated_search,
+)
+from tgen_tui.methodology.kit.sim import RateDut, TableDut
+from tgen_tui.methodology.kit.stats import nearest_rank, summary
+from tgen_tui.methodology.kit.verdict import LossTolerance, judge
+from tgen_tui.methodology.procedures.rfc2544.latency import (
     pdv_ns,
     penalty_ns,
-    relative_scaleup,
     tl_wcl_from_percentiles,
     tl_wcl_from_sample,
 )
-from tgen_tui.methodology.search import (
-    LossTolerance,
-    RepeatedSearch,
-    SearchResult,
-    TrialResult,
-    binary_search,
-    judge,
-    repeated_search,
-)
-from tgen_tui.methodology.sim import RateDut, TableDut
-from tgen_tui.methodology.stats import nearest_rank, summary
+from tgen_tui.methodology.procedures.rfc2544.loss import frame_loss
+from tgen_tui.methodology.procedures.rfc9693.capacity import capacity_search
+from tgen_tui.methodology.procedures.scaleup.run import relative_scaleup
+from tgen_tui.results.models import Trial
 
 
 def search(dut, max_rate, error, **kw) -> SearchResult:
@@ -55,8 +54,7 @@ def test_8M_with_error_1000_takes_13_halving_trials():
     assert kinds.count("search") == 13 == r.search_trials
     assert kinds == ["upper_bound"] + ["search"] * 13 + ["confirm"]
     assert r.l_pps <= 5_000_000 < r.h_pps and r.h_pps - r.l_pps <= 1000
-    d = r.to_dict()
-    assert d["n_trials"] == {"search": 13, "upper_bound": 1, "confirm": 1, "total": 15}
+    assert r.n_trials() == {"search": 13, "upper_bound": 1, "confirm": 1, "total": 15}
 
 
 def test_reports_l_and_h_not_the_last_rate_tried():
@@ -80,11 +78,11 @@ def test_one_lost_frame_fails_a_trial():
 
 
 def test_loss_tolerance_is_applied_when_set():
-    t = TrialResult(rate_pps=1000, tx_frames=1000, rx_frames=999, lost=1)
+    t = Trial(rate_pps=1000, tx_frames=1000, rx_frames=999, lost=1)
     assert not judge(t).passed
-    t2 = TrialResult(rate_pps=1000, tx_frames=1000, rx_frames=999, lost=1)
+    t2 = Trial(rate_pps=1000, tx_frames=1000, rx_frames=999, lost=1)
     assert judge(t2, LossTolerance(frames=1)).passed
-    t3 = TrialResult(rate_pps=1000, tx_frames=1000, rx_frames=980, lost=20)
+    t3 = Trial(rate_pps=1000, tx_frames=1000, rx_frames=980, lost=20)
     assert not judge(t3, LossTolerance(percent=1.0)).passed
 
 
@@ -96,13 +94,13 @@ def test_late_trial_is_invalid_and_counts_as_failed():
     r = search(dut, 100_000, 1000)
     assert r.l_pps <= 70_000 < r.h_pps
     assert any(t.verdict == "invalid" for t in r.trials)
-    assert all(t.to_dict()["verdict"] in ("pass", "fail", "invalid") for t in r.trials)
+    assert all(t.to_doc()["verdict"] in ("pass", "fail", "invalid") for t in r.trials)
 
 
 def test_every_trial_records_requested_and_achieved_rates_and_counts():
     dut = RateDut(capacity=40_000, sender_max=90_000)
     r = search(dut, 100_000, 1000)
-    for t in r.to_dict()["trials"]:
+    for t in r.to_model().to_doc()["trials"]:
         for k in ("rate_pps", "achieved_pps", "tx_frames", "rx_frames", "lost", "verdict"):
             assert k in t
         assert t["tx_frames"] == t["rx_frames"] + t["lost"]
@@ -115,11 +113,11 @@ def test_repeated_noisy_search_summary():
     ls = [s.l_pps for s in rec.searches]
     assert len(ls) == 12 and len(set(ls)) > 1  # the noise shows up between repeats
     s = rec.summary()
-    assert s["n"] == 12 and s["min"] == min(ls) and s["max"] == max(ls)
-    assert s["min"] <= s["median"] <= s["max"]
-    assert s["p1"] == nearest_rank(ls, 0.01) and s["p99"] == nearest_rank(ls, 0.99)
-    d = rec.to_dict()
-    assert len(d["searches"]) == 12 and {"l_pps", "h_pps", "trials"} <= set(d["searches"][0])
+    assert s.n == 12 and s.min == min(ls) and s.max == max(ls)
+    assert s.min <= s.median <= s.max
+    assert s.p1 == nearest_rank(ls, 0.01) and s.p99 == nearest_rank(ls, 0.99)
+    d = rec.searches[0].to_model().to_doc()
+    assert {"l_pps", "h_pps", "trials"} <= set(d) and d["l_pps"] == ls[0]
 
 
 def test_summary_small_counts_have_no_percentiles():

@@ -6,7 +6,7 @@ import pytest
 
 from tgen_tui.commands.methodology_cmds import _count
 from tgen_tui.diagnostics import BadInput
-from tgen_tui.methodology.sweep import parse_sessions, with_sessions
+from tgen_tui.methodology.procedures.sweep.sessions import parse_sessions, with_sessions
 from tgen_tui.profiles.loader import load_profile_text
 
 PROFILE = """

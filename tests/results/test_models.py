@@ -59,6 +59,38 @@ def test_reports_are_typed():
     assert [r.cores for r in sc.rows] == [1, 2]
 
 
+def test_stored_trials_read_typed_and_keep_their_shape():
+    docs = {t: d for _, t, d in _old_docs()}
+    tp = models.parse_result("rfc2544-throughput", docs["rfc2544-throughput"])
+    first = tp.by_frame_size[0].searches[0].trials[0]
+    assert isinstance(first, models.Trial) and first.verdict == "fail"
+    up = first.extra.streams["up"]
+    assert (up.tx_frames, up.latency_ns.p99, up.latency_source) == (3750, 106496.0, "kernel")
+    assert first.extra.ports["p1"].if_rx_frames == first.rx_frames == 1035
+    assert first.extra.conntrack.rise == 0 and first.extra.early_stop_at_s == 0.182
+    cps = models.parse_result("rfc9693-cps", docs["rfc9693-cps"])
+    final = cps.searches[0].trials[-1]
+    assert isinstance(final.extra.phase2, models.Phase2Trial)
+    assert final.extra.phase2.through_nat and final.extra.learned.tuples > 0
+    raw = docs["rfc2544-throughput"]["by_frame_size"][0]["searches"][0]["trials"][0]
+    assert first.to_doc() == raw  # verdict and loss_pct as stored, nothing added
+
+
+def test_a_trial_made_here_writes_every_field_and_its_verdict():
+    t = models.Trial(rate_pps=1000, tx_frames=200, rx_frames=150, lost=50)
+    t.extra.conntrack = models.ConntrackCounts(before=0, after=150, rise=150)
+    d = t.to_doc()
+    assert set(models.TRIAL_FIELDS) <= set(d) and d["stopped_early"] is False
+    assert (d["verdict"], d["loss_pct"]) == ("fail", 25.0)
+    assert d["extra"] == {"conntrack": {"before": 0, "after": 150, "rise": 150}}
+    t.valid = False
+    assert t.to_doc()["verdict"] == "invalid"
+    t.extra.streams = {"up": models.StreamCounts(tx_frames=200)}
+    bare = t.without_streams()
+    assert "streams" not in bare.to_doc()["extra"] and t.extra.streams  # a copy
+    assert bare.to_doc()["verdict"] == "invalid"
+
+
 def test_the_store_writes_and_reads_through_the_models(db):
     trials = [{"rate_pps": 1000, "kind": "search", "passed": True, "search": 0}]
     rid = record_run(result(), db=str(db), dut="d", build="b", trials=trials)

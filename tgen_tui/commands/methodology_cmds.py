@@ -1,7 +1,7 @@
 """``tgen rfc2544 …``, ``tgen rfc9693 …`` and ``tgen scaleup …``: the test methodology.
 
 Each verb parses its options (METHODOLOGY.md's defaults), runs the procedure of
-:mod:`tgen_tui.methodology.run` under trio, and writes the report three ways: JSON with
+:mod:`tgen_tui.methodology.registry` under trio, and writes the report three ways: JSON with
 every trial (``--json``), Markdown and CSV tables laid out like USERS.md §1 (``--md``,
 ``--csv``), and plots in the terminal and as SVG/PNG files (``--plots DIR``). Ctrl-C or
 SIGTERM ends the run cleanly and the report keeps every trial so far, marked partial.
@@ -14,6 +14,7 @@ import math
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from tgen_tui.diagnostics import BadInput, ExitCode
 from tgen_tui.engine.cli_options import (
@@ -26,6 +27,10 @@ from tgen_tui.engine.cli_options import (
     write_json_output,
 )
 from tgen_tui.profiles.units import parse_duration
+
+if TYPE_CHECKING:
+    from tgen_tui.methodology.kit.output import MethodologyReport
+    from tgen_tui.methodology.kit.params import Params
 
 COMMON_EPILOG = """\
 Rates are frames/s per direction (RFC 2544) or connections/s (RFC 9693). Durations take
@@ -203,9 +208,25 @@ def _need_test(parser: argparse.ArgumentParser):
 
 
 def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = True) -> None:
+    """The options every methodology verb has: the profile, the trial, the DUT, output."""
     p.add_argument("profile", metavar="PROFILE", help="profile YAML (e.g. profiles/lab.yaml)")
     add_preflight_option(p)
     g = p.add_argument_group("trial")
+    _trial_options(g, repeats)
+    p.set_defaults(default_repeats=repeats)
+    _validity_options(g, cores_option)
+    _dut_options(p.add_argument_group("DUT"))
+    _output_options(p.add_argument_group("output"))
+    try:
+        from tgen_tui.results.record import add_store_options
+
+        add_store_options(p)
+    except ImportError:  # the results store is optional at this layer
+        pass
+
+
+def _trial_options(g, repeats: int) -> None:
+    """Lengths, repeats, rates, frame sizes, loss tolerance, direction, seed."""
     g.add_argument("--duration", "-d", help="trial length (default: 60s; --quick: 2s)")
     g.add_argument(
         "--search-duration",
@@ -222,7 +243,6 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         type=int,
         help=f"whole searches/runs (default: {repeats}; --quick: 3)",
     )
-    p.set_defaults(default_repeats=repeats)
     g.add_argument(
         "--max-rate",
         help="highest rate tried, e.g. 200k or 1.5M fps (default: the port's line rate at "
@@ -248,6 +268,10 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         "bidirectional: both, each at the full rate (default: %(default)s)",
     )
     g.add_argument("--seed", type=int, help="PRNG seed (default: the profile's)")
+
+
+def _validity_options(g, cores_option: bool) -> None:
+    """Validity and re-runs, cores, early stop, --quick, the latency/loss knobs, --cluster."""
     g.add_argument(
         "--tolerance",
         type=float,
@@ -286,7 +310,10 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         "run ports that name a host on that host's Ray node (the head's IP:PORT or 'auto'; "
         "see tgen run --help); every trial opens its engine there",
     )
-    d = p.add_argument_group("DUT")
+
+
+def _dut_options(d) -> None:
+    """--dut-netns, --dut-ssh, --dut-reset."""
     add_dut_options(
         d,
         netns_help="the DUT namespace (default: the profile's dut.netns)",
@@ -297,7 +324,10 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
         metavar="COMMAND",
         help="shell command that empties the DUT's state, e.g. 'ssh root@dut conntrack -F'",
     )
-    o = p.add_argument_group("output")
+
+
+def _output_options(o) -> None:
+    """--json, --ndjson, --md, --csv, --plots and the terminal's."""
     o.add_argument("--json", metavar="FILE", help="report with every trial (- for stdout)")
     o.add_argument("--ndjson", metavar="FILE", help="one line per trial (- for stdout)")
     o.add_argument("--md", metavar="FILE", help="Markdown tables (USERS.md §1 layout)")
@@ -310,12 +340,6 @@ def _common(p: argparse.ArgumentParser, *, repeats: int, cores_option: bool = Tr
     o.add_argument("--plot-format", choices=("svg", "png"), default="svg")
     o.add_argument("--no-plot", action="store_true", help="no terminal plot")
     add_quiet_option(o, "no progress, no tables")
-    try:
-        from tgen_tui.results.record import add_store_options
-
-        add_store_options(p)
-    except ImportError:  # the results store is optional at this layer
-        pass
 
 
 def _stateful(p: argparse.ArgumentParser) -> None:
@@ -408,7 +432,7 @@ def _dur(text: str, what: str) -> float:
 
 
 def _loss_tol(text: str | None):
-    from tgen_tui.methodology.search import LossTolerance
+    from tgen_tui.methodology.kit.verdict import LossTolerance
 
     t = (text or "0").strip()
     try:
@@ -428,7 +452,7 @@ def _loss_tol(text: str | None):
 
 
 def _sizes(text: str | None) -> list[int] | None:
-    from tgen_tui.methodology.run import RFC2544_SIZES
+    from tgen_tui.methodology.kit.params import RFC2544_SIZES
 
     if not text:
         return None
@@ -444,8 +468,34 @@ def _sizes(text: str | None) -> list[int] | None:
     return out
 
 
-def params_from_args(args: argparse.Namespace):
-    from tgen_tui.methodology.run import Params
+def params_from_args(args: argparse.Namespace) -> Params:
+    """The verb's options as :class:`Params` (METHODOLOGY.md's defaults, --quick's)."""
+    p = _trial_params(args)
+    if getattr(args, "cores", None):
+        p.cores = parse_cores_option(args.cores)
+    if getattr(args, "cluster", None):
+        from tgen_tui.cluster.transport import cluster_transport
+        from tgen_tui.engine.cli_options import check_cluster_option
+
+        check_cluster_option(args.cluster)
+        p.cluster = args.cluster
+        p.transport = cluster_transport(args.cluster)
+    if p.duration_s <= 0 or (p.search_duration_s is not None and p.search_duration_s <= 0):
+        raise BadInput("--duration and --search-duration must be > 0")
+    if not 0 < p.step_pct <= 10:
+        raise BadInput("--step must be in (0, 10] %")
+    if hasattr(args, "c0"):
+        _stateful_params(p, args)
+    if p.delay_s >= p.duration_s and args.verb_name == "rfc2544-latency":
+        raise BadInput(
+            f"--delay ({p.delay_s:g} s) must be shorter than --duration ({p.duration_s:g} s)"
+        )
+    return p
+
+
+def _trial_params(args: argparse.Namespace) -> Params:
+    """The options every verb has: trial lengths, repeats, rates, validity, the DUT."""
+    from tgen_tui.methodology.kit.params import Params
 
     quick = args.quick
     duration = args.duration or ("2s" if quick else getattr(args, "default_duration", "60s"))
@@ -457,7 +507,7 @@ def params_from_args(args: argparse.Namespace):
         raise BadInput("--repeats must be at least 1")
     if not (0 <= args.tolerance < 1):
         raise BadInput("--tolerance must be in [0, 1)")
-    p = Params(
+    return Params(
         profile=args.profile,
         duration_s=_dur(duration, "--duration"),
         search_duration_s=_dur(args.search_duration, "--search-duration")
@@ -484,38 +534,30 @@ def params_from_args(args: argparse.Namespace):
         dut_ssh=args.dut_ssh,
         dut_reset=args.dut_reset,
     )
-    if getattr(args, "cores", None):
-        p.cores = parse_cores_option(args.cores)
-    if getattr(args, "cluster", None):
-        from tgen_tui.engine.cli_options import check_cluster_option
 
-        check_cluster_option(args.cluster)
-        p.cluster = args.cluster
-        from tgen_tui.cluster.transport import cluster_transport
 
-        p.transport = cluster_transport(args.cluster)
-    if p.duration_s <= 0 or (p.search_duration_s is not None and p.search_duration_s <= 0):
-        raise BadInput("--duration and --search-duration must be > 0")
-    if not 0 < p.step_pct <= 10:
-        raise BadInput("--step must be in (0, 10] %")
-    if hasattr(args, "c0"):
-        p.n = int(_count(args.n, "-N")) if args.n else None
-        p.m = int(_count(args.m, "-M")) if args.m else None
-        p.r = _count(args.r, "-R") or p.rate
-        p.t_ms = _dur(args.t, "-T") * 1000
-        p.d_ms = _dur(args.dd, "-D") * 1000 if args.dd else None
-        p.alpha, p.beta, p.gamma = args.alpha, args.beta, args.gamma
-        p.e = int(_count(args.e, "-E"))
-        p.c0 = int(_count(args.c0, "--c0"))
-        p.phase2, p.responder_order = args.phase2, args.responder_order
-        p.proto, p.tcp_teardown = args.proto, args.tcp_teardown
-        if not (0 < p.beta < 1 and 0 < p.gamma < 1):
-            raise BadInput("--beta and --gamma must be between 0 and 1")
-    if p.delay_s >= p.duration_s and args.verb_name == "rfc2544-latency":
-        raise BadInput(
-            f"--delay ({p.delay_s:g} s) must be shorter than --duration ({p.duration_s:g} s)"
-        )
-    return p
+def _stateful_params(p: Params, args: argparse.Namespace) -> None:
+    """RFC 9693's options (-N, -M, -R, -T, -D, alpha/beta/gamma, -E, --c0, phase 2, TCP)."""
+    p.n = _whole(args.n, "-N") if args.n else None
+    p.m = _whole(args.m, "-M") if args.m else None
+    p.r = _count(args.r, "-R") or p.rate
+    p.t_ms = _dur(args.t, "-T") * 1000
+    p.d_ms = _dur(args.dd, "-D") * 1000 if args.dd else None
+    p.alpha, p.beta, p.gamma = args.alpha, args.beta, args.gamma
+    p.e = _whole(args.e, "-E")
+    p.c0 = _whole(args.c0, "--c0")
+    p.phase2, p.responder_order = args.phase2, args.responder_order
+    p.proto, p.tcp_teardown = args.proto, args.tcp_teardown
+    if not (0 < p.beta < 1 and 0 < p.gamma < 1):
+        raise BadInput("--beta and --gamma must be between 0 and 1")
+
+
+def _whole(text: str, what: str) -> int:
+    """A count that must be given (``4M``, ``5000``) as a whole number."""
+    v = _count(text, what)
+    if v is None:
+        raise BadInput(f"{what}: give a number (e.g. 5000, 5k)")
+    return int(v)
 
 
 # ---------------------------------------------------------------------------- running
@@ -529,14 +571,13 @@ def _open_out(path: str | None):
     return open(path, "w")  # noqa: SIM115 - closed by the caller
 
 
-def _execute(state, args) -> tuple[dict, str | None]:
+def _execute(state, args) -> tuple[MethodologyReport, str | None]:
     """Run the state's procedure under trio with SIGINT/SIGTERM handling; return the
     report (partial when a signal ended it) and the signal's name."""
     import trio
 
-    from tgen_tui.methodology.documents import build_document
-    from tgen_tui.methodology.progress import Progress
-    from tgen_tui.methodology.registry import procedure
+    from tgen_tui.methodology.kit.progress import Progress
+    from tgen_tui.methodology.registry import build_report, procedure
 
     nd = _open_out(args.ndjson)
     state.progress = Progress(1, ndjson=nd, quiet=args.quiet)
@@ -571,7 +612,7 @@ def _execute(state, args) -> tuple[dict, str | None]:
         if nd is not None and nd is not sys.stdout:
             nd.close()
     sig = interrupted[0] if interrupted else None
-    return build_document(state, partial=bool(sig), signal_name=sig), sig
+    return build_report(state, partial=bool(sig), signal_name=sig), sig
 
 
 def cmd_method(args: argparse.Namespace) -> int:
@@ -581,7 +622,7 @@ def cmd_method(args: argparse.Namespace) -> int:
 def run_procedure(args: argparse.Namespace, test: str, params, **body) -> int:
     """Every methodology verb's run: root, --preflight and the DUT hooks, the procedure
     (with ``body`` in its state), the report, the exit code."""
-    from tgen_tui.methodology.run import RunState
+    from tgen_tui.methodology.kit.state import RunState
 
     _need_root(f"tgen {test.replace('-', ' ')}")
     _preflight_and_hooks(args, params)
@@ -627,15 +668,18 @@ def _exit(sig: str | None) -> int:
     return 0
 
 
-def _finish(args: argparse.Namespace, doc: dict, state) -> None:
-    from tgen_tui.methodology import output
-    from tgen_tui.methodology.report import write_tables
+def _finish(args: argparse.Namespace, report: MethodologyReport, state) -> None:
+    """The report written (JSON: its model's document), shown (tables, lines, plots) and
+    stored."""
+    from tgen_tui.methodology import registry
+    from tgen_tui.methodology.kit.tables import write_tables
 
-    text = output.render(doc)
-    plots_text, plot_files = output.plots(doc, args.plots, args.plot_format)
+    doc = report.to_doc()
     if args.json:
         write_json_output(args.json, doc)
-    write_tables(args.md, args.csv, output.tables(doc))
+    text = registry.render(report)
+    plots_text, plot_files = registry.plots(report, args.plots, args.plot_format)
+    write_tables(args.md, args.csv, registry.tables(report))
     if not args.quiet:
         out = sys.stderr if args.json == "-" or args.ndjson == "-" else sys.stdout
         print(text, file=out)
@@ -648,7 +692,7 @@ def _finish(args: argparse.Namespace, doc: dict, state) -> None:
 
 def _store(args: argparse.Namespace, doc: dict, state) -> None:
     """Record the run in the results store (tgen_tui.results), with every trial."""
-    from tgen_tui.methodology.documents import flat_trials
+    from tgen_tui.methodology.registry import flat_trials
     from tgen_tui.results.record import record_from_args
 
     params = {k: v for k, v in (doc.get("parameters") or {}).items() if k != "profile"}
@@ -656,7 +700,7 @@ def _store(args: argparse.Namespace, doc: dict, state) -> None:
 
 
 def cmd_scaleup(args: argparse.Namespace) -> int:
-    from tgen_tui.methodology.run import RunState
+    from tgen_tui.methodology.kit.state import RunState
 
     try:
         counts = sorted({int(x) for x in args.core_counts.split(",") if x.strip()})

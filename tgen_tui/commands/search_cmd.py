@@ -92,8 +92,8 @@ UNUSED = (
 
 
 def config_from_args(args: argparse.Namespace):
-    from tgen_tui.methodology.mlr.goals import PRESETS, _ratio, goals_for, quick
-    from tgen_tui.methodology.mlr.procedure import SearchConfig
+    from tgen_tui.methodology.procedures.mlr.goals import PRESETS, goals_for, parse_ratio, quick
+    from tgen_tui.methodology.procedures.mlr.run import SearchConfig
 
     for attr, opt in UNUSED:
         if getattr(args, attr, None) is not None:
@@ -101,7 +101,7 @@ def config_from_args(args: argparse.Namespace):
     sizes = getattr(args, "frame_sizes", None)
     if sizes and ("," in sizes or sizes.strip() == "rfc2544"):
         raise BadInput("--frame-sizes: tgen search searches one frame size per run; give one")
-    width = _ratio(args.width, "--width") if args.width else None
+    width = parse_ratio(args.width, "--width") if args.width else None
     goals = goals_for(args.preset, args.goal, width)
     quick_text = ""
     if args.quick:

@@ -1,5 +1,5 @@
 """``tgen sweep PROFILE sessions=FIRST..LAST``: throughput and connection rate against the
-number of sessions the DUT holds (CSIT's NAT44 ladder; :mod:`tgen_tui.methodology.sweep`).
+number of sessions the DUT holds (CSIT's NAT44 ladder; :mod:`tgen_tui.methodology.procedures.sweep`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from tgen_tui.commands.methodology_cmds import _count, params_from_args, run_procedure
-    from tgen_tui.methodology.sweep import parse_sessions
+    from tgen_tui.methodology.procedures.sweep.sessions import parse_sessions
 
     sessions = parse_sessions(args.sessions, args.points, _count)
     return run_procedure(args, "sweep", params_from_args(args), sessions=sessions)

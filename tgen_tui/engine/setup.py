@@ -52,9 +52,10 @@ from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.flowprogram import FlowProgram
 from tgen_tui.packets.flowsplit import split_warnings
-from tgen_tui.packets.program import FCS_LEN, L1_OVERHEAD, StreamProgram
+from tgen_tui.packets.program import FCS_LEN, StreamProgram
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.profiles.units import line_rate_fps
+from tgen_tui.profiles.wire import L1_OVERHEAD
 
 if TYPE_CHECKING:
     from tgen_tui.engine.options import EngineOptions

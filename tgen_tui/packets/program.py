@@ -27,7 +27,6 @@ import base64
 from dataclasses import asdict, dataclass, field
 
 from tgen_tui.profiles.wire import FCS_LEN as FCS_LEN
-from tgen_tui.profiles.wire import L1_OVERHEAD as L1_OVERHEAD
 from tgen_tui.profiles.wire import SIG_LEN as SIG_LEN
 from tgen_tui.profiles.wire import VLAN_TAG_LEN as VLAN_TAG_LEN
 

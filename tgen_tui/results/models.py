@@ -12,9 +12,21 @@ Imports: pydantic and the standard library only (``results`` sits beside ``fmt``
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    Tag,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -26,9 +38,10 @@ class Part(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    def to_doc(self) -> dict:
-        """The fields that were set, as plain Python data (JSON-serialisable)."""
-        return self.model_dump(exclude_unset=True)
+    def to_doc(self, **kw: Any) -> dict:
+        """The fields that were set, as plain Python data (JSON-serialisable); ``kw``:
+        model_dump's (``exclude``)."""
+        return self.model_dump(exclude_unset=True, **kw)
 
 
 class Doc(Part):
@@ -191,14 +204,179 @@ class RunResult(Doc):
 # ---------------------------------------------------------------- trials
 
 
-class Trial(Part):
-    """One trial of a procedure (methodology.search.TrialResult.to_dict)."""
+class StreamCounts(Part):
+    """One stream's counts in a trial (its final snapshot): frames due, sent, received."""
 
-    rate_pps: Num
+    requested_pps: Num | None = None
+    count: int = 0  # frames due (the schedule's count)
+    tx_frames: int = 0
+    rx_frames: int = 0
+    lost: int = 0
+    out_of_order: int = 0
+    duplicates: int = 0
+    latency_ns: Latency = Field(default_factory=Latency)
+    latency_source: str | None = None  # kernel | signature
+    latency_every: int | None = None
+
+
+class PortCounts(Part):
+    """One port's counts in a trial: the tester's and the interface's."""
+
+    tx_frames: int = 0
+    rx_frames: int = 0
+    if_tx_frames: int | None = None
+    if_rx_frames: int | None = None
+    rx_drops: int | None = None
+    late_max_ns: int | None = None  # the sender's worst lateness
+
+
+class ConntrackCounts(Part):
+    """The DUT's conntrack count before and after a trial (and the reset's time)."""
+
+    before: int | None = None
+    after: int | None = None
+    rise: int | None = None
+    reset_s: Num | None = None
+
+
+class ClearRecord(Part):
+    """The counters' clear in a latency trial (RFC 8219 delay): when, and what was lost
+    to it."""
+
+    at_s: Num
+    sent_before: int = 0
+    unobserved_frames_max: int = 0
+
+
+class DropCounter(Part):
+    """A drop counter that moved in a trial (methodology.kit.drops), or their sum."""
+
+    where: str
+    counter: str
+    cause: str | None = None
+    frames: int = 0
+    matched: int | None = None
+    excess: int | None = None
+    trials: int | None = None  # in a report's sum: the trials that recorded it
+
+
+class HookRun(Part):
+    """One run of a DUT hook (dut/hooks.py HookRecord.to_dict)."""
+
+    hook: str
+    command: str
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+    seconds: Num = 0.0
+    timed_out: bool = False
+    trial: int | None = None
+    ok: bool | None = None
+
+
+class LearnedTuples(Part):
+    """RFC 9693: the tuples the Responder's port learned in phase 1 (at most M)."""
+
+    tuples: int
+    max: int
+    port: str
+
+
+class DirectionCounts(Part):
+    """tgen search: one direction's intended, offered (sent) and received frames."""
+
+    intended_pps: Num
+    intended_frames: int
+    offered_frames: int
+    received_frames: int
+    offered_pps: Num | None = None
+    received_pps: Num | None = None
+    duplicates: int | None = None
+    out_of_order: int | None = None
+    sender_fell_behind: bool = False
+
+
+class TcpPhase(Part):
+    """--proto tcp: one batch of segments (syn, syn-ack, ack, ...)."""
+
+    tx: int
+    rx: int
+    passed: bool
+    learned: int | None = None  # syn: the tuples the Responder learned
+
+
+class TcpRecord(Part):
+    """--proto tcp: every batch of a trial and how the connections ended."""
+
+    phases: dict[str, TcpPhase] = Field(default_factory=dict)
+    teardown: str
+    packets_per_connection: int
+    frame_size: int
+
+
+class TrialExtra(Part):
+    """What a trial records beside its counts. Typed where the code reads it; a
+    procedure may add its own fields (they are kept, untyped). Only the fields that were
+    set are written."""
+
+    wall_start: Num | None = None  # time.time() at the trial's start (phase 2's D)
+    streams: dict[str, StreamCounts] | None = None  # the store's copy drops these
+    ports: dict[str, PortCounts] | None = None
+    sent_by_deadline: int | None = None
+    early_stop_at_s: Num | None = None
+    clear: ClearRecord | None = None
+    conntrack: ConntrackCounts | None = None
+    dut_hooks: list[HookRun] | None = None
+    retried: list[Trial] | None = None  # earlier attempts (without their streams)
+    learned_report: dict[str, dict[str, Any]] | None = None  # each learning port's worker
+    # loss attribution (methodology.kit.drops)
+    loss_causes: dict[str, list[LossCauseResult]] | None = None
+    loss_unexplained: dict[str, int] | None = None
+    drops: list[DropCounter] | None = None
+    # why a trial is invalid
+    host_backlog_drops: int | None = None
+    host_dropped: bool | None = None
+    sender_late_max_s: Num | None = None
+    sender_stalled: bool | None = None
+    # RFC 9693
+    connections: int | None = None
+    conntrack_rise: int | None = None
+    phase1_s: Num | None = None
+    learned: LearnedTuples | None = None
+    phase2: Phase2Trial | None = None
+    tcp: TcpRecord | None = None
+    tcp_established: int | None = None
+    tcp_states_after_handshake: dict[str, int] | None = None
+    tcp_states_after_teardown: dict[str, int] | None = None
+    # tgen search (RFC 9971)
+    loss_ratio: Num | None = None
+    directions: dict[str, DirectionCounts] | None = None
+    direction_streams: dict[str, list[str]] | None = None
+
+
+#: validation context of a stored document (parse_result, parse_trial): read as it is
+AS_STORED = "as_stored"
+STORED = {AS_STORED: True}
+
+#: the fields every trial record has (written even when they keep their defaults)
+TRIAL_FIELDS = (
+    "rate_pps", "kind", "passed", "valid", "reason", "duration_s", "tx_frames",
+    "rx_frames", "lost", "achieved_pps", "send_time_s", "stopped_early", "extra",
+)  # fmt: skip
+DERIVED = {"verdict", "loss_pct"}  # written with every trial made here, never read
+
+
+class Trial(Part):
+    """One trial: what was asked, what the sender did, what arrived, and the verdict.
+    The trial runner, the simulated DUTs and the procedures make and change these; the
+    reports and the store keep them as they are (``loss_pct`` and ``verdict`` are
+    derived, and written)."""
+
+    rate_pps: Num  # requested rate (per direction, or connections/s for stateful trials)
     kind: str = "search"
     passed: bool = False
-    valid: bool = True
-    reason: str = ""
+    valid: bool = True  # False: the sender fell behind (sending took > duration × (1 + tol))
+    reason: str = ""  # why it failed, in words ("lost 3 frames", "invalid: sender late ...")
     duration_s: Num = 0.0
     tx_frames: int = 0
     rx_frames: int = 0
@@ -206,9 +384,73 @@ class Trial(Part):
     achieved_pps: Num = 0.0
     send_time_s: Num | None = None
     stopped_early: bool = False
-    extra: dict[str, Any] = Field(default_factory=dict)
-    verdict: str | None = None
-    loss_pct: Num | None = None
+    extra: TrialExtra = Field(default_factory=TrialExtra)
+
+    _stored: bool = PrivateAttr(default=False)  # read from a store: written as it was read
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_in(cls, data: Any, info: ValidationInfo) -> Any:
+        # loss_pct and verdict are derived, not input (a stored trial keeps its copies)
+        stored = (info.context or {}).get(AS_STORED)
+        if isinstance(data, dict) and not stored and DERIVED & data.keys():
+            data = {k: v for k, v in data.items() if k not in DERIVED}
+        return data
+
+    @model_validator(mode="after")
+    def _always_written(self, info: ValidationInfo) -> Trial:
+        # a trial made here writes every field; a stored one the fields it had
+        if (info.context or {}).get(AS_STORED):
+            self._stored = True
+        else:
+            self.__pydantic_fields_set__.update(TRIAL_FIELDS)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _with_derived(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        d = handler(self)
+        if not self._stored:
+            d["verdict"], d["loss_pct"] = self.verdict, self.loss_pct
+        return d
+
+    @property
+    def verdict(self) -> str:
+        """pass, fail, or invalid (the sender fell behind: failed, and said so); a stored
+        trial's as it was stored."""
+        if self._stored and "verdict" in (self.__pydantic_extra__ or {}):
+            return str(self.__pydantic_extra__["verdict"])  # type: ignore[index]
+        if self.passed:
+            return "pass"
+        return "invalid" if not self.valid else "fail"
+
+    @property
+    def loss_pct(self) -> float:
+        """Lost frames as a percentage of the frames sent (a stored trial's as stored)."""
+        if self._stored and "loss_pct" in (self.__pydantic_extra__ or {}):
+            return float(self.__pydantic_extra__["loss_pct"])  # type: ignore[index]
+        return 100.0 * self.lost / self.tx_frames if self.tx_frames else 0.0
+
+    def without_streams(self) -> Self:
+        """A copy without the per-stream counts (the store's, the progress lines' and an
+        earlier attempt's copy)."""
+        return type(self).model_validate(self.to_doc(exclude={"extra": {"streams"}}))
+
+
+class Phase2Trial(Trial):
+    """RFC 9693 phase 2 of a trial: the Responder's replies to the learned tuples."""
+
+    order: str | None = None  # fixed | increasing | decreasing | random
+    learned_tuples: int | None = None
+    table_max: int | None = None
+    replies_back_through_nat: int | None = None
+    through_nat: bool | None = None
+    initiator_port_rx: int | None = None
+    d_ms: int | None = None  # when it started after phase 1 began
+    d_ms_min: int | None = None  # 1000·N/R + T
+    d_ms_note: str | None = None
+
+
+TrialExtra.model_rebuild()
 
 
 class TrialRecord(Trial, Doc):
@@ -237,17 +479,17 @@ def parse_trial(d: dict | BaseModel) -> Doc:
     if isinstance(d, BaseModel):
         d = d.model_dump()
     if d.get("kind") == "search_result":
-        return SearchOutcome.model_validate(d)
+        return SearchOutcome.model_validate(d, context=STORED)
     if "rate_pps" in d:
-        return TrialRecord.model_validate(d)
-    return LooseRecord.model_validate(d)
+        return TrialRecord.model_validate(d, context=STORED)
+    return LooseRecord.model_validate(d, context=STORED)
 
 
 # ---------------------------------------------------------------- methodology reports
 
 
 class Summary(Part):
-    """``methodology.stats.summary``: n, median, min, max (p1, p99 from 10 values)."""
+    """``methodology.kit.stats.summary``: n, median, min, max (p1, p99 from 10 values)."""
 
     n: int = 0
     median: Num | None = None
@@ -266,7 +508,7 @@ class SearchSummary(Summary):
 
 
 class Search(Part):
-    """One binary search (methodology.search.SearchResult.to_dict)."""
+    """One binary search (methodology.kit.search.SearchResult)."""
 
     l_pps: Num
     h_pps: Num | None = None
@@ -305,6 +547,10 @@ class Report(Doc):
     signal: str | None = None
     metrics: dict[str, Num] = Field(default_factory=dict)
     trials_flat_count: int | None = None
+    # NFVbench-style: every drop counter that moved, summed over the trials
+    drops: list[DropCounter] | None = None
+    loss_unexplained: int | None = None  # lost frames no counter explained
+    dut_hooks: dict[str, Any] | None = None  # the DUT hooks' runs: counts and records
 
 
 class ThroughputSize(Part):
@@ -342,9 +588,22 @@ class LossReport(Report):
     frame_loss: list[LossCurve] = Field(default_factory=list)
 
 
+class LatencyFigures(Part):
+    """RFC 8219 figures of one trial: TL and WCL (latency) or PDV, the worst stream's, and
+    each stream's (``streams``)."""
+
+    tl_ns: Num | None = None
+    wcl_ns: Num | None = None
+    tagged: int | None = None
+    lost_tagged: int | None = None
+    penalty_ns: Num | None = None
+    pdv_ns: Num | None = None
+    streams: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
 class LatencyTrial(Part):
     repeat: int
-    figures: dict[str, Any]
+    figures: LatencyFigures
     trial: Trial
 
 
@@ -395,11 +654,18 @@ class Capacity(Part):
     steps: list[CapacityStep] = Field(default_factory=list)
 
 
+class CapacitySummary(Part):
+    capacity: int | None = None
+    h_connections: int | None = None
+    r0: Num | None = None
+    status: str | None = None
+
+
 class CapacityReport(Report):
     """rfc9693-capacity: the conntrack table capacity."""
 
     capacity: Capacity | None = None
-    summary: dict[str, Any] | None = None
+    summary: CapacitySummary | None = None
 
 
 class TeardownRow(Part):
@@ -430,10 +696,35 @@ class ScaleupRow(Part):
     relative_scaleup: Num | None = None
 
 
+def _scaled_test(v: Any) -> str:
+    test = v.get("test") if isinstance(v, dict) else getattr(v, "test", None)
+    return test if test in ("rfc2544-throughput", "rfc9693-cps") else "other"
+
+
+#: the report of a test a scale-up runs, through that test's model
+ScaledReport = Annotated[
+    Annotated[ThroughputReport, Tag("rfc2544-throughput")]
+    | Annotated[CpsReport, Tag("rfc9693-cps")]
+    | Annotated[Report, Tag("other")],
+    Discriminator(_scaled_test),
+]
+
+
 class ScaleupRun(Part):
     cores: int
     core_list: list[int] = Field(default_factory=list)
-    report: dict[str, Any]  # the scaled test's own report
+    report: ScaledReport  # the scaled test's own report
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _report_as_stored(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # a run's report stored without schema_version (468ed7a) is written back without:
+        # only a whole document migrates
+        run = handler(data)
+        inner = data.get("report") if isinstance(data, dict) else None
+        if isinstance(inner, dict) and "schema_version" not in inner:
+            run.report.__pydantic_fields_set__.discard("schema_version")
+        return run
 
 
 class ScaleupReport(Doc):
@@ -452,14 +743,28 @@ class ScaleupReport(Doc):
     profile_path: str | None = None
     profile_hash: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    deviations: list[str] = Field(default_factory=list)  # none of its own (its runs' are)
     metrics: dict[str, Num] = Field(default_factory=dict)
+
+
+class GoalSpec(Part):
+    """An RFC 9971 search goal (methodology.procedures.mlr.goals.Goal)."""
+
+    name: str | None = None
+    loss_ratio: Num
+    exceed_ratio: Num
+    final_trial_duration_s: Num
+    duration_sum_s: Num
+    width: Num
+    initial_trial_duration_s: Num | None = None
+    loss_pct: Num | None = None
 
 
 class GoalResult(Part):
     """One RFC 9971 search goal's outcome (tgen search)."""
 
     name: str
-    goal: dict[str, Any] = Field(default_factory=dict)
+    goal: GoalSpec | None = None
     relevant_lower_bound_pps: Num | None = None
     relevant_upper_bound_pps: Num | None = None
     conditional_throughput_pps: Num | None = None
@@ -468,19 +773,71 @@ class GoalResult(Part):
     irregular: str | None = None
 
 
+class SearchTrial(Trial):
+    """A trial of tgen search: its index, loss ratio and counts per direction beside it."""
+
+    index: int | None = None
+    loss_ratio: Num | None = None
+    directions: dict[str, DirectionCounts] | None = None
+
+
+class LadderLatency(Part):
+    """One direction's latency at a ladder step: the worst stream's percentiles (ns)."""
+
+    min_ns: Num | None = None
+    p50_ns: Num | None = None
+    p99_ns: Num | None = None
+    p999_ns: Num | None = None
+    p9999_ns: Num | None = None
+    max_ns: Num | None = None
+    source: str = ""
+
+
+class LadderStep(Part):
+    """A step of the latency ladder after a search: low, or 10/50/90 % of a goal's CT."""
+
+    goal: str | None = None
+    step: str
+    rate_pps: Num
+    latency: dict[str, LadderLatency] = Field(default_factory=dict)
+    trial: SearchTrial
+
+
+class LoadClass(Part):
+    """A load the search tried: its trials and its classification for every goal."""
+
+    load_pps: Num
+    trials: int = 0
+    duration_sum_s: Num = 0.0
+    max_loss_ratio: Num | None = None
+    classification: dict[str, str] = Field(default_factory=dict)
+
+
 class SearchReport(Report):
     """search: the RFC 9971 multiple loss ratio search, every trial, the latency ladder.
     ``dut_drops``: the DUT's drop counters (filled by loss attribution when it lands)."""
 
+    preset: str | None = None
+    preset_definition: str = ""
+    frame_size: int | None = None
+    stream_names: list[str] = Field(default_factory=list)
+    load_unit: str | None = None
+    max_load_source: str | None = None
+    status: str | None = None  # done | partial
+    min_load_pps: Num | None = None
+    max_load_pps: Num | None = None
+    warmup_s: Num | None = None
+    unsent_is_loss: bool | None = None
+    n_trials: int | None = None
+    trial_seconds: Num | None = None
     goals: list[GoalResult] = Field(default_factory=list)
-    trials: list[dict[str, Any]] = Field(default_factory=list)
-    ladder: list[dict[str, Any]] = Field(default_factory=list)
-    loads: list[dict[str, Any]] = Field(default_factory=list)
+    trials: list[SearchTrial] = Field(default_factory=list)
+    ladder: list[LadderStep] = Field(default_factory=list)
+    loads: list[LoadClass] = Field(default_factory=list)
     aggregate_factor: int = 1
     dut_drops: dict[str, Any] = Field(default_factory=dict)
 
 
-#: The model of each test's document, by the test's name as the store files it.
 class SweepRow(Part):
     sessions: int
     sessions_requested: int | None = None
@@ -489,18 +846,19 @@ class SweepRow(Part):
     filled: int | None = None
     fill_passed: bool | None = None
     conntrack_after: int | None = None
-    cps_search: dict[str, Any] | None = None
-    throughput_search: dict[str, Any] | None = None
+    cps_search: Search | None = None
+    throughput_search: Search | None = None
 
 
 class SweepReport(Report):
-    """``tgen sweep``: throughput and connection rate against sessions (methodology.sweep)."""
+    """``tgen sweep``: throughput and connection rate against sessions (methodology.procedures.sweep)."""
 
     sweep: str = "sessions"
     sessions: list[int] = Field(default_factory=list)
     rows: list[SweepRow] = Field(default_factory=list)
 
 
+#: The model of each test's document, by the test's name as the store files it.
 REPORTS: dict[str, type[Doc]] = {
     "run": RunResult,
     "tui": RunResult,  # the console's runs
@@ -529,4 +887,4 @@ def parse_result(test: str, doc: dict | BaseModel) -> Doc:
         return doc
     if isinstance(doc, BaseModel):
         doc = doc.model_dump()
-    return model_for(test).model_validate(doc)
+    return model_for(test).model_validate(doc, context=STORED)

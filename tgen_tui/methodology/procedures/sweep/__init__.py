@@ -1,0 +1,2 @@
+"""``tgen sweep``: throughput and connection rate against sessions (``sessions``, ``run``,
+``report``, ``output``)."""
