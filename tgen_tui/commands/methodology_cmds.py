@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -571,48 +570,53 @@ def _open_out(path: str | None):
     return open(path, "w")  # noqa: SIM115 - closed by the caller
 
 
-def _execute(state, args) -> tuple[MethodologyReport, str | None]:
-    """Run the state's procedure under trio with SIGINT/SIGTERM handling; return the
-    report (partial when a signal ended it) and the signal's name."""
-    import trio
+def method_owner(args: argparse.Namespace, test: str, params):
+    """The run owner of a methodology run (tgen_tui.session): its preflight, its
+    before_run/after_run hooks, its signals; every trial's engine and hooks go through it."""
+    from tgen_tui.results.record import StoreOptions
+    from tgen_tui.session.options import RunOptions
+    from tgen_tui.session.owner import RunOwner
 
+    opts = RunOptions(
+        profile=args.profile,
+        cores=tuple(params.cores) if params.cores else None,
+        dut_netns=args.dut_netns,
+        dut_ssh=args.dut_ssh,
+        cluster=params.cluster,
+        transport=params.transport,
+        preflight=bool(getattr(args, "preflight", False)),
+        tcp_handshake=False,  # the procedures open their own TCP connections per trial
+        quiet=args.quiet,
+        store=StoreOptions.from_args(args),
+        test=test,
+        front_end=f"tgen {test.replace('-', ' ')}",
+    )
+    owner = RunOwner(opts, on_preflight=None if args.quiet else _print_preflight)
+    params.owner, params.hooks = owner, owner.hooks
+    return owner
+
+
+def _print_preflight(checks: list) -> None:
+    from tgen_tui.engine.preflight import render_table
+
+    print(render_table(checks), file=sys.stderr)
+
+
+def _execute(owner, state, args) -> MethodologyReport:
+    """Run the state's procedure as the owner's run (begin, the procedure, end; a stop
+    signal ends it cleanly); the report (partial when a signal ended it)."""
     from tgen_tui.methodology.kit.progress import Progress
     from tgen_tui.methodology.registry import build_report, procedure
 
     nd = _open_out(args.ndjson)
     state.progress = Progress(1, ndjson=nd, quiet=args.quiet)
-    interrupted: list[str] = []
-
-    async def main() -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
-            async with trio.open_nursery() as nursery:
-
-                async def watch() -> None:
-                    async for s in sigs:
-                        interrupted.append(signal.Signals(s).name)
-                        nursery.cancel_scope.cancel()
-                        return
-
-                nursery.start_soon(watch)
-                hooks = state.params.hooks
-                if hooks is not None:
-                    await trio.to_thread.run_sync(hooks.run, "before_run")
-                try:
-                    await procedure(state.test).run(state)
-                finally:  # also after Ctrl-C/SIGTERM: after_run restores the DUT
-                    if hooks is not None:
-                        with trio.CancelScope(shield=True):
-                            await trio.to_thread.run_sync(hooks.run, "after_run")
-                nursery.cancel_scope.cancel()
-
     try:
-        trio.run(main)
+        owner.run(lambda _: procedure(state.test).run(state))
     finally:
         state.progress.end_line()
         if nd is not None and nd is not sys.stdout:
             nd.close()
-    sig = interrupted[0] if interrupted else None
-    return build_report(state, partial=bool(sig), signal_name=sig), sig
+    return build_report(state, partial=owner.signal is not None, signal_name=owner.signal)
 
 
 def cmd_method(args: argparse.Namespace) -> int:
@@ -620,37 +624,17 @@ def cmd_method(args: argparse.Namespace) -> int:
 
 
 def run_procedure(args: argparse.Namespace, test: str, params, **body) -> int:
-    """Every methodology verb's run: root, --preflight and the DUT hooks, the procedure
-    (with ``body`` in its state), the report, the exit code."""
+    """Every methodology verb's run: root, the run owner (--preflight, the DUT hooks, the
+    signals), the procedure (with ``body`` in its state), the report, the exit code."""
     from tgen_tui.methodology.kit.state import RunState
 
     _need_root(f"tgen {test.replace('-', ' ')}")
-    _preflight_and_hooks(args, params)
+    owner = method_owner(args, test, params)
     state = RunState(test=test, params=params)
     state.body.update(body)
-    doc, sig = _execute(state, args)
-    _finish(args, doc, state)
-    return _exit(sig)
-
-
-def _preflight_and_hooks(args: argparse.Namespace, params) -> None:
-    """--preflight (exit 1 on a failed check) and the profile's DUT hooks (issue 19)."""
-    from tgen_tui.dut.hooks import profile_hooks
-    from tgen_tui.profiles.loader import load_profile
-
-    prof = load_profile(args.profile)
-    params.hooks = profile_hooks(prof, args.dut_netns, args.dut_ssh)
-    if getattr(args, "preflight", False):
-        from tgen_tui.engine.cli_options import run_preflight
-        from tgen_tui.packets.compile import compile_profile
-
-        run_preflight(
-            compile_profile(prof),
-            cores=params.cores,
-            dut_netns=args.dut_netns,
-            dut_ssh=args.dut_ssh,
-            quiet=args.quiet,
-        )
+    report = _execute(owner, state, args)
+    _finish(args, report, state)
+    return _exit(owner)
 
 
 def _need_root(what: str) -> None:
@@ -660,12 +644,14 @@ def _need_root(what: str) -> None:
         raise EnvironmentProblem(f"{what} needs root (AF_PACKET, namespaces)")
 
 
-def _exit(sig: str | None) -> int:
-    if sig == "SIGINT":
-        return 130
-    if sig:
-        return 143
-    return 0
+def _exit(owner) -> int:
+    """One rule (tgen_tui.session.exits): a failed after_run hook is raised once the
+    report is written and stored; a stop signal is 128 + its number."""
+    from tgen_tui.session.exits import signal_exit
+
+    if owner.record.hook_failure is not None:
+        raise owner.record.hook_failure
+    return signal_exit(owner.signal) if owner.signal else 0
 
 
 def _finish(args: argparse.Namespace, report: MethodologyReport, state) -> None:
@@ -693,14 +679,14 @@ def _finish(args: argparse.Namespace, report: MethodologyReport, state) -> None:
 def _store(args: argparse.Namespace, doc: dict, state) -> None:
     """Record the run in the results store (tgen_tui.results), with every trial."""
     from tgen_tui.methodology.registry import flat_trials
-    from tgen_tui.results.record import record_from_args
+    from tgen_tui.results.record import StoreOptions, store_result
 
     params = {k: v for k, v in (doc.get("parameters") or {}).items() if k != "profile"}
-    record_from_args(args, doc, test=doc["test"], params=params, trials=flat_trials(state))
+    opts = StoreOptions.from_args(args)
+    store_result(doc, opts, test=doc["test"], params=params, trials=flat_trials(state))
 
 
 def cmd_scaleup(args: argparse.Namespace) -> int:
-    from tgen_tui.methodology.kit.state import RunState
 
     try:
         counts = sorted({int(x) for x in args.core_counts.split(",") if x.strip()})
@@ -713,12 +699,7 @@ def cmd_scaleup(args: argparse.Namespace) -> int:
         )
     args.verb_name = args.scale_test
     params = params_from_args(args)
-    _need_root("tgen scaleup")
-    _preflight_and_hooks(args, params)
-    state = RunState(test=f"scaleup-{args.scale_test}", params=params)
-    state.body |= {"counts": counts, "avail": avail}
+    body: dict = {"counts": counts, "avail": avail}
     if getattr(args, "over_lanes", False):
-        state.body["over"] = "lanes"
-    doc, sig = _execute(state, args)
-    _finish(args, doc, state)
-    return _exit(sig)
+        body["over"] = "lanes"
+    return run_procedure(args, f"scaleup-{args.scale_test}", params, **body)

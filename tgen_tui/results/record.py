@@ -1,7 +1,7 @@
 """Recording a run in the results store: the one entry point for every verb.
 
-``tgen run``, the console and the methodology verbs call :func:`record_run` (or
-:func:`record_from_args` with their parsed options) once they have a result document.
+``tgen run``, the console and the methodology verbs call :func:`store_result` with their
+typed :class:`StoreOptions` (or :func:`record_run`) once they have a result document.
 Storing never makes a run fail: a database that cannot be written costs one warning line
 on stderr and the run keeps its exit code.
 
@@ -30,7 +30,6 @@ from tgen_tui.results import metrics as M
 from tgen_tui.results import models, store
 
 UNKNOWN = "unknown"
-_NOT_PARAMS = {"func", "db", "no_store", "dut", "build", "verb", "quiet", "json", "ndjson"}
 
 
 def add_db_option(parser) -> None:
@@ -217,37 +216,6 @@ def record_run(
 
 def _warn(msg: str) -> None:
     print(f"tgen: warning: {msg}", file=sys.stderr)
-
-
-def _params_from_args(args: argparse.Namespace) -> dict:
-    out = {}
-    for k, v in vars(args).items():
-        if k in _NOT_PARAMS or callable(v):
-            continue
-        out[k] = v if isinstance(v, str | int | float | bool | list | type(None)) else str(v)
-    return out
-
-
-def record_from_args(
-    args: argparse.Namespace,
-    result: dict | BaseModel,
-    *,
-    test: str = "run",
-    params=None,
-    trials=None,
-) -> int | None:
-    """:func:`record_run` with the store options of ``args``; says where it stored unless --quiet.
-
-    ``params`` defaults to the verb's own options (every parsed option but the store and
-    output ones).
-    """
-    return store_result(
-        result,
-        StoreOptions.from_args(args),
-        test=test,
-        params=params if params is not None else _params_from_args(args),
-        trials=trials,
-    )
 
 
 def stored_line(

@@ -37,6 +37,8 @@ class RunOptions:
     cluster: str | None = None  # Ray head: ports that name a host run there
     transport: TransportFactory | None = field(default=None, compare=False)
     preflight: bool = False  # tgen preflight's checks first (exit 1 on a failure)
+    tcp_handshake: bool = True  # open a tcp.handshake stream's connections around the run
+    # (methodology verbs make their own TCP connections per trial: False)
     quiet: bool = False  # no progress, no tables, no preflight table
     store: StoreOptions = field(default_factory=StoreOptions)
     test: str = "run"  # the store's test name: run (tgen run), tui (the console)
@@ -47,7 +49,7 @@ class RunOptions:
         """The options as the results store files them (plain, JSON-able)."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name in ("store", "transport", "extra_params", "front_end", "test"):
+            if f.name in ("store", "transport", "extra_params", "front_end", "test", "tcp_handshake"):
                 continue
             v = getattr(self, f.name)
             if f.name == "thresholds":

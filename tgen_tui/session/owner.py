@@ -68,7 +68,7 @@ class RunOwner:
 
         self.opts = opts
         self.profile = load_profile(opts.profile)
-        self.tcp = prologue.tcp_plan_of(self.profile)
+        self.tcp = prologue.tcp_plan_of(self.profile) if opts.tcp_handshake else None
         data = self.tcp.data_profile if self.tcp is not None else None
         self.compiled: CompiledProfile = compile_profile(
             data or self.profile, rate_scale=opts.rate_scale
@@ -179,19 +179,27 @@ class RunOwner:
             with trio.CancelScope(shield=True):
                 await self.end()
 
-    @contextlib.asynccontextmanager
-    async def trial(
-        self, compiled: CompiledProfile, options: EngineOptions, trial_no: int
-    ) -> AsyncIterator[tuple[Any, list[dict]]]:
-        """One methodology trial: the before_trial hook, an engine of its own, the
-        after_trial hook; yields (the engine, the hooks' records so far)."""
-        records: list[dict] = []
-        rec = await trio.to_thread.run_sync(self.hooks.run, "before_trial", trial_no)
-        records += [rec.to_dict()] if rec is not None else []
-        async with open_engine(compiled, options) as eng:
-            yield eng, records
-        rec = await trio.to_thread.run_sync(self.hooks.run, "after_trial", trial_no)
-        records += [rec.to_dict()] if rec is not None else []
+    async def trial_hook(self, name: str, trial_no: int) -> list[dict]:
+        """A methodology trial's ``before_trial`` or ``after_trial`` hook (when the profile
+        has it), its record; HookFailed stops the run with its output."""
+        if not self.hooks.has(name):
+            return []
+        rec = await trio.to_thread.run_sync(self.hooks.run, name, trial_no)
+        return [rec.to_dict()] if rec is not None else []
+
+    def trial_engine(self, compiled: CompiledProfile, options: EngineOptions) -> Any:
+        """A methodology trial's own engine (fresh counters, sequence numbers and
+        histograms), with the run's DUT and --cluster transport where the trial names
+        none: ``async with owner.trial_engine(c, o) as eng``."""
+        o = self.opts
+        options = replace(
+            options,
+            dut_netns=options.dut_netns or o.dut_netns,
+            dut_ssh=options.dut_ssh or o.dut_ssh,
+            cluster=options.cluster or o.cluster,
+            transport=options.transport or o.transport,
+        )
+        return open_engine(compiled, options)
 
     async def run_dut_events(self, t0: float) -> None:
         """The --dut-event commands at their times from ``t0`` (CLOCK_MONOTONIC s)."""

@@ -4,7 +4,7 @@ defaults) and the common conditions they refer to."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tgen_tui.methodology.kit.verdict import LossTolerance
 
@@ -25,6 +25,7 @@ TRIAL_OPTIONS = (
     "cluster",
     "transport",
     "lanes",
+    "owner",
 )
 
 
@@ -75,6 +76,7 @@ class Params:
     cluster: str | None = None  # Ray head: ports that name a host run there (as tgen run)
     transport: TransportFactory | None = None  # EngineOptions.transport (--cluster's)
     hooks: Hooks | None = None  # before_trial/after_trial run by every trial (and the run's)
+    owner: Any = None  # the run owner (tgen_tui.session): every trial's engine goes through it
     lanes: int | None = None  # sender lanes of every port (None: the profile's); scaleup --lanes
 
     def trial_options(self) -> dict:

@@ -19,7 +19,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -86,6 +86,9 @@ class TrialRunner:
     trials_run: int = 0
     _last_end: float = 0.0
     hooks: Hooks | None = None  # before_trial / after_trial around every trial
+    # the run owner (tgen_tui.session.owner.RunOwner): every trial's hooks and engine go
+    # through it; None: a runner on its own (tests, tools)
+    owner: Any = None
 
     def __post_init__(self) -> None:
         self.groups = select_streams(self.compiled, self.direction)
@@ -169,8 +172,9 @@ class TrialRunner:
             learn=learn,
             lanes=self.lanes,
         )
+        opened = self.owner.trial_engine if self.owner is not None else open_engine
         try:
-            async with open_engine(compiled, opts) as eng:
+            async with opened(compiled, opts) as eng:
                 await eng.start()
                 w = await self._drive(eng, t, progs, expected, d, clear_at_s, early)
                 await eng.stop()
@@ -344,6 +348,8 @@ class TrialRunner:
         A failing hook raises HookFailed: the run stops with its output."""
         if self.hooks is None or not self.hooks.has(name):
             return []
+        if self.owner is not None:
+            return await self.owner.trial_hook(name, trial_no)
         rec = await trio.to_thread.run_sync(self.hooks.run, name, trial_no)
         return [rec.to_dict()] if rec is not None else []
 
