@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         rc = args.func(args)
     except TgenError as e:
         rc = report(e)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a verb without a run owner (one exit rule: session.exits)
         print("tgen: interrupted", file=sys.stderr)
-        rc = 130
+        rc = _sigint_exit()
     except BrokenPipeError:
         rc = 0
     except BaseExceptionGroup as eg:  # errors raised inside trio nurseries arrive grouped
@@ -95,8 +95,14 @@ def _report_group(eg: BaseExceptionGroup) -> int:
             return report(e)
     if any(isinstance(e, KeyboardInterrupt) for e in leaves):
         print("tgen: interrupted", file=sys.stderr)
-        return 130
+        return _sigint_exit()
     return _internal_error(next((e for e in leaves if isinstance(e, Exception)), eg))
+
+
+def _sigint_exit() -> int:
+    from tgen_tui.session.exits import signal_exit
+
+    return signal_exit("SIGINT")
 
 
 def _internal_error(e: BaseException) -> int:
