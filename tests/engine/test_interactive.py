@@ -30,9 +30,18 @@ from tgen_tui.engine.options import EngineOptions
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
 
-from .engine_helpers import profile_yaml, stream_yaml
+from .engine_helpers import profile_yaml, stream_yaml, wait_sent
 
 TGEN = [sys.executable, "-m", "tgen_tui"]
+
+
+@pytest.fixture(scope="module")
+def nat_lab(make_lab):
+    """One NAT lab for this module: its tests only send through the DUT and read counts
+    that start at each run (the DUT's settings are never changed here; a test that
+    changes them brings up a lab of its own)."""
+    with make_lab("nat", "e") as prefix:
+        yield prefix
 
 
 def _compiled(text: str):
@@ -50,7 +59,7 @@ async def test_three_start_stop_cycles_with_a_clear_count_no_phantom_loss(nat_la
                 await eng.clear()
                 prev_tx = 0
             await eng.start(["p0"])
-            await trio.sleep(0.8)
+            await wait_sent(eng, {"up": prev_tx + 1501})
             await eng.stop(["p0"])
             snap = await eng.final_snapshot()
             up, p0, p1 = snap.stream("up"), snap.port("p0"), snap.port("p1")
@@ -68,17 +77,6 @@ async def test_three_start_stop_cycles_with_a_clear_count_no_phantom_loss(nat_la
         _, evs = eng.events_since(cursor)
         assert any("not running" in e.text() for e in evs)
         assert eng.describe().port("p1").streams == ()
-
-
-async def _sent(eng, stream: str, at_least: int, timeout: float = 30.0):
-    """The live snapshot of ``stream`` once it has sent ``at_least`` frames (a generous
-    timeout: on a loaded host the sender runs late, which is not what is tested here)."""
-    with trio.fail_after(timeout):
-        while True:
-            s = (await eng.sample_now()).stream(stream)
-            if s.tx_frames >= at_least:
-                return s
-            await trio.sleep(0.05)
 
 
 @pytest.mark.trio
@@ -112,19 +110,19 @@ async def test_live_rates_in_units_are_applied_and_line_rate_is_refused(direct_l
         await eng.start(["p0", "p1"])
         assert eng.ports["p0"].state == "running"
         cursor, _ = eng.events_since(0)
-        s0 = await _sent(eng, "up", 1)
+        s0 = (await wait_sent(eng, {"up": 1})).stream("up")
         assert s0.requested_pps == 5000
         total = await eng.set_rate("p0", "10%")  # 10 % of 1 Gbit/s at 256 B (+20 B L1)
         assert total == pytest.approx(1e9 / (8 * 276) * 0.10)
         cursor, got = rate_events(cursor)
         assert got == [("up", "p0", 5000, total, "10%")]
-        s1 = await _sent(eng, "up", s0.tx_frames + 5000)
+        s1 = (await wait_sent(eng, {"up": s0.tx_frames + 5000})).stream("up")
         assert s1.requested_pps == pytest.approx(total)
         assert (await eng.sample_now()).port("p0").requested_pps == pytest.approx(total)
         assert await eng.set_rate("up", "25kpps") == 25000
         cursor, got = rate_events(cursor)
         assert got == [("up", "p0", pytest.approx(total), 25000, "25kpps")]
-        s2 = await _sent(eng, "up", s1.tx_frames + 5000)
+        s2 = (await wait_sent(eng, {"up": s1.tx_frames + 5000})).stream("up")
         assert s2.requested_pps == 25000 and not s2.paused
         with pytest.raises(RateError, match=r"maximum is 1 Gbit/s = 452,899 fps at 256 B"):
             await eng.set_rate("p0", "2Gbit")
@@ -141,7 +139,7 @@ async def test_live_rates_in_units_are_applied_and_line_rate_is_refused(direct_l
         p2 = (await eng.sample_now()).stream("up")
         assert p1.paused and p2.paused and p2.tx_frames - p1.tx_frames < 50
         await eng.resume("up")
-        assert not (await _sent(eng, "up", p2.tx_frames + 5000)).paused
+        assert not (await wait_sent(eng, {"up": p2.tx_frames + 5000})).stream("up").paused
         await eng.stop()
         fin = await eng.final_snapshot()
         kinds = [type(e) for e in eng.event_log()]
@@ -160,11 +158,12 @@ async def test_start_waits_for_a_stopping_port_and_refuses_a_failed_one(direct_l
     )
     async with open_engine(c, EngineOptions(drain_ms=400)) as eng:
         await eng.start(["p0"])
-        await trio.sleep(0.2)
+        await wait_sent(eng, {"up": 1})
         async with trio.open_nursery() as n:
             n.start_soon(eng.stop, ["p0"])
-            await trio.sleep(0.05)
-            assert eng.ports["p0"].state == "stopping"
+            with trio.fail_after(10):  # the stop drains for 400 ms: long enough to be seen
+                while eng.ports["p0"].state != "stopping":
+                    await trio.sleep(0.005)
             await eng.start(["p0"])  # waits for the stop, then starts
         assert eng.ports["p0"].state == "running"
         await eng.start(["p0"])  # already running: a notice, no error
