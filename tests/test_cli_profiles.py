@@ -193,22 +193,42 @@ def _line_col(text: str, snippet: str, anchor: str) -> tuple[int, int]:
     return line, col
 
 
-@pytest.mark.parametrize(
-    ("edits", "where", "field", "msg_re"),
-    [pytest.param(*c[1:], id=c[0]) for c in BROKEN],
-)
-def test_validate_broken_profile_one_positioned_line(tmp_path, edits, where, field, msg_re):
-    text = BASE
-    for old, new in edits:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    path = tmp_path / "broken.yaml"
-    path.write_text(text, encoding="utf-8")
-    r = tgen("validate", str(path))
+@pytest.fixture(scope="module")
+def broken_validated(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict]:
+    """Every case of BROKEN written to its own file and validated by one ``tgen validate``
+    (one process instead of one each: each file still gets its own line). Returns the
+    process and {case id: (text, path)}."""
+    d = tmp_path_factory.mktemp("broken")
+    files = {}
+    for cid, edits, *_ in BROKEN:
+        text = BASE
+        for old, new in edits:
+            assert text.count(old) == 1, old
+            text = text.replace(old, new)
+        path = d / f"{cid}.yaml"
+        path.write_text(text, encoding="utf-8")
+        files[cid] = (text, path)
+    return tgen("validate", *[str(p) for _, p in files.values()]), files
+
+
+def test_validate_broken_profiles_one_line_each_exit_2(broken_validated):
+    r, files = broken_validated
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr + r.stdout
     assert r.stdout == ""
     lines = r.stderr.splitlines()
+    assert len(lines) == len(files), r.stderr
+    assert [x.split(":", 1)[0] for x in lines] == [str(p) for _, p in files.values()]
+
+
+@pytest.mark.parametrize(
+    ("case", "where", "field", "msg_re"),
+    [pytest.param(c[0], *c[2:], id=c[0]) for c in BROKEN],
+)
+def test_validate_broken_profile_one_positioned_line(broken_validated, case, where, field, msg_re):
+    r, files = broken_validated
+    text, path = files[case]
+    lines = [x for x in r.stderr.splitlines() if x.startswith(f"{path}:")]
     assert len(lines) == 1, r.stderr
     m = LINE_RE.match(lines[0])
     assert m, lines[0]

@@ -47,3 +47,23 @@ streams:{streams}
     if dut:
         text += f"dut: {{netns: {prefix}-dut}}\n"
     return text
+
+
+async def wait_sent(eng, want: dict[str, int], timeout: float = 30.0):
+    """The engine's live snapshot once each stream of ``want`` has sent at least that many
+    frames. Tests wait for counts, not for wall time: the timeout is generous (a loaded
+    host sends late, which is not what these tests check) and fails naming what was not
+    reached."""
+    import trio
+
+    end = trio.current_time() + timeout
+    while True:
+        snap = await eng.sample_now()
+        short = {
+            n: snap.stream(n).tx_frames for n, k in want.items() if snap.stream(n).tx_frames < k
+        }
+        if not short:
+            return snap
+        if trio.current_time() > end:
+            raise AssertionError(f"after {timeout:g} s, sent only {short} of {want}")
+        await trio.sleep(0.05)

@@ -16,7 +16,16 @@ from tgen_tui.engine.options import EngineOptions
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
 
-from .engine_helpers import profile_yaml, stream_yaml
+from .engine_helpers import profile_yaml, stream_yaml, wait_sent
+
+
+@pytest.fixture(scope="module")
+def nat_lab(make_lab):
+    """One NAT lab for this module: its tests only send through the DUT and read counts
+    that start at each run (the DUT's settings are never changed here; a test that
+    changes them brings up a lab of its own)."""
+    with make_lab("nat", "e") as prefix:
+        yield prefix
 
 
 def _compiled(prefix: str, streams: str, dut: bool = True):
@@ -43,7 +52,7 @@ async def test_start_stop_one_port_counts_match(nat_lab):
         await eng.start(["p0"])
         assert eng.ports["p0"].state == "running"
         assert eng.ports["p1"].state == "idle"
-        await trio.sleep(1.0)
+        await wait_sent(eng, {"up": 1001})
         await eng.stop(["p0"])
         assert eng.ports["p0"].state == "stopped"
         snap = await eng.final_snapshot()
@@ -72,7 +81,7 @@ async def test_start_all_stop_all(nat_lab):
     async with open_engine(c, EngineOptions(drain_ms=200)) as eng:
         await eng.start()
         assert {p.state for p in eng.ports.values()} == {"running"}
-        await trio.sleep(0.8)
+        await wait_sent(eng, {"up": 801, "down": 401})
         await eng.stop()
         assert {p.state for p in eng.ports.values()} == {"stopped"}
         snap = await eng.final_snapshot()
@@ -105,16 +114,15 @@ async def test_worker_crash_marks_port_failed_and_other_port_keeps_sending(direc
     async with open_engine(c, EngineOptions(drain_ms=100)) as eng:
         assert len(eng.workers) == 2
         await eng.start()
-        await trio.sleep(0.5)
+        await wait_sent(eng, {"a": 1, "b": 1})
         victim = eng.states[eng.ports["p0"].spec.worker]
         os.kill(victim.pid, signal.SIGKILL)
         await _wait_for(lambda: eng.ports["p0"].state == "failed")
         assert "SIGKILL" in (eng.ports["p0"].failure or "")
         s1 = await eng.sample_now()
-        await trio.sleep(0.5)
-        s2 = await eng.sample_now()
+        s2 = await wait_sent(eng, {"b": s1.stream("b").tx_frames + 500})  # still sending
         assert eng.ports["p1"].state == "running"
-        assert s2.port("p1").tx_frames > s1.port("p1").tx_frames + 500  # still sending
+        assert s2.port("p1").tx_frames > s1.port("p1").tx_frames + 500
         await eng.stop()
         assert eng.ports["p1"].state == "stopped"
         assert any("failed" in e for e in eng.events)
@@ -125,13 +133,11 @@ async def test_set_rate_and_clear(nat_lab):
     c = _compiled(nat_lab, stream_yaml("up", "p0", rx_port="p1", pps=1000))
     async with open_engine(c, EngineOptions(drain_ms=200)) as eng:
         await eng.start()
-        await trio.sleep(0.5)
+        await wait_sent(eng, {"up": 1})
         await eng.set_rate("up", 4000)
         assert eng.requested_pps(0) == 4000
-        await trio.sleep(0.5)
-        s = await eng.sample_now()
+        s = await wait_sent(eng, {"up": 2001})
         assert s.stream("up").requested_pps == 4000
-        assert s.stream("up").tx_frames > 2000  # 500 at 1 kfps, then about 2000 at 4 kfps
         await eng.clear()
         s2 = await eng.sample_now()
         assert s2.stream("up").tx_frames < s.stream("up").tx_frames
@@ -180,10 +186,14 @@ async def test_vlan_and_qinq_arrive_tagged_and_counted_per_stream(direct_lab, tm
         stderr=subprocess.DEVNULL,
     )
     try:
-        await trio.sleep(1.5)  # let tshark open the interface
+        # dumpcap writes the file's header once it captures on the interface
+        with trio.fail_after(30):
+            while not (pcap.exists() and pcap.stat().st_size > 0):
+                assert cap.poll() is None, "tshark ended before it captured"
+                await trio.sleep(0.05)
         async with open_engine(c, EngineOptions(drain_ms=200)) as eng:
             await eng.start(["p0"])
-            await trio.sleep(1.0)
+            await wait_sent(eng, {"v35": 301, "qinq": 301})
             await eng.stop()
             fin = await eng.final_snapshot()
         await trio.sleep(0.5)

@@ -30,9 +30,18 @@ from tgen_tui.engine.options import EngineOptions
 from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
 
-from .engine_helpers import profile_yaml, stream_yaml
+from .engine_helpers import profile_yaml, stream_yaml, wait_sent
 
 TGEN = [sys.executable, "-m", "tgen_tui"]
+
+
+@pytest.fixture(scope="module")
+def nat_lab(make_lab):
+    """One NAT lab for this module: its tests only send through the DUT and read counts
+    that start at each run (the DUT's settings are never changed here; a test that
+    changes them brings up a lab of its own)."""
+    with make_lab("nat", "e") as prefix:
+        yield prefix
 
 
 def _compiled(text: str):
@@ -50,7 +59,7 @@ async def test_three_start_stop_cycles_with_a_clear_count_no_phantom_loss(nat_la
                 await eng.clear()
                 prev_tx = 0
             await eng.start(["p0"])
-            await trio.sleep(0.8)
+            await wait_sent(eng, {"up": prev_tx + 1501})
             await eng.stop(["p0"])
             snap = await eng.final_snapshot()
             up, p0, p1 = snap.stream("up"), snap.port("p0"), snap.port("p1")
@@ -71,9 +80,11 @@ async def test_three_start_stop_cycles_with_a_clear_count_no_phantom_loss(nat_la
 
 
 @pytest.mark.trio
-async def test_live_rates_in_units_are_achieved_and_line_rate_is_refused(direct_lab):
-    # 256 B frames: 10 % of 1 Gbit/s is 45.3 kfps, which a shared 2-core CI machine keeps
-    # up with while other tests run (64 B would be 148.8 kfps: checked by hand, see the note)
+async def test_live_rates_in_units_are_applied_and_line_rate_is_refused(direct_lab):
+    """A rate set live, in % of line rate or in kpps, is applied to the running stream: the
+    rate returned, the RateChanged event and the snapshots' requested rate agree, and the
+    stream goes on sending without loss. How closely the sender keeps the new rate over
+    wall time is a measurement (benchmarks/live_rate.py), not a pass/fail test."""
     text = (
         profile_yaml(
             direct_lab, stream_yaml("up", "p0", rx_port="p1", nat=False, pps=5000), dut=False
@@ -86,52 +97,55 @@ async def test_live_rates_in_units_are_achieved_and_line_rate_is_refused(direct_
     c = _compiled(text)
     assert c.ports["p0"].speed_bps == 1e9
 
-    async def achieved_over(seconds: float, want: float) -> float:
-        """Frames sent per second of wall time over a window; a window spoiled by another
-        process taking the core (the suite shares 2 cores) is measured again, twice."""
-        got = 0.0
-        for _ in range(3):
-            a = await eng.final_snapshot()
-            t_a = time.monotonic()
-            await trio.sleep(seconds)
-            b = await eng.final_snapshot()
-            got = (b.stream("up").tx_frames - a.stream("up").tx_frames) / (time.monotonic() - t_a)
-            if abs(got - want) <= 0.01 * want:
-                break
-        return got
+    def rate_events(cursor: int) -> tuple[int, list[tuple]]:
+        cursor, evs = eng.events_since(cursor)
+        got = [
+            (e.stream, e.port, e.old_pps, e.new_pps, e.request)
+            for e in evs
+            if isinstance(e, RateChanged)
+        ]
+        return cursor, got
 
     async with open_engine(c, EngineOptions(drain_ms=200)) as eng:
         await eng.start(["p0", "p1"])
-        await trio.sleep(0.3)
+        assert eng.ports["p0"].state == "running"
+        cursor, _ = eng.events_since(0)
+        s0 = (await wait_sent(eng, {"up": 1})).stream("up")
+        assert s0.requested_pps == 5000
         total = await eng.set_rate("p0", "10%")  # 10 % of 1 Gbit/s at 256 B (+20 B L1)
         assert total == pytest.approx(1e9 / (8 * 276) * 0.10)
-        await trio.sleep(0.3)
-        got = await achieved_over(2.0, total)
-        assert got == pytest.approx(total, rel=0.01), f"{got:,.0f} fps for {total:,.0f}"
+        cursor, got = rate_events(cursor)
+        assert got == [("up", "p0", 5000, total, "10%")]
+        s1 = (await wait_sent(eng, {"up": s0.tx_frames + 5000})).stream("up")
+        assert s1.requested_pps == pytest.approx(total)
+        assert (await eng.sample_now()).port("p0").requested_pps == pytest.approx(total)
         assert await eng.set_rate("up", "25kpps") == 25000
-        await trio.sleep(0.3)
-        got = await achieved_over(2.0, 25000)
-        assert got == pytest.approx(25000, rel=0.01), f"{got:,.0f} fps for 25,000"
+        cursor, got = rate_events(cursor)
+        assert got == [("up", "p0", pytest.approx(total), 25000, "25kpps")]
+        s2 = (await wait_sent(eng, {"up": s1.tx_frames + 5000})).stream("up")
+        assert s2.requested_pps == 25000 and not s2.paused
         with pytest.raises(RateError, match=r"maximum is 1 Gbit/s = 452,899 fps at 256 B"):
             await eng.set_rate("p0", "2Gbit")
         with pytest.raises(RateError, match="ambiguous rate"):
             await eng.set_rate("up", "lots")
         with pytest.raises(EngineCommandError, match="p9: no such stream"):
             await eng.set_rate("p9", "1kpps")  # neither a port nor a stream: named
+        _, got = rate_events(cursor)
+        assert got == [] and (await eng.sample_now()).stream("up").requested_pps == 25000
         # pause and resume one stream while the port runs
         await eng.pause("up")
-        s1 = (await eng.final_snapshot()).stream("up")
+        p1 = (await eng.sample_now()).stream("up")
         await trio.sleep(0.3)
-        s2 = (await eng.final_snapshot()).stream("up")
-        assert s2.paused and s2.tx_frames - s1.tx_frames < 50
+        p2 = (await eng.sample_now()).stream("up")
+        assert p1.paused and p2.paused and p2.tx_frames - p1.tx_frames < 50
         await eng.resume("up")
-        await trio.sleep(0.3)
-        assert (await eng.final_snapshot()).stream("up").tx_frames > s2.tx_frames + 5000
+        assert not (await wait_sent(eng, {"up": p2.tx_frames + 5000})).stream("up").paused
         await eng.stop()
         fin = await eng.final_snapshot()
         kinds = [type(e) for e in eng.event_log()]
     up = fin.stream("up")
     assert up.lost == 0 and up.duplicates == 0 and up.rx_frames == up.tx_frames
+    assert up.tx_frames == fin.port("p0").if_tx_frames  # the kernel's count of p0
     assert RateChanged in kinds and StreamPaused in kinds
 
 
@@ -144,11 +158,12 @@ async def test_start_waits_for_a_stopping_port_and_refuses_a_failed_one(direct_l
     )
     async with open_engine(c, EngineOptions(drain_ms=400)) as eng:
         await eng.start(["p0"])
-        await trio.sleep(0.2)
+        await wait_sent(eng, {"up": 1})
         async with trio.open_nursery() as n:
             n.start_soon(eng.stop, ["p0"])
-            await trio.sleep(0.05)
-            assert eng.ports["p0"].state == "stopping"
+            with trio.fail_after(10):  # the stop drains for 400 ms: long enough to be seen
+                while eng.ports["p0"].state != "stopping":
+                    await trio.sleep(0.005)
             await eng.start(["p0"])  # waits for the stop, then starts
         assert eng.ports["p0"].state == "running"
         await eng.start(["p0"])  # already running: a notice, no error

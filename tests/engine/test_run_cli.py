@@ -17,6 +17,15 @@ from .engine_helpers import profile_yaml, stream_yaml
 TGEN = [sys.executable, "-m", "tgen_tui"]
 
 
+@pytest.fixture(scope="module")
+def nat_lab(make_lab):
+    """One NAT lab for this module: its tests only send through the DUT and read counts
+    that start at each run (the DUT's settings are never changed here; a test that
+    changes them brings up a lab of its own)."""
+    with make_lab("nat", "e") as prefix:
+        yield prefix
+
+
 def _run(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([*TGEN, *args], capture_output=True, text=True, timeout=timeout)
 

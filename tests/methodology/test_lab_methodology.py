@@ -27,13 +27,21 @@ def tgen(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     )
 
 
+def _tx_packets(netns: str, ifname: str) -> int:
+    cp = subprocess.run(
+        ["ip", "netns", "exec", netns, "cat", f"/sys/class/net/{ifname}/statistics/tx_packets"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return int(cp.stdout)
+
+
 def test_throughput_search_finds_the_rate_limit(limited_lab, tmp_path: Path):
     prof = tmp_path / "p.yaml"
     prof.write_text(forward_profile(limited_lab))
     out = tmp_path / "r.json"
     nd = tmp_path / "t.ndjson"
     cp = tgen(
-        "rfc2544", "throughput", str(prof), "--max-rate", "20000", "--error", "500",
+        "rfc2544", "throughput", str(prof), "--max-rate", "20000", "--error", "1000",
         "--repeats", "1", "--json", str(out), "--ndjson", str(nd), "--md", str(tmp_path / "t.md"),
         "--plots", str(tmp_path / "plots"), *FAST,
     )  # fmt: skip
@@ -43,7 +51,7 @@ def test_throughput_search_finds_the_rate_limit(limited_lab, tmp_path: Path):
     assert doc["seed"] == 11 and doc["dut"]["lab"]["rate_limit_pps"] == 5000
     assert doc["dut"]["conntrack_max"] > 0 and doc["dut"]["kernel"]
     (s,) = doc["searches"]
-    assert s["l_pps"] <= 5000 <= s["h_pps"] and s["h_pps"] - s["l_pps"] <= 500
+    assert s["l_pps"] <= 5000 <= s["h_pps"] and s["h_pps"] - s["l_pps"] <= 1000
     assert doc["summary"]["median"] == s["l_pps"] and doc["summary"]["n"] == 1
     kinds = [t["kind"] for t in s["trials"]]
     assert kinds[0] == "upper_bound" and kinds[-1] == "confirm"
@@ -66,7 +74,10 @@ def test_loss_steps_down_to_two_clean_trials(limited_lab, tmp_path: Path):
     prof = tmp_path / "p.yaml"
     prof.write_text(forward_profile(limited_lab))
     out = tmp_path / "r.json"
-    cp = tgen("rfc2544", "loss", str(prof), "--max-rate", "8000", "--json", str(out), *FAST)
+    cp = tgen(
+        "rfc2544", "loss", str(prof), "--max-rate", "6000", "--json", str(out), *FAST,
+        "--duration", "500ms",
+    )  # fmt: skip
     assert cp.returncode == 0, cp.stderr
     (curve,) = json.loads(out.read_text())["frame_loss"]
     pts = curve["points"]
@@ -74,7 +85,8 @@ def test_loss_steps_down_to_two_clean_trials(limited_lab, tmp_path: Path):
     assert loads[:2] == [100.0, 90.0] and all(
         a - b == 10 for a, b in zip(loads[:-1], loads[1:], strict=True)
     )
-    assert pts[0]["flr_pct"] > 20  # 8,000 offered, 5,000 forwarded (+ the limiter's burst)
+    assert pts[0]["flr_pct"] > 8  # 6,000 offered, 5,000 forwarded (+ the limiter's burst)
+    assert [p["rate_pps"] for p in pts] == [6000, 5400, 4800, 4200]  # two lossy, two clean
     assert [p["trial"]["lost"] for p in pts[-2:]] == [0, 0]
     assert all(p["trial"]["lost"] > 0 for p in pts[:-2])
     assert pts[-1]["rate_pps"] <= 5000
@@ -158,7 +170,13 @@ def test_sigint_writes_a_partial_report(limited_lab, tmp_path: Path):
          "4000", "--duration", "30s", "--json", str(out), "--no-store", "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    time.sleep(4)
+    # the signal comes once the upper-bound trial sends (p0's kernel counter rises): a
+    # fixed sleep could land while the workers were still starting on a loaded host
+    base = _tx_packets(f"{limited_lab}-tester", "p0")
+    deadline = time.monotonic() + 60
+    while _tx_packets(f"{limited_lab}-tester", "p0") < base + 100:
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()[1]
+        time.sleep(0.05)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=30)
     assert p.returncode == 130, err

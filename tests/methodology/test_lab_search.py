@@ -27,7 +27,7 @@ def test_search_reports_ndr_no_load_passed_and_every_trial(lossy_lab, tmp_path: 
     out = tmp_path / "s.json"
     cp = tgen(
         "search", str(prof), "--goal", "ndr=0,trial=500ms,sum=1s",
-        "--goal", "pdr=3%,trial=500ms,sum=1s", "--width", "10%",
+        "--goal", "pdr=3%,trial=500ms,sum=1s", "--width", "30%",
         "--max-rate", "8000", "--min-load", "4000", "--warmup", "0", "--no-ladder",
         "--timeout", "200ms", "--settle", "100ms", "--json", str(out), "--quiet",
         "--plots", str(tmp_path / "plots"), "--no-store",

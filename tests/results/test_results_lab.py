@@ -59,7 +59,7 @@ def test_check_flags_the_build_with_extra_drop(nat_lab, tmp_path, db):
     for build in ("b1", "b2", "b3"):
         if build == "b3":
             topology.set_dut(nat_lab, drop_percent=10)
-        cp = _tgen("run", str(prof), "--duration", "1", "--build", build, db=db)
+        cp = _tgen("run", str(prof), "--duration", "0.5", "--build", build, db=db)
         assert cp.returncode == 0, cp.stderr
         assert re.search(rf"stored as run \d+ in {re.escape(str(db))}", cp.stderr), cp.stderr
     conn = store.connect(db)

@@ -56,15 +56,36 @@ def make_app(
     return app, eng
 
 
-async def settle(pilot, app: TgenApp, cond=None, timeout: float = 3.0) -> None:
-    """Let the 10 Hz tick run until ``cond()`` holds (or a couple of ticks)."""
+async def settle(pilot, app: TgenApp, cond=None, timeout: float = 10.0) -> None:
+    """Let the 10 Hz tick run until ``cond()`` holds; without ``cond``, a couple of ticks.
+
+    A ``cond`` that does not hold within ``timeout`` seconds fails the test, naming what was
+    awaited (the condition's source) and the screen the console was on. The timeout is
+    generous (a loaded host): a condition that holds returns as soon as it does."""
     import asyncio
 
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     await pilot.pause(0.15)
-    while cond is not None and not cond() and loop.time() < end:
+    if cond is None:
+        return
+    while not cond():
+        if loop.time() >= end:
+            pytest.fail(
+                f"settle: {_source(cond)} did not hold within {timeout:g} s "
+                f"(screen: {type(app.screen).__name__})"
+            )
         await pilot.pause(0.05)
+
+
+def _source(cond) -> str:
+    """The awaited condition as written (the source lines of the call), for the message."""
+    import inspect
+
+    try:
+        return " ".join(line.strip() for line in inspect.getsource(cond).splitlines())
+    except (OSError, TypeError):
+        return repr(cond)
 
 
 @pytest.fixture

@@ -83,8 +83,13 @@ def test_plus_minus_step_the_rate_and_r_sets_an_exact_rate() -> None:
             await pilot.press("0", "plus")
             await settle(pilot, app, lambda: app.snap.port("p0").requested_pps == 50_000)
             assert eng.calls[-1] == ("set_rate", "p0", 50_000.0)
-            await pilot.press("minus", "minus")
+            # one step at a time: a step starts from the rate the console last saw (a second
+            # key pressed before the snapshot shows the first step steps from the old rate)
+            await pilot.press("minus")
+            await settle(pilot, app, lambda: app.snap.port("p0").requested_pps == 20_000)
+            await pilot.press("minus")
             await settle(pilot, app, lambda: app.snap.port("p0").requested_pps == 10_000)
+            assert eng.calls[-2:] == [("set_rate", "p0", 20_000.0), ("set_rate", "p0", 10_000.0)]
             await pilot.press("r")
             await pilot.pause(0.1)
             assert isinstance(app.screen, RatePrompt)

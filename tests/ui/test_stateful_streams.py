@@ -61,7 +61,12 @@ def test_streams_screen_shows_learned_tuples_and_verified_flows(tmp_path: Path) 
             g = app.screen.query_one("#port-streams", Grid)
             seen["port_flows"] = str(g.cells.get(("flows", "up"), ""))
             await pilot.press("T")
-            await settle(pilot, app, lambda: app.port_state("p0") == "stopped")
+
+            def stopped() -> bool:  # this console ticks only by hand (tick_s=3600)
+                app.tick()
+                return app.port_state("p0") == "stopped"
+
+            await settle(pilot, app, stopped)
             await pilot.press("q")
             await pilot.pause(0.3)
 

@@ -96,6 +96,17 @@ def test_lane_schedule_splits_rate_count_and_start():
     assert a.start_s == 0.5 and b.start_s == pytest.approx(0.501)
 
 
+def _rx_tables(receivers: int, rows: int) -> np.ndarray:
+    """Receive tables as a worker starts them: no frame seen yet (highest seq -1), as
+    worker/counters.reset_rx_gauges leaves them (zeros would read as "seq 0 seen")."""
+    t = np.zeros((receivers, rows, C.RX_STRIDE), np.int64)
+    t[:, :, C.R_MAX_SEQ] = -1
+    t[:, :, C.R_LAT_MIN] = C.INT64_MAX
+    t[:, :, C.R_LAT_MAX] = -1
+    t[:, :, C.R_VLAN_LAST] = -1
+    return t
+
+
 class _Batch:
     def __init__(self, stream, seq):
         n = len(seq)
@@ -116,8 +127,7 @@ def test_duplicate_and_loss_on_one_lane_count_once_each():
     whole, interleaved with lane 1's frames on the other receiver; lane 1's frame 7 is
     sent twice and its frame 12 is dropped: 1 duplicate, 1 lost, 0 out of order."""
     block, lanes, n = 4, 2, 20
-    rxa = np.zeros((1, block * lanes, C.RX_STRIDE), np.int64)
-    rxb = np.zeros((1, block * lanes, C.RX_STRIDE), np.int64)
+    rxa, rxb = _rx_tables(1, block * lanes), _rx_tables(1, block * lanes)
     ra, rb = RxStats(rxa[0]), RxStats(rxb[0])
     lane0 = list(range(n))
     lane1 = [k for k in range(n) if k != 12]
@@ -139,8 +149,11 @@ def test_duplicate_and_loss_on_one_lane_count_once_each():
     assert int(rx.row[C.R_OOO]) == 0
     assert F.lost_frames(sent, urx, rx.max_seq, 0, True) == 1
     # while sending, loss is a lower bound: a receiver's frames above the lowest highest-seq
-    # of the receivers may still be on their way
-    assert 0 <= F.lost_frames(sent, urx, rx.max_seq, 0, False) <= 1
+    # of the receivers may still be on their way. Lane 0 is expected up to 19 (20 frames),
+    # lane 1 up to 18 (receiver a's highest, below b's 19): 39 expected, 39 unique frames
+    # received (lane 1's 19 among them), so no loss shows yet; frame 12 shows once settled
+    assert F.lost_frames(sent, urx, rx.max_seq, 0, False) == 0
+    assert rx.max_seq == 20 + 19 - 1  # the frames expected so far, minus one
     assert int(rx.row[C.R_HIST :].sum()) == int(rx.row[C.R_LAT_COUNT]) == 2 * n
 
 
@@ -166,7 +179,7 @@ def test_plan_lanes_and_the_core_warning():
 def test_a_lagging_receiver_makes_no_phantom_loss():
     """Two receivers share a lane's flows; one has read up to seq 999, the other (a busy
     core) only up to 499: the frames it has not read yet are not lost."""
-    rx = np.zeros((2, 2, C.RX_STRIDE), np.int64)
+    rx = _rx_tables(2, 2)
     a, b = RxStats(rx[0]), RxStats(rx[1])
     a.add(_Batch([1] * 500, list(range(0, 1000, 2))))
     b.add(_Batch([1] * 250, list(range(1, 500, 2))))
