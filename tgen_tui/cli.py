@@ -57,12 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return int(ExitCode.BAD_INPUT)
     try:
+        parser = build_parser()  # imports every verb's module: a Ctrl-C may come here too
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return int(ExitCode.BAD_INPUT)
         rc = args.func(args)
     except TgenError as e:
         rc = report(e)

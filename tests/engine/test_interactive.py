@@ -118,12 +118,13 @@ async def test_live_rates_in_units_are_applied_and_line_rate_is_refused(direct_l
         assert got == [("up", "p0", 5000, total, "10%")]
         s1 = (await wait_sent(eng, {"up": s0.tx_frames + 5000})).stream("up")
         assert s1.requested_pps == pytest.approx(total)
+        assert s1.pacer_pps == pytest.approx(total, abs=0.001)  # the worker's pacer took it
         assert (await eng.sample_now()).port("p0").requested_pps == pytest.approx(total)
         assert await eng.set_rate("up", "25kpps") == 25000
         cursor, got = rate_events(cursor)
         assert got == [("up", "p0", pytest.approx(total), 25000, "25kpps")]
         s2 = (await wait_sent(eng, {"up": s1.tx_frames + 5000})).stream("up")
-        assert s2.requested_pps == 25000 and not s2.paused
+        assert s2.requested_pps == 25000 and s2.pacer_pps == 25000 and not s2.paused
         with pytest.raises(RateError, match=r"maximum is 1 Gbit/s = 452,899 fps at 256 B"):
             await eng.set_rate("p0", "2Gbit")
         with pytest.raises(RateError, match="ambiguous rate"):
@@ -138,6 +139,7 @@ async def test_live_rates_in_units_are_applied_and_line_rate_is_refused(direct_l
         await trio.sleep(0.3)
         p2 = (await eng.sample_now()).stream("up")
         assert p1.paused and p2.paused and p2.tx_frames - p1.tx_frames < 50
+        assert p2.pacer_pps == 0
         await eng.resume("up")
         assert not (await wait_sent(eng, {"up": p2.tx_frames + 5000})).stream("up").paused
         await eng.stop()

@@ -228,3 +228,31 @@ def test_cps_phase2_replies_come_back_through_the_nat(plain_lab, tmp_path: Path)
     assert p2["rx_frames"] == 5000 and p2["lost"] == 0 and p2["verdict"] == "pass"
     assert p2["extra"]["ports"]["p0"]["if_rx_frames"] == 5000  # back on the Initiator's port
     assert s["confirmed"] is True
+
+
+def test_sigint_at_any_moment_of_the_start_is_a_clean_interruption(limited_lab, tmp_path: Path):
+    """A Ctrl-C while the profile loads, the owner begins or a trial's workers start
+    is exit 130 (never 3: "worker could not start: cancelled"), with nothing left; once
+    the run owner's signal receiver is in, the report is written, marked partial."""
+    import signal
+    import time
+
+    prof = tmp_path / "p.yaml"
+    prof.write_text(forward_profile(limited_lab))
+    out = tmp_path / "r.json"
+    for delay in (0.4, 0.9, 1.3, 1.7):
+        out.unlink(missing_ok=True)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "tgen_tui", "rfc2544", "throughput", str(prof), "--max-rate",
+             "4000", "--duration", "30s", "--json", str(out), "--no-store", "--quiet"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 130, f"SIGINT at {delay} s: rc {p.returncode}: {err}"
+        assert "could not start" not in err and "Traceback" not in err, err
+        if out.exists():
+            doc = json.loads(out.read_text())
+            assert doc["partial"] is True and doc["signal"] == "SIGINT"
+        assert not list(Path("/dev/shm").glob(f"tgen-{p.pid}-*"))

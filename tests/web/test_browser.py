@@ -1,7 +1,8 @@
 """The served console in headless Chromium, on a real lab (issue 12, "Must show" 1 and 2).
 
 Opens the page, waits for the port table, types 0 then s, sees p0's interface Tx
-counter rise in the lab, saves screenshots/web-console.png, types T and sees the
+counter rise in the lab, takes a screenshot (into the test's tmp dir; into
+screenshots/web-console.png with TGEN_UPDATE_SCREENSHOTS=1), types T and sees the
 counter stop, checks that a second browser is refused, closes the page, and finds no
 console, no worker and no /dev/shm/tgen-* file of that console left.
 
@@ -33,7 +34,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOT = REPO / "screenshots" / "web-console.png"
+TRACKED_SCREENSHOT = REPO / "screenshots" / "web-console.png"
 
 # Keep every byte the console sends to the page; window.__tgenText() is that stream as
 # text, escape codes removed (xterm.js draws on a canvas, so the DOM holds no text).
@@ -92,6 +93,8 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(
     from playwright.sync_api import sync_playwright  # a test dependency: fail if missing
 
     prefix = web_lab
+    update = os.environ.get("TGEN_UPDATE_SCREENSHOTS") == "1"
+    shot = TRACKED_SCREENSHOT if update else tmp_path / "web-console.png"
     profile = tmp_path / "web.yaml"
     profile.write_text(lab_profile(prefix))
     srv = start_serve(str(profile), "--port", "0", "--cores", "1")
@@ -133,8 +136,7 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(
             assert len(shm) == 2 * len(workers), f"workers without the tx stamp table: {shm}"
             page.wait_for_function("() => /1 running/.test(__tgenText())", timeout=10_000)
             page.wait_for_timeout(1500)  # a few redraws with the rates on screen
-            SCREENSHOT.parent.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT))
+            page.screenshot(path=str(shot))
 
             page.keyboard.press("T")
 
@@ -165,7 +167,7 @@ def test_browser_starts_and_stops_p0_and_leaves_nothing(
             assert gone, f"left running: {[cmdline(p) for p in [console, *workers] if alive(p)]}"
             assert glob.glob(f"/dev/shm/tgen-{console}-*") == []
             browser.close()
-        assert SCREENSHOT.stat().st_size > 10_000
+        assert shot.stat().st_size > 10_000
     finally:
         rc = srv.stop()
         shutil.rmtree(profile_dir, ignore_errors=True)

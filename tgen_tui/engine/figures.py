@@ -303,6 +303,7 @@ def stream_stats(
         vlan_tci=rx.vlan & 0xFFFF if rx.vlan >= 0 else None,
         due_frames=due,
         achieved_pps=achieved_pps(req, txf, due),
+        pacer_pps=int(tv[C.T_REQ_MPPS]) / 1000.0 if tv is not None else 0.0,
         paused=pos in live.paused,
         latency_every=rx.every,
         latency_unstamped=int(row[C.R_LAT_UNSTAMPED]),

@@ -107,6 +107,9 @@ class StreamStats:
     vlan_tci: int | None = None  # last outer VLAN TCI seen on receive
     due_frames: int = 0  # frames due by the schedule so far (since the last clear)
     achieved_pps: float = 0.0  # requested × sent / due (engine/figures.py achieved_pps)
+    # the rate the workers' pacers run the stream at now (their counter block; 0: paused
+    # or not sending here): a live rate change shows here once the workers took it
+    pacer_pps: float = 0.0
     paused: bool = False
     # why latency is missing or how it was corrected (tx and rx ports on different hosts)
     latency_note: str | None = None

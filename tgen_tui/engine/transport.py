@@ -244,6 +244,8 @@ async def start_worker(
             reason = reason.exceptions[0]
         with contextlib.suppress(OSError):
             os.unlink(st.shm_path)
+        if isinstance(reason, trio.Cancelled):  # Ctrl-C while it started: the run ends
+            raise
         what = "flow worker" if entries is None else "worker"
         raise EnvironmentProblem(
             f"{what} for port(s) {', '.join(st.plan.ports)} could not start: {reason}"
