@@ -43,7 +43,7 @@ from tgen_tui.engine.api import (
     StreamPaused,
 )
 from tgen_tui.engine.losscauses import LossCauses, simulated_reading
-from tgen_tui.engine.options import EngineOptions
+from tgen_tui.engine.options import EngineOptions, Neighbours
 from tgen_tui.engine.portcontrol import clear_targets, seq_floors
 from tgen_tui.engine.probes import IfCounters
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
@@ -60,6 +60,7 @@ FAKE_PID = 4000  # simulated worker pids: 4000 + worker id
 FRAME_COST_NS = 600  # simulated CPU time a worker spends per frame sent or received
 IDLE_CORE_PCT = 1.0  # load of a core with nothing to do
 MEM_AVAILABLE = 3_500_000_000  # the simulated DUT's free memory
+UNREAD_MAC = "00:00:00:00:00:00"  # keeps Setup from reading this machine's interfaces
 
 # ---------------------------------------------------------------------- latency
 # A fixed latency distribution (ns): LAT_N quantiles of a stretched exponential
@@ -358,9 +359,16 @@ class FakeEngine:
         self._configure(self._setup_of(compiled))
 
     def _setup_of(self, compiled: CompiledProfile) -> Setup:
-        """The real Setup; by default one core per port (1, 2, ...), as if the machine had them."""
+        """The real Setup; by default one core per port (1, 2, ...), as if the machine had
+        them. Nothing of this machine is read: Setup reads each port's interface MAC when
+        it has none from ARP/ND (a lab that is up would change what the fake shows), so
+        the fake hands it a stand-in and then says none was read (the port page names
+        the streams' source MAC instead)."""
         cores = self._cores or list(range(1, len(compiled.ports) + 1))
-        return Setup.build(compiled, EngineOptions(cores=cores))
+        neigh = {n: Neighbours(mac=UNREAD_MAC) for n in compiled.ports}
+        setup = Setup.build(compiled, EngineOptions(cores=cores, neighbours=neigh))
+        ports = {n: dataclasses.replace(p, mac=None) for n, p in setup.ports.items()}
+        return dataclasses.replace(setup, ports=ports)
 
     def _configure(self, setup: Setup) -> None:
         """A new set-up: simulated workers spawned, ports idle, counters primed."""
