@@ -10,7 +10,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Static
 
-from tgen_tui.ui.port_page import PortScreen
+from tgen_tui.ui.screens.port import PortScreen
 from tgen_tui.ui.widgets import Grid
 
 from .conftest import PROFILES, FrozenClock, make_app, settle

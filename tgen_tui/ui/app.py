@@ -124,10 +124,7 @@ class TgenApp(App):
                 loop.add_signal_handler(sig, self._on_signal, sig)
         if self.keymap_overrides:
             self.set_keymap(self.keymap_overrides)
-        from tgen_tui.ui.port_page import PortScreen
-
-        screens: dict[str, type[ViewScreen]] = {**VIEW_SCREENS, PortScreen.VIEW: PortScreen}
-        for name, cls in screens.items():
+        for name, cls in VIEW_SCREENS.items():
             self.install_screen(cls(), name=name)
         if self.host is None:
             files = sorted(str(p) for p in Path(self.profiles_dir).glob("*.yaml"))

@@ -21,7 +21,7 @@ from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.flowstats import short_text
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats
 from tgen_tui.ui.charts import Chart, charts_fit, latency_lines, lost_lines, pps_lines, timebase
-from tgen_tui.ui.screens import ViewScreen
+from tgen_tui.ui.screens.base import ViewScreen
 from tgen_tui.ui.widgets import Grid, OrderedFooter, Spark, TextWidget, state_text
 
 NONE = "—"
