@@ -21,7 +21,11 @@ def test_the_fake_reads_no_interface_of_this_machine(monkeypatch) -> None:
 
     monkeypatch.setattr(portsetup, "interface_mac", read)
     eng = FakeEngine(compile_profile(load_profile(PROFILES / "lab.yaml")), clock=lambda: 1.0)
-    assert [p.mac for p in eng.latest_snapshot().ports] == [None, None]
+    # the simulated interfaces' MACs: the source MACs of their streams
+    assert [p.mac for p in eng.latest_snapshot().ports] == [
+        "02:74:67:00:00:01",
+        "02:74:67:00:01:01",
+    ]
 
 
 @pytest.mark.parametrize("name", ["lab.yaml", "tcp-under-load.yaml", "cc-regression.yaml"])

@@ -1,6 +1,6 @@
 """The Streams screen and the port page show a ``learn: true`` stream's stateful figures
 live (learned tuples and samples, flows verified n of N, setup latency, receive gap): the
-fake writes them into its counter blocks as the workers do (tgen_tui/ui/fake_flows.py)."""
+fake writes them into its counter blocks as the workers do (tgen_tui/ui/fake_stateful.py)."""
 
 from __future__ import annotations
 

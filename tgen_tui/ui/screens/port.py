@@ -1,10 +1,11 @@
 """The port page (``o`` or enter): everything about the selected port on one screen.
 
 Its link, speed, MAC (the interface's own, ``mac`` on the port's snapshot; the source MAC
-of its streams when the engine gives none, e.g. the fake), its gateways (IPv4, IPv6) with
-their resolved MACs (``gateway_mac``, ``gateway6_mac``), the workers that serve it, the streams it
-sends with their figures, and its charts (pps, lost frames/s, latency of its streams;
-sparkline rows at 80x24). The digits switch the page to another port.
+of its streams when the engine gives none, e.g. a port on another host), its gateways
+(IPv4, IPv6) with their resolved MACs (``gateway_mac``, ``gateway6_mac``), the workers
+that serve it, the streams it sends with their figures, and its charts (pps, lost
+frames/s, latency of its streams; sparkline rows at 80x24). The digits switch the page to
+another port.
 """
 
 from __future__ import annotations
