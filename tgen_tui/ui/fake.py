@@ -317,8 +317,8 @@ class SimWorkers:
         return min(100.0, fps * FRAME_COST_NS / 1e7)
 
     def cores(self) -> list[float]:
-        plans = (*self.setup.plans, *self.setup.flow_plans)
-        load = [IDLE_CORE_PCT] * (max(p.core for p in plans) + 1)
+        used = [p.core for p in self.setup.plans] + [p.core for p in self.setup.flow_plans]
+        load = [IDLE_CORE_PCT] * (max(used) + 1)
         for plan in self.setup.plans:
             load[plan.core] = min(100.0, load[plan.core] + self.load_pct(plan.id))
         for fp in self.setup.flow_plans:
@@ -435,7 +435,9 @@ class FakeEngine:
 
     # ------------------------------------------------------------- protocol: reading
     def describe(self) -> EngineDescription:
-        workers = {plan.id: (FAKE_PID + plan.id, "sendmmsg") for plan in self.setup.plans}
+        workers: dict[int, tuple[int | None, str | None]] = {
+            plan.id: (FAKE_PID + plan.id, "sendmmsg") for plan in self.setup.plans
+        }
         workers |= {fp.id: (FAKE_PID + fp.id, None) for fp in self.setup.flow_plans}
         return self.setup.describe(
             self._rates, self._paused, workers, self._dut_source, self._flow_rates
