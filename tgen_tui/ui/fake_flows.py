@@ -189,7 +189,7 @@ class SimFlows:
             if f.tcp:
                 self._tcp(f, rel, on_s, on)
             else:
-                self._udp(f, rel)
+                self._udp(f, rel, on)
 
     @staticmethod
     def _tcp(f: SimFlow, rel: float, on_s: float, on: bool) -> None:
@@ -214,9 +214,9 @@ class SimFlows:
         r[FC.FC_CWND] = max(INIT_CWND, round(rate / 8 * rtt / 1e6 / MSS))
         r[FC.FC_DELIVERY_RATE] = round(rate / 8)
 
-    def _udp(self, f: SimFlow, rel: float) -> None:
+    def _udp(self, f: SimFlow, rel: float, on: bool) -> None:
         r = f.row
-        if f.pacer is not None:
+        if f.pacer is not None and on:  # the worker sends only while is_on says so
             due = f.sent_base + f.pacer.count_until(rel - f.t_base)
             r[FC.FC_TX_PACKETS] = max(f.slot(FC.FC_TX_PACKETS), due)
         sent = f.slot(FC.FC_TX_PACKETS)

@@ -2,6 +2,7 @@
 
 - :mod:`.base`: ViewScreen, what every view screen is (built once, updated per snapshot);
 - :mod:`.main`: Main, one column per port (its rows declared once);
+- :mod:`.flows`: the socket flows (goodput, RTT, retransmits, UDP loss, fairness);
 - :mod:`.streams`, :mod:`.dut`, :mod:`.workers`, :mod:`.log`, :mod:`.help`: the pages of
   those names;
 - :mod:`.port`: the port page (``o``/enter);
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from tgen_tui.ui.screens.base import ViewScreen, narrow
 from tgen_tui.ui.screens.dut import DutScreen
+from tgen_tui.ui.screens.flows import FlowsScreen
 from tgen_tui.ui.screens.help import HelpScreen
 from tgen_tui.ui.screens.log import LogScreen
 from tgen_tui.ui.screens.main import MainScreen
@@ -29,6 +31,7 @@ VIEW_SCREENS: dict[str, type[ViewScreen]] = {
     for cls in (
         MainScreen,
         StreamsScreen,
+        FlowsScreen,
         DutScreen,
         WorkersScreen,
         LogScreen,
@@ -41,6 +44,7 @@ __all__ = [
     "VIEW_SCREENS",
     "ConfirmQuit",
     "DutScreen",
+    "FlowsScreen",
     "HelpScreen",
     "LogScreen",
     "MainScreen",

@@ -1,10 +1,13 @@
 """The Main screen: Pktgen's layout, one column per port plus Total, metrics in rows
-(each row declared once, :class:`MainRow`), pps sparklines at 80x24 and charts above.
+(each row declared once, :class:`MainRow`), sparklines at 80x24 and charts above.
+
+A profile with socket flows gets a Goodput row (the goodput of the flows each port
+sends), goodput sparklines, and goodput and RTT charts per flow: beside the frame charts
+in a mixed profile, in the frame charts' place in a transport-only one (ui/charts.py).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +20,8 @@ from textual.widgets import Label
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot
-from tgen_tui.ui.charts import Chart, draw_main_charts, show_charts
+from tgen_tui.ui.charts import Chart, draw_main_charts, main_layout, show_charts
+from tgen_tui.ui.history import port_goodput
 from tgen_tui.ui.screens.base import ViewScreen
 from tgen_tui.ui.widgets import ConntrackGauge, Grid, OrderedFooter, Spark, state_text
 
@@ -25,6 +29,17 @@ COL = 13  # width of a port column on the Main screen
 
 
 Cell = Text | str
+
+
+@dataclass(frozen=True)
+class PortSums:
+    """What a port's column adds up from what it sends: the frames lost on its streams,
+    the goodput of its socket flows (None: it sends no flow)."""
+
+    lost: int = 0
+    goodput_bps: float | None = None
+
+
 SUM = "sum"  # Total: the row's format applied to the sum of the ports' values
 BLANK = ""  # Total: empty
 
@@ -32,13 +47,13 @@ BLANK = ""  # Total: empty
 @dataclass(frozen=True)
 class MainRow:
     """One row of the Main screen, declared once: the per-port cells and the Total cell
-    both come from it. ``value(port, lost)`` reads a port (``lost``: the frames lost on
-    its streams), ``show`` formats a value, ``total`` is SUM, BLANK or a function of the
+    both come from it. ``value(port, sums)`` reads a port (``sums``: :class:`PortSums`),
+    ``show`` formats a value, ``total`` is SUM, BLANK or a function of the
     snapshot; ``large`` rows appear from 40 lines up."""
 
     key: str
     label: str
-    value: Callable[[PortStats, int], Any]
+    value: Callable[[PortStats, PortSums], Any]
     show: Callable[[Any], Cell]
     total: str | Callable[[StatsSnapshot], Cell] = SUM
     large: bool = False
@@ -92,7 +107,7 @@ MAIN_ROWS: tuple[MainRow, ...] = (
             lambda p, _: (p.achieved_pps, p.requested_pps if p.tx_frames else 0.0), _achieved),
     MainRow("tx", "Tx frames", lambda p, _: p.tx_frames, fmt.count),
     MainRow("rx", "Rx frames", lambda p, _: p.rx_frames, fmt.count),
-    MainRow("lost", "Lost frames", lambda _, lost: lost, _lost),
+    MainRow("lost", "Lost frames", lambda _, x: x.lost, _lost),
     MainRow("errors", "Tx retries", lambda p, _: p.tx_errors, fmt.count),  # Help: ui/glossary.py
     MainRow("drops", "Rx drops", lambda p, _: p.rx_drops + p.if_rx_dropped, fmt.count),
     MainRow("if_tx", "If tx frames", lambda p, _: p.if_tx_frames, fmt.count, large=True),
@@ -123,12 +138,31 @@ def _gateway(p: PortStats) -> str:
 GATEWAY_ROW = MainRow("gw", "Gateway MAC", lambda p, _: _gateway(p), str, BLANK)
 
 
+def _goodput_total(snap: StatsSnapshot) -> str:
+    return fmt.mbps(sum(f.goodput_bps for f in snap.flows))
+
+
+#: the goodput of the socket flows each port sends (profiles with transport: entries)
+GOODPUT_ROW = MainRow(
+    "goodput", "Goodput Mb/s", lambda _, x: x.goodput_bps, fmt.mbps, _goodput_total
+)
+
+
 def lost_by_port(snap: StatsSnapshot) -> dict[str, int]:
     """Frames lost on the streams each port sends."""
     out: dict[str, int] = {}
     for s in snap.streams:
         out[s.port] = out.get(s.port, 0) + s.lost
     return out
+
+
+def port_sums(snap: StatsSnapshot) -> dict[str, PortSums]:
+    """Each port's :class:`PortSums`."""
+    lost = lost_by_port(snap)
+    good: dict[str, float] = {}
+    for f in snap.flows:
+        good[f.port] = good.get(f.port, 0.0) + f.goodput_bps
+    return {p.name: PortSums(lost.get(p.name, 0), good.get(p.name)) for p in snap.ports}
 
 
 class MainScreen(ViewScreen):
@@ -140,13 +174,15 @@ class MainScreen(ViewScreen):
         yield self.compose_title()
         with Horizontal(id="main-top"):
             yield Grid(id="ports")
-            with Vertical(id="chart-pps"):
+            with Vertical(id="chart-pps"):  # Tx and Rx pps; goodput and RTT without frames
                 yield Chart("Tx rate", "pps", id="chart-tx")
                 yield Chart("Rx rate", "pps", id="chart-rx")
         yield Vertical(id="sparks")
         with Horizontal(id="main-charts"):  # above 80x24; ui/charts.py
             yield Chart("Lost", "frames/s", id="chart-lost")
             yield Chart("Latency", "µs", id="chart-lat")
+            yield Chart("Goodput", "bit/s", id="chart-good")
+            yield Chart("RTT", "ms", id="chart-rtt")
             yield Chart("Conntrack", "entries", id="chart-ct")
         yield ConntrackGauge(id="gauge")
         yield OrderedFooter()
@@ -167,23 +203,39 @@ class MainScreen(ViewScreen):
         assert desc is not None
         t = self.query_one("#ports", Grid)
         self._rows = [r for r in MAIN_ROWS if self._large() or not r.large]
+        if desc.flows:  # after Rx Mbit/s
+            at = next(i for i, r in enumerate(self._rows) if r.key == "rx_mbps") + 1
+            self._rows.insert(at, GOODPUT_ROW)
         if getattr(self, "_has_gateway", False):
             self._rows.append(GATEWAY_ROW)
         columns = [(p.name, p.name) for p in desc.ports] + [("total", "Total")]
         t.define(columns, [(r.key, r.label) for r in self._rows])
-        self._charts_on = show_charts(self, t, len(self._rows) + 1, len(columns))
+        self._layout = main_layout(desc)
+        self._charts_on = show_charts(self, t, len(self._rows) + 1, len(columns), self._layout)
         sparks = self.query_one("#sparks", Vertical)
         sparks.remove_children()
-        kinds = () if self._charts_on else ("tx", "rx") if self._large() else ("tx",)
+        if not self._charts_on:
+            sparks.mount_all(self._spark_rows(desc))
+
+    def _spark_rows(self, desc: EngineDescription) -> list[Horizontal]:
+        """The sparkline rows at 80x24: each port's Tx pps (and Rx from 40 lines), the
+        goodput of the flows it sends; in a profile with flows, pps only of a port that
+        sends frame streams."""
+        kinds = ("tx", "rx") if self._large() else ("tx",)
+        rows = []
         for p in desc.ports:
-            for kind in kinds:
-                sparks.mount(
+            shown = [k for k in kinds if p.streams or not desc.flows]
+            shown += ["goodput"] if desc.port_flows(p.name) else []
+            for kind in shown:
+                label = f"{p.name} goodput" if kind == "goodput" else f"{p.name} {kind} pps"
+                rows.append(
                     Horizontal(
-                        Label(f"{p.name} {kind} pps", classes="spark-label"),
+                        Label(label, classes="spark-label"),
                         Spark(id=f"spark-{kind}-{p.name}"),
                         classes="spark-row",
                     )
                 )
+        return rows
 
     def _label(self, selected: int) -> None:
         if self.desc is None:
@@ -205,10 +257,10 @@ class MainScreen(ViewScreen):
             self._build()
         self._label(app.selected)
         t = self.query_one("#ports", Grid)
-        lost = lost_by_port(snap)
+        sums = port_sums(snap)
         ports = [p for p in snap.ports if p.name in t.columns]
         for row in self._rows:
-            values = [row.value(p, lost.get(p.name, 0)) for p in ports]
+            values = [row.value(p, sums[p.name]) for p in ports]
             for p, v in zip(ports, values, strict=True):
                 t.set(row.key, p.name, row.show(v))
             t.set(row.key, "total", row.total_cell(values, snap))
@@ -216,20 +268,34 @@ class MainScreen(ViewScreen):
         moved = getattr(self, "_chart_window", None) is not app.window  # g: at once
         if self._charts_on and (self._spark_tick % 5 == 1 or moved):  # charts at ~2 Hz
             self._chart_window = app.window
-            draw_main_charts(self, app.history, app.window, snap)
+            draw_main_charts(self, app.history, app.window, snap, self._layout)
         elif self._spark_tick % 3 == 1 and not self._charts_on:  # sparklines at ~3 Hz
-            self._sparks(snap, app.port_history)
+            self._sparks(snap, app)
         t.flush()
         self.query_one("#gauge", ConntrackGauge).show(snap.dut)
 
-    def _sparks(self, snap: StatsSnapshot, hist: dict[tuple[str, str], deque[float]]) -> None:
+    def _sparks(self, snap: StatsSnapshot, app: Any) -> None:
         for p in snap.ports:
-            for kind in ("tx", "rx"):
+            for kind in ("tx", "rx", "goodput"):
                 found = self.query(f"#spark-{kind}-{p.name}")
-                buf = hist.get((p.name, kind))
-                if not found or not buf:
+                if not found:
                     continue
-                found.first(Spark).set_data(list(buf))
+                if kind == "goodput":
+                    buf = [v or 0.0 for v in app.history.values(port_goodput(p.name), app.window)]
+                else:
+                    buf = list(app.port_history.get((p.name, kind)) or ())
+                if buf:
+                    found.first(Spark).set_data(buf)
 
 
-__all__ = ["COL", "GATEWAY_ROW", "MAIN_ROWS", "MainRow", "MainScreen", "lost_by_port"]
+__all__ = [
+    "COL",
+    "GATEWAY_ROW",
+    "GOODPUT_ROW",
+    "MAIN_ROWS",
+    "MainRow",
+    "MainScreen",
+    "PortSums",
+    "lost_by_port",
+    "port_sums",
+]

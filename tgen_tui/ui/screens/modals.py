@@ -9,6 +9,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, OptionList, Static
 
+from tgen_tui.ui.rates import BIT_HINT, FRAME_HINT
 from tgen_tui.ui.widgets import OrderedFooter
 
 
@@ -33,19 +34,22 @@ class ConfirmQuit(ModalScreen[bool]):
 
 
 class RatePrompt(ModalScreen[str | None]):
-    """Type an exact rate for a port: 50kpps, 200Mbit, 10% or plain frames/s."""
+    """Type an exact rate: for frames 50kpps, 200Mbit, 10% or plain frames/s; for a UDP
+    flow (or a port with only UDP flows) a bit rate (``hint`` says which)."""
 
     BINDINGS = [("escape", "cancel", "Cancel")]
 
-    def __init__(self, port: str, current: str) -> None:
+    def __init__(self, port: str, current: str, hint: str = FRAME_HINT) -> None:
         super().__init__()
-        self.port = port
+        self.port = port  # what the rate is of: "p0", "p1's UDP flows", "flow background"
         self.current = current
+        self.hint = hint
 
     def compose(self) -> ComposeResult:
+        example = "e.g. 2M" if self.hint == BIT_HINT else "e.g. 50kpps"
         yield Vertical(
-            Label(f"Rate of {self.port} (now {self.current}): 50kpps, 200Mbit, 10%, or fps"),
-            Input(placeholder="e.g. 50kpps", id="rate"),
+            Label(f"Rate of {self.port} (now {self.current}): {self.hint}"),
+            Input(placeholder=example, id="rate"),
             id="dialog",
         )
 
