@@ -323,7 +323,7 @@ def check_flow_run(run: FlowRun) -> None:
     before, after = run.snaps["restarted"], run.snaps["later"]
     for f in before.flows:
         g = after.flow(f.name)
-        assert 0 < f.rx_bytes < g.rx_bytes and g.goodput_bps > 0, f.name
+        assert 0 < f.rx_bytes < g.rx_bytes and (g.goodput_run_bps or 0) > 0, f.name
     bulk = after.flow("bulk")
     assert bulk.rtt_ms and bulk.min_rtt_ms and bulk.cwnd and bulk.retransmits is not None
     assert after.fairness_jain is not None
@@ -337,6 +337,7 @@ def check_flow_run(run: FlowRun) -> None:
 def test_the_fake_runs_the_flow_scenario() -> None:
     run = run_fake_flows(_flow_profile("tgen"))
     check_flow_run(run)
+    assert all(f.goodput_bps > 0 for f in run.snaps["later"].flows)  # live, on simulated time
     again = run_fake_flows(_flow_profile("tgen"))
     assert again.snaps == run.snaps
     kinds = [(e["event"], e.get("flow"), e.get("new_bps")) for e in event_keys(run.events)]
