@@ -40,6 +40,11 @@ FLOW_STATE_STYLE = {
 NO_FLOWS = " no socket flows: the profile has no transport: entries (see cc-regression.yaml)"
 
 
+#: what the screen shows besides the table, a line each: title, fairness, the detail's
+#: margin and 8 lines, the sparkline's margin and row, footer
+FIXED_LINES = ("title", "fairness", "", *["detail"] * 8, "", "spark", "footer")
+
+
 def ms(v: float | None) -> str:
     """Milliseconds in the unit that reads best: '2.26 ms', '812.0 µs'."""
     return fmt.ns(None if v is None else v * 1e6)
@@ -177,7 +182,9 @@ class FlowsScreen(ViewScreen):
         for f in desc.flows:
             first = {"name": f.name, "proto": proto(f), "ports": f"{f.port}→{f.rx_port}"}
             t.add_row(*[" " + first.get(c[0], "-") for c in self._cols], key=f.name)
-        t.styles.height = len(desc.flows) + 1 if desc.flows else 1
+        # every flow a row, as far as the terminal leaves room for the lines below it
+        room = max(3, self.app.size.height - len(FIXED_LINES))
+        t.styles.height = min(len(desc.flows) + 1, room) if desc.flows else 1
         self._cells: dict[tuple[str, str], object] = {}
         self._charts_on = charts_fit(self.app.size.width, self.app.size.height)
         self.query_one("#flow-charts").display = self._charts_on and bool(desc.flows)
@@ -190,8 +197,9 @@ class FlowsScreen(ViewScreen):
 
     def selected_flow(self) -> str | None:
         """The highlighted flow's name (None: the profile has no flow)."""
-        t = self.query_one("#flows", DataTable)
-        if not t.row_count:
+        found = self.query("#flows")  # not composed yet: none (the app asks early)
+        t = found.first(DataTable) if found else None
+        if t is None or not t.row_count:
             return None
         row_key, _ = t.coordinate_to_cell_key(Coordinate(t.cursor_row, 0))
         return row_key.value
