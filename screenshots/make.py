@@ -1,5 +1,6 @@
 """Make the console's screenshots: every screen at 80x24, 120x36 and 160x48, from the real app and
-the real engine against a lab this script brings up (unique prefix) and removes.
+the real engine (through the run owner, as ``tgen tui`` runs it) against a lab this script
+brings up (unique prefix, with its transport hosts) and removes.
 
     sudo .venv/bin/python screenshots/make.py            # writes screenshots/*.svg
     sudo .venv/bin/python screenshots/make.py --seconds 5
@@ -11,6 +12,9 @@ then saves Main, Streams, DUT, Workers, Log, Help, the port page, Results and th
 while p1 sends, removed after the DUT shot), so the Streams "why" line (cursor on ``down``) and
 the DUT's drop counters show a real cause: the nft rule. The Results screen shows three short ``tgen run``s of the same lab stored as builds
 b1, b2 and b3 (b3 with 10 % random drop on the DUT, so it is marked worse).
+
+The Flows screen is shot on ``profiles/tcp-under-load.yaml`` (renamed to the lab): both ports
+start, and after FLOW_SECONDS the TCP flow has sent alone for 5 s and then under the frame load.
 """
 
 from __future__ import annotations
@@ -27,11 +31,62 @@ sys.path.insert(0, str(ROOT))
 
 from tgen_tui.ui.actions import VIEW_KEYS  # noqa: E402
 
-VIEWS = VIEW_KEYS  # main, streams, dut, workers, log, help
+VIEWS = [(k, v) for k, v in VIEW_KEYS if v != "flows"]  # main, streams, dut, workers, log, help
+FLOW_PROFILE = "tcp-under-load.yaml"  # a TCP flow, and a frame load from 5 s to 15 s
+FLOW_SECONDS = 10.0
 SIZES = [(80, 24), (120, 36), (160, 48)]
 DROP_PERCENT = 1.0  # on the DUT for the Streams and DUT shots
 LOSS_SECONDS = 6.0  # p1 sends through the drop; > 5 s: a new rule is found at the reader's next
 # re-listing of the ruleset (every 50 reads)
+
+
+def lab_profile(prefix: str, name: str) -> Path:
+    """``profiles/NAME`` with the lab's namespaces renamed to this script's lab."""
+    text = (ROOT / "profiles" / name).read_text()
+    for ns in ("tester", "dut", "h0", "h1"):
+        text = text.replace(f"tgen-{ns}", f"{prefix}-{ns}")
+    path = Path(f"/tmp/{prefix}-{name}")
+    path.write_text(text)
+    return path
+
+
+def console(path: Path, db: Path):
+    """The console on ``path`` as ``tgen tui`` builds it: the run owner's run in trio guest
+    mode (nothing stored)."""
+    from tgen_tui.results.record import StoreOptions
+    from tgen_tui.session.options import RunOptions
+    from tgen_tui.session.owner import RunOwner
+    from tgen_tui.ui.app import TgenApp
+    from tgen_tui.ui.host import GuestEngineHost
+
+    opts = RunOptions(
+        profile=str(path), test="tui", front_end="tgen tui", store=StoreOptions(no_store=True)
+    )
+    owner = RunOwner(opts)
+    host = GuestEngineHost(owner.open, owner=owner)
+    return TgenApp(
+        host,
+        compiled=owner.compiled,
+        profile_path=str(path),
+        profiles_dir=str(ROOT / "profiles"),
+        results_db=str(db),
+    )
+
+
+async def started(pilot, app) -> None:
+    """Wait for the engine's first snapshot, then start every port (S)."""
+    for _ in range(200):
+        await pilot.pause(0.1)
+        if app.snap is not None:
+            break
+    await pilot.press("S")
+
+
+async def quit_console(pilot) -> None:
+    await pilot.press("q")
+    await pilot.pause(0.3)
+    await pilot.press("y")
+    await pilot.pause(1.0)
 
 
 def seed_results(prefix: str, db: Path) -> None:
@@ -40,10 +95,7 @@ def seed_results(prefix: str, db: Path) -> None:
 
     from tgen_tui.lab import topology
 
-    text = (ROOT / "profiles" / "lab.yaml").read_text()
-    text = text.replace("tgen-tester", f"{prefix}-tester").replace("tgen-dut", f"{prefix}-dut")
-    prof = Path(f"/tmp/{prefix}-runs.yaml")
-    prof.write_text(text)
+    prof = lab_profile(prefix, "lab.yaml")
     tgen = [sys.executable, "-m", "tgen_tui"]
     try:
         for build in ("b1", "b2", "b3"):
@@ -64,35 +116,15 @@ async def shoot(
 ) -> list[str]:
     from textual.widgets import Input, OptionList
 
-    from tgen_tui.engine.controller import EngineOptions, open_engine
     from tgen_tui.lab import topology
-    from tgen_tui.packets.compile import compile_profile
-    from tgen_tui.profiles.loader import load_profile_text
-    from tgen_tui.ui.app import TgenApp
     from tgen_tui.ui.editor import EditorScreen
-    from tgen_tui.ui.host import GuestEngineHost
 
-    text = (ROOT / "profiles" / "lab.yaml").read_text()
-    text = text.replace("tgen-tester", f"{prefix}-tester").replace("tgen-dut", f"{prefix}-dut")
-    tmp = Path(f"/tmp/{prefix}-lab.yaml")
-    tmp.write_text(text)
-    compiled = compile_profile(load_profile_text(text, str(tmp)))
-    host = GuestEngineHost(lambda: open_engine(compiled, EngineOptions()))
-    app = TgenApp(
-        host,
-        compiled=compiled,
-        profile_path=str(tmp),
-        profiles_dir=str(ROOT / "profiles"),
-        results_db=str(db),
-    )
+    tmp = lab_profile(prefix, "lab.yaml")
+    app = console(tmp, db)
     w, h = size
     written = []
     async with app.run_test(size=size) as pilot:
-        for _ in range(200):
-            await pilot.pause(0.1)
-            if app.snap is not None:
-                break
-        await pilot.press("S")
+        await started(pilot, app)
         await pilot.pause(seconds)
         await pilot.press("0", "t", "1")
         await pilot.pause(1.5)
@@ -128,12 +160,25 @@ async def shoot(
         name = f"editor-{w}x{h}.svg"
         app.save_screenshot(filename=name, path=str(out))
         written.append(name)
-        await pilot.press("escape", "q")
-        await pilot.pause(0.3)
-        await pilot.press("y")
-        await pilot.pause(1.0)
+        await pilot.press("escape")
+        await quit_console(pilot)
     tmp.unlink(missing_ok=True)
     return written
+
+
+async def shoot_flows(prefix: str, size: tuple[int, int], out: Path, db: Path) -> list[str]:
+    """The Flows screen on the TCP-under-load profile, FLOW_SECONDS after S."""
+    tmp = lab_profile(prefix, FLOW_PROFILE)
+    app = console(tmp, db)
+    name = f"flows-{size[0]}x{size[1]}.svg"
+    async with app.run_test(size=size) as pilot:
+        await started(pilot, app)
+        await pilot.press("n")
+        await pilot.pause(FLOW_SECONDS)
+        app.save_screenshot(filename=name, path=str(out))
+        await quit_console(pilot)
+    tmp.unlink(missing_ok=True)
+    return [name]
 
 
 def main() -> int:
@@ -163,7 +208,7 @@ def main() -> int:
     prefix = "shot" + secrets.token_hex(2)
     out = Path(args.out)
     out.mkdir(exist_ok=True)
-    topology.up(LabConfig(prefix=prefix, topology="nat"))
+    topology.up(LabConfig(prefix=prefix, topology="nat", transport_hosts=True))
     db = Path(f"/tmp/{prefix}-results.db")
     try:
         seed_results(prefix, db)
@@ -171,6 +216,7 @@ def main() -> int:
             if args.size and f"{size[0]}x{size[1]}" not in args.size:
                 continue
             names = asyncio.run(shoot(prefix, size, out, args.seconds, db))
+            names += asyncio.run(shoot_flows(prefix, size, out, db))
             print(f"{size[0]}x{size[1]}: " + ", ".join(names))
     finally:
         topology.down(prefix)

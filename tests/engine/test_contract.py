@@ -167,6 +167,7 @@ def shape(snap: StatsSnapshot) -> dict[str, Any]:
     return {
         "snapshot": _shape(snap),
         "ports": {p.name: _shape(p) for p in snap.ports},
+        "flows": {f.name: _shape(f) for f in snap.flows},
         "streams": {s.name: _shape(s) for s in snap.streams},
         "workers": {w.id: _shape(w) for w in snap.workers},
         "dut": _shape(snap.dut) if snap.dut is not None else None,
@@ -212,3 +213,156 @@ def test_fake_and_real_engine_agree(nat_lab) -> None:
         (w.id, w.core, w.ports, w.streams) for w in real.desc.workers
     ]
     check_run(fake)
+
+
+# ---------------------------------------------------------------------- socket flows
+# A mixed profile: a frame stream and a TCP flow from p0, a UDP flow from p1 (a port that
+# sends no frame stream: a rate on it scales its UDP flows), through the lab's DUT between
+# its transport hosts. The same scenario's steps, with the rate changes of flows.
+FLOW_RATES = (("back", "1M"), ("p1", "1.5M"))  # bit/s: a UDP flow, then its port
+FLOW_EXPECTED = (1e6, 1.5e6)
+FLOW_STEPS = ("started", "rated", "stopped", "cleared", "restarted", "later", "final")
+RUNNING_STEPS = ("started", "rated", "restarted", "later")
+
+
+def _flow_profile(prefix: str) -> CompiledProfile:
+    from tgen_tui.lab import hosts
+
+    text = (
+        profile_yaml(prefix, stream_yaml("up", "p0", rx_port="p1"))
+        + f"""
+hosts:
+  p0: {{netns: {prefix}-h0, ipv4: {hosts.H0_IP}}}
+  p1: {{netns: {prefix}-h1, ipv4: {hosts.H1_IP}}}
+transport:
+  - {{name: bulk, port: p0, rx_port: p1, protocol: tcp, cc: cubic}}
+  - {{name: back, port: p1, rx_port: p0, protocol: udp, rate: 2M, message: 1000}}
+"""
+    )
+    return compile_profile(load_profile_text(text))
+
+
+@dataclass
+class FlowRun:
+    snaps: dict[str, StatsSnapshot]
+    rates: tuple[float, ...]
+    refusal: str  # what set_rate of the TCP flow raised
+    events: list[EngineEvent]
+    desc: EngineDescription
+
+
+async def flow_scenario(eng: EngineAPI, wait: Callable[[float], Awaitable[None]]) -> FlowRun:
+    """Start, the UDP flow's and its port's rate, a TCP flow's rate (refused), stop,
+    clear, restart, stop; a snapshot after each step."""
+    from tgen_tui.engine.api import RateError
+
+    snaps: dict[str, StatsSnapshot] = {}
+
+    async def step(name: str, seconds: float) -> None:
+        await wait(seconds)
+        snap = eng.latest_snapshot()
+        assert snap is not None
+        snaps[name] = snap
+
+    cursor, _ = eng.events_since(0)
+    await eng.start()
+    await step("started", 0.8)
+    rates = tuple([await eng.set_rate(t, r) for t, r in FLOW_RATES])
+    with pytest.raises(RateError) as refused:
+        await eng.set_rate("bulk", "1M")
+    desc = eng.describe()
+    await step("rated", 0.6)
+    await eng.stop()
+    await step("stopped", 0.3)
+    await eng.clear()
+    await step("cleared", 0.3)
+    await eng.start()
+    await step("restarted", 0.8)
+    await step("later", 0.5)
+    await eng.stop()
+    await step("final", 0.3)
+    _, events = eng.events_since(cursor)
+    return FlowRun(snaps, rates, str(refused.value), events, desc)
+
+
+def run_fake_flows(compiled: CompiledProfile) -> FlowRun:
+    clock = [1000.0]
+
+    async def wait(seconds: float) -> None:
+        clock[0] += seconds
+
+    eng = FakeEngine(compiled, clock=lambda: clock[0], cores=default_cores())
+    return asyncio.run(flow_scenario(eng, wait))
+
+
+def run_real_flows(compiled: CompiledProfile) -> FlowRun:
+    from tgen_tui.engine.controller import open_engine
+    from tgen_tui.engine.options import EngineOptions
+
+    async def main() -> FlowRun:
+        opts = EngineOptions(cores=default_cores(), interval=0.05, drain_ms=200)
+        async with open_engine(compiled, opts) as eng:
+            return await flow_scenario(eng, trio.sleep)
+
+    return trio.run(main)
+
+
+def check_flow_run(run: FlowRun) -> None:
+    """What the flow scenario must show on any engine."""
+    assert run.rates == pytest.approx(FLOW_EXPECTED, rel=1e-12)
+    assert "congestion control" in run.refusal
+    assert run.desc.flow("back").rate_bps == FLOW_EXPECTED[1]
+    for name in FLOW_STEPS:
+        snap = run.snaps[name]
+        running = name in RUNNING_STEPS
+        assert {p.state for p in snap.ports} == {"running" if running else "stopped"}, name
+        assert [f.state for f in snap.flows] == ["sending" if running else "stopped"] * 2, name
+    assert run.snaps["rated"].flow("back").requested_bps == FLOW_EXPECTED[1]
+    for f in run.snaps["cleared"].flows:
+        assert (f.tx_bytes, f.rx_bytes, f.goodput_run_bps, f.active_s) == (0, 0, None, 0.0), f
+    before, after = run.snaps["restarted"], run.snaps["later"]
+    for f in before.flows:
+        g = after.flow(f.name)
+        assert 0 < f.rx_bytes < g.rx_bytes and (g.goodput_run_bps or 0) > 0, f.name
+    bulk = after.flow("bulk")
+    assert bulk.rtt_ms and bulk.min_rtt_ms and bulk.cwnd and bulk.retransmits is not None
+    assert after.fairness_jain is not None
+    final = run.snaps["final"]
+    assert final.flow("bulk").connections == 1  # counted since the clear: the restart's
+    back = final.flow("back")
+    assert back.lost == 0 and back.rx_packets == back.tx_packets > 0, back
+    assert all(f.goodput_bps == 0 for f in final.flows)  # stopped: nothing read since
+
+
+def test_the_fake_runs_the_flow_scenario() -> None:
+    run = run_fake_flows(_flow_profile("tgen"))
+    check_flow_run(run)
+    assert all(f.goodput_bps > 0 for f in run.snaps["later"].flows)  # live, on simulated time
+    again = run_fake_flows(_flow_profile("tgen"))
+    assert again.snaps == run.snaps
+    kinds = [(e["event"], e.get("flow"), e.get("new_bps")) for e in event_keys(run.events)]
+    assert ("flow_rate", "back", 1e6) in kinds and ("flow_rate", "back", 1.5e6) in kinds
+
+
+@pytest.fixture(scope="module")
+def flow_lab(make_lab):
+    with make_lab("nat", "c", transport_hosts=True) as prefix:
+        yield prefix
+
+
+def test_fake_and_real_engine_agree_on_flows(flow_lab) -> None:
+    compiled = _flow_profile(flow_lab)
+    fake, real = run_fake_flows(compiled), run_real_flows(compiled)
+    check_flow_run(real)
+    assert fake.rates == real.rates and fake.refusal == real.refusal
+    assert event_keys(fake.events) == event_keys(real.events)
+    for name in FLOW_STEPS:
+        assert shape(fake.snaps[name]) == shape(real.snaps[name]), name
+        f, r = fake.snaps[name], real.snaps[name]
+        assert [x.state for x in f.flows] == [x.state for x in r.flows], name
+        assert [x.requested_bps for x in f.flows] == [x.requested_bps for x in r.flows], name
+    assert fake.desc.flows == real.desc.flows
+    assert [(w.id, w.core, w.ports, w.streams, w.kind) for w in fake.desc.workers] == [
+        (w.id, w.core, w.ports, w.streams, w.kind) for w in real.desc.workers
+    ]
+    check_flow_run(fake)

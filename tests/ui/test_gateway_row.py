@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tgen_tui.engine.snapshot import PortStats
-from tgen_tui.ui.screens import _gateway
+from tgen_tui.ui.screens.main import _gateway
 
 DUT = "02:74:67:00:00:fe"
 

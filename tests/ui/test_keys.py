@@ -11,6 +11,7 @@ from tgen_tui.ui.app import rate_step
 from tgen_tui.ui.screens import (
     ConfirmQuit,
     DutScreen,
+    FlowsScreen,
     HelpScreen,
     LogScreen,
     MainScreen,
@@ -126,6 +127,7 @@ def test_view_keys_switch_screens_and_help_lists_every_key() -> None:
             await settle(pilot, app, lambda: app.snap is not None)
             for key, cls in (
                 ("f", StreamsScreen),
+                ("n", FlowsScreen),
                 ("d", DutScreen),
                 ("w", WorkersScreen),
                 ("l", LogScreen),
@@ -155,6 +157,7 @@ def test_view_keys_switch_screens_and_help_lists_every_key() -> None:
                 "profile.edit",
                 "view.main",
                 "view.streams",
+                "view.flows",
                 "view.dut",
                 "view.workers",
                 "view.log",

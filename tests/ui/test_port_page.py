@@ -8,7 +8,7 @@ from textual.widgets import DataTable
 
 from tgen_tui.ui.charts import Chart
 from tgen_tui.ui.history import WINDOWS
-from tgen_tui.ui.port_page import PortScreen
+from tgen_tui.ui.screens.port import PortScreen
 from tgen_tui.ui.widgets import Grid
 
 from .conftest import FrozenClock, make_app

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from tgen_tui.engine.snapshot import PortStats
-from tgen_tui.ui.port_page import info_text
+from tgen_tui.ui.screens.port import info_text
 
 DUT = "02:74:67:00:00:fe"
 

@@ -132,3 +132,64 @@ def test_editor_with_an_error(snap_compare, tmp_path) -> None:
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def _flow_scenario(profile: str, key: str):
+    """Socket flows on the fake: both ports start; after 10 s (cc-regression's cubic-b
+    joins at 5 s, its UDP background is on 2 s / off 3 s: on again now) the last flow's
+    rate is set to 5 Mbit/s on the Flows screen when it is UDP (background); 1.5 s later
+    the screen (``key``) is shot with the flow before it highlighted (reno: its Mathis
+    figure); 0.2 % loss on the fake's UDP flows and frames."""
+    from .conftest import PROFILES
+
+    clock = FrozenClock()
+    app, _ = make_app(PROFILES / profile, clock=clock, tick_s=3600, loss=0.002)
+
+    async def ticks(n: int) -> None:
+        for _ in range(n):
+            clock.t += 0.1
+            app.tick()
+
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.1)
+        app.tick()
+        await pilot.press("S")
+        await pilot.pause(0.05)
+        await ticks(100)
+        await pilot.press("n")
+        await pilot.pause(0.05)
+        app.tick()
+        last = app.desc.flows[-1]
+        await pilot.press(*["down"] * (len(app.desc.flows) - 1))
+        if last.protocol == "udp":
+            await pilot.press("r", *"5M", "enter")
+        await pilot.pause(0.1)
+        await ticks(15)
+        await pilot.press("up", key)
+        await pilot.pause(0.1)
+        await ticks(3)
+        await pilot.pause(0.1)
+
+    return app, run_before
+
+
+FLOW_CASES = [
+    ("cc-regression.yaml", "n", "flows", (80, 24)),
+    ("cc-regression.yaml", "n", "flows", (120, 36)),
+    ("cc-regression.yaml", "m", "main", (120, 36)),  # flows only: goodput and RTT beside
+    ("tcp-under-load.yaml", "m", "main", (120, 36)),  # mixed: goodput and RTT below
+    ("tcp-under-load.yaml", "o", "port", (80, 24)),  # the port's flow beside its stream
+]
+
+
+@pytest.mark.parametrize(
+    "profile,key,view,size",
+    FLOW_CASES,
+    ids=[f"{p.split('.')[0]}-{v}-{s[0]}x{s[1]}" for p, _, v, s in FLOW_CASES],
+)
+def test_flows(snap_compare, profile: str, key: str, view: str, size: tuple[int, int]) -> None:
+    """The Flows screen (per flow goodput, RTT, retransmits, UDP loss, fairness, the
+    highlighted flow's figures; charts at 120x36), Main's goodput row and charts, and the
+    port page's flow table, on profiles with socket flows."""
+    app, run_before = _flow_scenario(profile, key)
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

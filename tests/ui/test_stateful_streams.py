@@ -1,6 +1,6 @@
 """The Streams screen and the port page show a ``learn: true`` stream's stateful figures
 live (learned tuples and samples, flows verified n of N, setup latency, receive gap): the
-fake writes them into its counter blocks as the workers do (tgen_tui/ui/fake_flows.py)."""
+fake writes them into its counter blocks as the workers do (tgen_tui/ui/fake_stateful.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Static
 
-from tgen_tui.ui.port_page import PortScreen
+from tgen_tui.ui.screens.port import PortScreen
 from tgen_tui.ui.widgets import Grid
 
 from .conftest import PROFILES, FrozenClock, make_app, settle

@@ -24,7 +24,6 @@ from typing import Any
 from rich.text import Text
 from textual.app import App, ScreenStackError
 
-from tgen_tui import fmt
 from tgen_tui.engine.api import EngineAPI, EngineDescription, EngineEvent
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.session.exits import signal_exit
@@ -32,6 +31,14 @@ from tgen_tui.ui.actions import APP, bindings
 from tgen_tui.ui.history import WINDOWS, History
 from tgen_tui.ui.host import AsyncioEngineHost, GuestEngineHost
 from tgen_tui.ui.palette import PortCommands, ProfileCommands
+from tgen_tui.ui.rates import (
+    RateTarget,
+    Refused,
+    flow_target,
+    port_has_rate,
+    port_target,
+    rate_step,
+)
 from tgen_tui.ui.screens import VIEW_SCREENS, ConfirmQuit, ProfilePicker, RatePrompt, ViewScreen
 
 FORCED_EXIT_S = 8.0  # after SIGTERM/SIGHUP, the most the console may take to close
@@ -40,26 +47,11 @@ Host = GuestEngineHost | AsyncioEngineHost
 HostBuilder = Callable[[str], "tuple[Host, object]"]  # profile path -> (host, compiled)
 
 HISTORY = 600  # samples kept per ring buffer (60 s at 10 Hz)
-STEPS = (1.0, 2.0, 5.0)
 # actions that need an engine with a described port (greyed out until then, and on quit)
 PORT_ACTIONS = frozenset(
     {"start_selected", "stop_selected", "start_all", "stop_all", "rate_step", "rate_prompt"}
     | {"clear", "select_port"}
 )
-
-
-def rate_step(pps: float, direction: int) -> float:
-    """The next rate on the 1-2-5 series above (direction 1) or below (-1) ``pps``."""
-    import math
-
-    if pps <= 0:
-        return 1000.0 if direction > 0 else 0.0
-    e = math.floor(math.log10(pps))
-    grid = sorted({m * 10.0**k for k in (e - 1, e, e + 1) for m in STEPS})
-    if direction > 0:
-        return next(g for g in grid if g > pps * (1 + 1e-9))
-    below = [g for g in grid if g < pps * (1 - 1e-9)]
-    return below[-1] if below else pps / 2
 
 
 class TgenApp(App):
@@ -124,10 +116,7 @@ class TgenApp(App):
                 loop.add_signal_handler(sig, self._on_signal, sig)
         if self.keymap_overrides:
             self.set_keymap(self.keymap_overrides)
-        from tgen_tui.ui.port_page import PortScreen
-
-        screens: dict[str, type[ViewScreen]] = {**VIEW_SCREENS, PortScreen.VIEW: PortScreen}
-        for name, cls in screens.items():
+        for name, cls in VIEW_SCREENS.items():
             self.install_screen(cls(), name=name)
         if self.host is None:
             files = sorted(str(p) for p in Path(self.profiles_dir).glob("*.yaml"))
@@ -342,9 +331,11 @@ class TgenApp(App):
         if action == "stop_all":
             return True if any(s in ("running", "starting") for s in states) else None
         if action in ("rate_step", "rate_prompt"):
+            if self._highlighted_flow() is not None:
+                return True  # a TCP flow's refusal is said when the key is pressed
             if not port or self.desc is None:
                 return None
-            sends = bool(self.desc.port(port).streams) and self.port_state(port) != "failed"
+            sends = port_has_rate(self.desc, port) and self.port_state(port) != "failed"
             return True if sends else None
         return True
 
@@ -371,31 +362,42 @@ class TgenApp(App):
         if eng := self._eng():
             self._submit(eng.stop, None)
 
-    def _port_rate(self, name: str) -> float:
-        if self.snap is not None:
-            try:
-                return self.snap.port(name).requested_pps
-            except StopIteration:
-                pass
-        assert self.desc is not None
-        return sum(s.pps for s in self.desc.streams if s.port == name)
+    def _highlighted_flow(self) -> str | None:
+        """The flow highlighted on the Flows screen (None on any other screen)."""
+        scr = self.screen
+        return scr.selected_flow() if hasattr(scr, "selected_flow") else None
+
+    def _rate_target(self, port: str | None = None) -> RateTarget | None:
+        """What the rate keys change (ui/rates.py): the highlighted flow on the Flows
+        screen, else ``port`` or the selected port. A refusal is said, and None returned."""
+        if self.desc is None:
+            return None
+        flow = None if port else self._highlighted_flow()
+        try:
+            if flow is not None:
+                return flow_target(self.desc, self.snap, flow)
+            p = port or self.selected_port()
+            return port_target(self.desc, self.snap, p) if p else None
+        except Refused as e:
+            self._command_failed(e)
+            return None
 
     def action_rate_step(self, direction: int) -> None:
-        if (p := self.selected_port()) and (eng := self._eng()):
-            new = rate_step(self._port_rate(p), direction)
+        if (target := self._rate_target()) and (eng := self._eng()):
+            new = rate_step(target.current, direction)
             if new > 0:
-                self._submit(eng.set_rate, p, new)
+                self._submit(eng.set_rate, target.name, new)
 
     def action_rate_prompt(self, port: str | None = None) -> None:
-        p = port or self.selected_port()
-        if not p:
+        target = self._rate_target(port)
+        if target is None:
             return
 
         def done(text: str | None) -> None:
             if text and (eng := self._eng()):
-                self._submit(eng.set_rate, p, text)
+                self._submit(eng.set_rate, target.name, text)
 
-        self.push_screen(RatePrompt(p, fmt.pps(self._port_rate(p))), done)
+        self.push_screen(RatePrompt(target.label, target.shown(), target.hint), done)
 
     def action_clear(self) -> None:
         if eng := self._eng():  # the session keeps what the counters held (its result)

@@ -26,6 +26,7 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
+from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.ui.history import History, Window
 
@@ -271,6 +272,24 @@ def latency_lines(hist: History, streams: Sequence[str], win: Window) -> list[Li
     return out
 
 
+def goodput_lines(hist: History, flows: Sequence[str], win: Window) -> list[Line]:
+    """Goodput (bit/s) of each socket flow."""
+    return [
+        Line(f, hist.values(("goodput", f), win), PALETTE[i % len(PALETTE)])
+        for i, f in enumerate(flows)
+    ]
+
+
+def rtt_lines(hist: History, flows: Sequence[str], win: Window) -> list[Line]:
+    """Smoothed RTT (ms) of each TCP flow of ``flows`` while it sends (a UDP flow has no
+    RTT series); each flow in the colour it has on the goodput chart."""
+    return [
+        Line(f, hist.values(("rtt", f), win), PALETTE[i % len(PALETTE)])
+        for i, f in enumerate(flows)
+        if ("rtt", f) in hist.series
+    ]
+
+
 def draw_conntrack(chart: Chart, hist: History, win: Window) -> None:
     """Conntrack entries against the max: the top of the chart is the max when known."""
     mx = next((v for v in reversed(hist.values(("ct_max", ""), win)) if v), None)
@@ -289,32 +308,76 @@ def charts_fit(width: int, height: int) -> bool:
     return width >= 100 and height >= 30
 
 
-def show_charts(screen: Widget, grid: Widget, height: int, ncols: int) -> bool:
-    """Lay out the Main screen for its size: the port table with the Tx and Rx pps charts
-    beside it and three charts below, or (small) the table alone. Returns whether charts show."""
+FRAMES, MIXED, FLOWS = "frames", "mixed", "flows"  # what a profile sends (main_layout)
+TOP = {  # the charts beside Main's port table: (title, unit) of #chart-tx and #chart-rx
+    FRAMES: (("Tx rate", "pps"), ("Rx rate", "pps")),
+    MIXED: (("Tx rate", "pps"), ("Rx rate", "pps")),
+    FLOWS: (("Goodput", "bit/s"), ("RTT", "ms")),
+}
+BELOW = {  # the charts below it
+    FRAMES: ("lost", "lat", "ct"),
+    MIXED: ("lost", "lat", "good", "rtt", "ct"),
+    FLOWS: ("ct",),
+}
+
+
+def main_layout(desc: EngineDescription) -> str:
+    """FRAMES (frame streams only), MIXED (streams and socket flows) or FLOWS (socket
+    flows only: goodput and RTT take the pps charts' place beside the table)."""
+    if not desc.flows:
+        return FRAMES
+    return MIXED if desc.streams else FLOWS
+
+
+def show_charts(
+    screen: Widget, grid: Widget, height: int, ncols: int, layout: str = FRAMES
+) -> bool:
+    """Lay out the Main screen for its size: the port table with two charts beside it and
+    the ``layout``'s charts below, or (small) the table alone. Returns whether charts show."""
     on = charts_fit(screen.app.size.width, screen.app.size.height)
     lw, cw = getattr(grid, "label_width", 13), getattr(grid, "col_width", 14)
     grid.styles.width = lw + cw * ncols if on else "1fr"
     screen.query_one("#main-top").styles.height = height
     screen.query_one("#chart-pps").display = on
     screen.query_one("#main-charts").display = on
+    for chart, (title, unit) in zip(screen.query("#chart-pps Chart"), TOP[layout], strict=True):
+        if isinstance(chart, Chart) and (chart.title, chart.unit) != (title, unit):
+            chart.title, chart.unit, chart._key = title, unit, None  # drawn anew
+    for chart in screen.query("#main-charts Chart"):
+        chart.display = (chart.id or "").removeprefix("chart-") in BELOW[layout]
     return on
 
 
-def draw_main_charts(screen: Widget, hist: History, win: Window, snap: StatsSnapshot) -> None:
-    """The Main screen's four charts from the history rings (each redraws only if it moved)."""
+def draw_main_charts(
+    screen: Widget, hist: History, win: Window, snap: StatsSnapshot, layout: str = FRAMES
+) -> None:
+    """The Main screen's charts from the history rings (each redraws only if it moved)."""
     ports = [p.name for p in snap.ports]
+    flows = [f.name for f in snap.flows]
     n = timebase(hist, win)
-    for kind in ("tx", "rx"):  # one chart each: a port's Tx never hides under another's Rx
-        lines = [
-            Line(p, hist.values((kind, p), win), PALETTE[(2 * i) % len(PALETTE)])
-            for i, p in enumerate(ports)
-        ]
-        screen.query_one(f"#chart-{kind}", Chart).plot(lines, n, win.name)
-    screen.query_one("#chart-lost", Chart).plot(lost_lines(hist, ports, win), n, win.name)
-    streams = [s.name for s in snap.streams]
-    screen.query_one("#chart-lat", Chart).plot(latency_lines(hist, streams, win), n, win.name)
+    top = screen.query_one("#chart-tx", Chart), screen.query_one("#chart-rx", Chart)
+    if layout == FLOWS:
+        top[0].plot(goodput_lines(hist, flows, win), n, win.name)
+        top[1].plot(rtt_lines(hist, flows, win), n, win.name, note=_no_tcp(snap))
+    else:
+        for chart, kind in zip(top, ("tx", "rx"), strict=True):  # a port's Tx never hides
+            lines = [  # under another's Rx
+                Line(p, hist.values((kind, p), win), PALETTE[(2 * i) % len(PALETTE)])
+                for i, p in enumerate(ports)
+            ]
+            chart.plot(lines, n, win.name)
+        screen.query_one("#chart-lost", Chart).plot(lost_lines(hist, ports, win), n, win.name)
+        streams = [s.name for s in snap.streams]
+        screen.query_one("#chart-lat", Chart).plot(latency_lines(hist, streams, win), n, win.name)
+    if layout == MIXED:
+        screen.query_one("#chart-good", Chart).plot(goodput_lines(hist, flows, win), n, win.name)
+        rtt = rtt_lines(hist, flows, win)
+        screen.query_one("#chart-rtt", Chart).plot(rtt, n, win.name, note=_no_tcp(snap))
     draw_conntrack(screen.query_one("#chart-ct", Chart), hist, win)
+
+
+def _no_tcp(snap: StatsSnapshot) -> str:
+    return "" if any(f.protocol == "tcp" for f in snap.flows) else "no TCP flow"
 
 
 def timebase(hist: History, win: Window) -> TimeBase:
@@ -324,6 +387,11 @@ def timebase(hist: History, win: Window) -> TimeBase:
 
 __all__ = [
     "AXIS",
+    "BELOW",
+    "FLOWS",
+    "FRAMES",
+    "MIXED",
+    "TOP",
     "PALETTE",
     "Chart",
     "Line",
@@ -331,10 +399,13 @@ __all__ = [
     "columns",
     "draw_main_charts",
     "draw_conntrack",
+    "goodput_lines",
     "latency_lines",
     "lost_lines",
+    "main_layout",
     "nice_top",
     "pps_lines",
+    "rtt_lines",
     "short",
     "show_charts",
     "TimeBase",

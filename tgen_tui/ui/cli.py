@@ -26,7 +26,9 @@ examples:
 keys (every port starts idle; nothing is sent until you say so):
   0-9 select a port   s/t start/stop it   S/T start/stop all   c clear counters
   +/- rate one step (1-2-5 series)   r exact rate: 50kpps, 200Mbit, 10% (of line rate)
-  m main  f streams  d DUT  w workers  l log  ? help  e editor  p pause a stream (streams)
+    (a UDP flow's on the Flows screen, or a port's with only UDP flows: a bit rate, 2M)
+  m main  f streams  n flows  d DUT  w workers  l log  ? help  e editor
+  p pause a stream (streams)
   o or enter: the selected port's page   g charts: last 60 s / last 10 min (from 100x30)
   R results store (recent runs, trends, regressions)   ctrl+p command palette
   q quit (asks when traffic runs; stops ports, writes --json, records the session

@@ -7,9 +7,13 @@ describes the profile and plans the workers; rates are resolved by the real rate
 checks); simulated workers pace their streams with the worker's own pacer
 (:class:`~tgen_tui.worker.main.TxStream`) over an injected clock and write counter blocks
 in the real layout (:mod:`tgen_tui.worker.counters`: tx and rx rows, a fixed latency
-distribution in the latency histogram); and the real accumulator
-(:class:`~tgen_tui.engine.stats.Accumulator`) turns those blocks, simulated interface
-counters, CPU loads and a simulated DUT reading into StatsSnapshots.
+distribution in the latency histogram); simulated flow workers run the profile's socket
+flows (:mod:`tgen_tui.ui.fake_flows`: TCP near a fixed goodput with an RTT and some
+retransmits, UDP at its rate with the fake's ``loss``) in flow counter blocks; UDP rates
+are resolved by the real flow rate code (:mod:`tgen_tui.engine.flowrates`); and the real
+accumulator (:class:`~tgen_tui.engine.stats.Accumulator`) turns those blocks, simulated
+interface counters (each with a MAC of its own: nothing of this machine is read), CPU
+loads and a simulated DUT reading into StatsSnapshots.
 
 With ``clock`` fixed, snapshots stay put (snapshot tests). Port states and events follow
 the real engine's for the same commands (tests/engine/test_contract.py). Its coroutines
@@ -37,13 +41,15 @@ from tgen_tui.engine.api import (
     EngineDescription,
     EngineEvent,
     EngineNotice,
+    FlowRateChanged,
     PortState,
     PortStateChanged,
     RateChanged,
     StreamPaused,
 )
+from tgen_tui.engine.flowrates import flow_target, initial_flow_rates, plan_flow_rate
 from tgen_tui.engine.losscauses import LossCauses, simulated_reading
-from tgen_tui.engine.options import EngineOptions
+from tgen_tui.engine.options import EngineOptions, Neighbours
 from tgen_tui.engine.portcontrol import clear_targets, seq_floors
 from tgen_tui.engine.probes import IfCounters
 from tgen_tui.engine.rate_plan import changed, plan_rate, plan_scale
@@ -51,7 +57,8 @@ from tgen_tui.engine.setup import Setup, distinct_flows
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.results.models import RunResult
-from tgen_tui.ui.fake_flows import write_flows, write_gap
+from tgen_tui.ui.fake_flows import SimFlows
+from tgen_tui.ui.fake_stateful import write_flows, write_gap
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.main import TxStream
 from tgen_tui.worker.rxstats import lat_bucket
@@ -105,6 +112,15 @@ def write_rx_row(row: np.ndarray, frames: int, nbytes: int, mark: int, max_seq: 
     row[C.R_LAT_MIN], row[C.R_LAT_MAX] = int(window.min()), int(window.max())
 
 
+def simulated_mac(compiled: CompiledProfile, port: str) -> str:
+    """A simulated interface's MAC: the source MAC of the port's first stream (as a lab's
+    port has), else a locally administered one by the port's position."""
+    for s in compiled.streams:
+        if s.port == port and len(s.template) >= 12:
+            return ":".join(f"{b:02x}" for b in s.template[6:12])
+    return f"02:00:00:00:00:{list(compiled.ports).index(port) + 1:02x}"
+
+
 # ---------------------------------------------------------------------- simulated workers
 @dataclass
 class _SimPort:
@@ -117,7 +133,7 @@ class _SimPort:
     streams: dict[int, TxStream] = field(default_factory=dict)  # program position -> pacer
     state: int = C.STATE_IDLE
     t0: float = 0.0  # clock at the last start
-    flow: np.ndarray | None = None  # its flow row (FLOW_STRIDE): fake_flows
+    flow: np.ndarray | None = None  # its flow row (FLOW_STRIDE): fake_stateful
 
     def rel(self, now: float) -> float:
         """Seconds since the port's start (0 when it does not run: as the worker does)."""
@@ -161,6 +177,7 @@ class SimWorkers:
                 self.ports[prog.port].streams[i] = TxStream(prog, view.tx[row], k, 1)
         self.tx = {i: st for p in self.ports.values() for i, st in p.streams.items()}
         self.marks: dict[int, int] = {}  # program position -> frames received at its last clear
+        self.flows = SimFlows(setup, loss)  # the socket flows: ui/fake_flows.py
 
     # ------------------------------------------------------------------ time
     def advance(self, now: float) -> None:
@@ -169,6 +186,7 @@ class SimWorkers:
             if p.state == C.STATE_RUNNING:
                 self._send(p, now - p.t0)
         self._deliver()
+        self.flows.advance(now)
         beat = round(now * 1e9)
         for view in self.views.values():
             view.header[C.H_HEARTBEAT_NS] = beat
@@ -236,11 +254,13 @@ class SimWorkers:
                 st.begin()
             p.ctr[C.P_STARTED_NS] = round(now * 1e9)
             p.ctr[C.P_STATE] = p.state
+        self.flows.start(names, now)
 
-    def stop(self, names: list[str]) -> None:
+    def stop(self, names: list[str], now: float) -> None:
         for n in names:
             self.ports[n].state = C.STATE_STOPPED
             self.ports[n].ctr[C.P_STATE] = C.STATE_STOPPED
+        self.flows.stop(names, now)
 
     def set_rate(self, i: int, pps: float, now: float) -> None:
         st = self.tx[i]
@@ -297,9 +317,12 @@ class SimWorkers:
         return min(100.0, fps * FRAME_COST_NS / 1e7)
 
     def cores(self) -> list[float]:
-        load = [IDLE_CORE_PCT] * (max(p.core for p in self.setup.plans) + 1)
+        used = [p.core for p in self.setup.plans] + [p.core for p in self.setup.flow_plans]
+        load = [IDLE_CORE_PCT] * (max(used) + 1)
         for plan in self.setup.plans:
             load[plan.core] = min(100.0, load[plan.core] + self.load_pct(plan.id))
+        for fp in self.setup.flow_plans:
+            load[fp.core] = min(100.0, load[fp.core] + self.flows.load_pct(fp.id))
         return load
 
     def dut(self, flows: dict[int, int]) -> DutReading:
@@ -318,6 +341,7 @@ class SimWorkers:
                 seen += n
             elif (a, b) <= (b, a):  # a pair of directions, counted once
                 seen += max(n, back)
+        seen += self.flows.conntrack_entries()
         return DutReading(min(self.conntrack_max, seen), self.conntrack_max, MEM_AVAILABLE)
 
     def workers(self) -> dict[int, stats.WorkerLive]:
@@ -326,10 +350,18 @@ class SimWorkers:
                 pid=FAKE_PID + plan.id,
                 alive=True,
                 tx_path="sendmmsg",
-                tx_path_why="; ".join(f"{pn}: simulated (--fake)" for pn in plan.ports),
+                tx_path_why="; ".join(
+                    f"{pn}: simulated (--fake)" for pn in plan.ports if self.setup.ports[pn].streams
+                )
+                or None,  # a receiving worker chose no send path (as the real one)
                 proc_cpu_pct=0.9 * self.load_pct(plan.id),
             )
             for plan in self.setup.plans
+        } | {
+            fp.id: stats.WorkerLive(
+                pid=FAKE_PID + fp.id, alive=True, proc_cpu_pct=0.9 * self.flows.load_pct(fp.id)
+            )
+            for fp in self.setup.flow_plans
         }
 
 
@@ -358,9 +390,13 @@ class FakeEngine:
         self._configure(self._setup_of(compiled))
 
     def _setup_of(self, compiled: CompiledProfile) -> Setup:
-        """The real Setup; by default one core per port (1, 2, ...), as if the machine had them."""
+        """The real Setup; by default one core per port (1, 2, ...), as if the machine had
+        them. Nothing of this machine is read: Setup reads each port's interface MAC when
+        ARP/ND gave none (a lab that is up would change what the fake shows), so the fake
+        gives each simulated interface its MAC (:func:`simulated_mac`)."""
         cores = self._cores or list(range(1, len(compiled.ports) + 1))
-        return Setup.build(compiled, EngineOptions(cores=cores))
+        neigh = {n: Neighbours(mac=simulated_mac(compiled, n)) for n in compiled.ports}
+        return Setup.build(compiled, EngineOptions(cores=cores, neighbours=neigh))
 
     def _configure(self, setup: Setup) -> None:
         """A new set-up: simulated workers spawned, ports idle, counters primed."""
@@ -368,6 +404,7 @@ class FakeEngine:
         self._dut_source = DutProbe(setup.dut_netns, setup.dut_ssh).source
         self._states = {n: PortState.IDLE for n in setup.ports}
         self._rates = setup.initial_rates()
+        self._flow_rates = initial_flow_rates(setup)  # UDP flows, bit/s
         self._paused: set[int] = set()
         self._seq_floor: dict[int, int] = {}
         self._t0: float | None = None
@@ -379,6 +416,12 @@ class FakeEngine:
             self._notice(
                 f"worker {plan.id} (pid {FAKE_PID + plan.id}) pinned to core {plan.core}: "
                 f"port {', '.join(plan.ports)}; streams {', '.join(plan.streams) or '(receive only)'}"
+            )
+        for fp in setup.flow_plans:  # the flow workers, after the frame workers (as spawned)
+            self._acc.attach_flows(fp.id, self._sim.flows.views[fp.id])
+            self._notice(
+                f"flow worker {fp.id} (pid {FAKE_PID + fp.id}) pinned to core {fp.core}: "
+                f"port {fp.port}; flows {', '.join(fp.names)}"
             )
         self._acc.prime(self._sim.interfaces())
         reading = self._dut()
@@ -392,8 +435,13 @@ class FakeEngine:
 
     # ------------------------------------------------------------- protocol: reading
     def describe(self) -> EngineDescription:
-        workers = {plan.id: (FAKE_PID + plan.id, "sendmmsg") for plan in self.setup.plans}
-        return self.setup.describe(self._rates, self._paused, workers, self._dut_source)
+        workers: dict[int, tuple[int | None, str | None]] = {
+            plan.id: (FAKE_PID + plan.id, "sendmmsg") for plan in self.setup.plans
+        }
+        workers |= {fp.id: (FAKE_PID + fp.id, None) for fp in self.setup.flow_plans}
+        return self.setup.describe(
+            self._rates, self._paused, workers, self._dut_source, self._flow_rates
+        )
 
     def _now(self) -> float:
         return self.clock() - self._t_open
@@ -538,16 +586,38 @@ class FakeEngine:
         for pns in groups:
             for n in pns:
                 self._set_state(n, PortState.STOPPING)
-            self._sim.stop(pns)
+            self._sim.stop(pns, self.clock())
         for pns in groups:
             for n in pns:
                 self._set_state(n, PortState.STOPPED)
 
     async def set_rate(self, target: str, rate: str | float) -> float:
+        """As the real engine: a stream or a port (frames/s), or a UDP flow or a port with
+        only UDP flows (bit/s, engine/flowrates.py); a TCP flow is refused (RateError)."""
         self.calls.append(("set_rate", target, rate))
+        if flow_target(self.setup, target):
+            fnew, bps = plan_flow_rate(self.setup, self._flow_rates, target, rate)
+            self._apply_flow_rates(fnew, str(rate))
+            return bps
         new, result = plan_rate(self.setup, self._rates, target, rate)
         self._apply_rates(new, str(rate))
         return result
+
+    def _apply_flow_rates(self, new: dict[int, float], request: str) -> None:
+        """Each changed UDP flow rate to its simulated flow, then an event (as the real
+        engine's flowcontrol.apply_flow_rates)."""
+        now = self.clock()
+        for i, bps in new.items():
+            old = self._flow_rates.get(i, 0.0)
+            if abs(bps - old) <= 1e-9 * max(bps, old):
+                continue
+            f = self.setup.flows[i]
+            self._sim.flows.set_rate(i, bps, now)
+            self._flow_rates[i] = float(bps)
+            ev = FlowRateChanged(
+                self._now(), f.name, f.port, old, float(bps), request, wall=self.wall()
+            )
+            self._emit(ev)
 
     async def scale_rates(self, factor: float, ports: list[str] | None = None) -> None:
         self.calls.append(("scale_rates", factor, ports))

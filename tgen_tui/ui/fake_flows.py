@@ -1,82 +1,247 @@
-"""The fake counter source's stateful figures (tgen_tui.ui.fake): what the workers'
-:mod:`tgen_tui.worker.liveflow` writes into the counter block, simulated.
+"""The fake counter source's socket flows (tgen_tui.ui.fake): what a flow worker
+(:mod:`tgen_tui.worker.flows`) writes into its counter block, simulated on the fake's
+clock, in the real layout (:mod:`tgen_tui.worker.flowcounters`), for the real
+accumulator to read (``Accumulator.attach_flows``, as the real engine attaches them).
 
-- every received stream: its longest receive gap is one frame interval at its rate,
-  beginning at its port's start;
-- a ``learn: true`` stream's port learns one tuple per distinct flow of the streams that
-  arrive there, as their frames arrive (no NAT: the tuple is the forward frame's own
-  source and destination, the k-th flow's source port its field's minimum + k);
-- the forward stream's port sends its distinct flows and sees each verified once its
-  reply stream has sent that many frames, each after SETUP_NS.
+- A flow starts and stops with its port; its schedule (start, stop, on/off) is the
+  profile's, through :mod:`tgen_tui.packets.schedule`: ``is_on`` says whether it sends
+  now, and :class:`~tgen_tui.packets.schedule.DueTimes` counts a UDP flow's datagrams and
+  every flow's time due to send (on a 1 ms tick clock: a TCP flow has no datagram rate).
+- **TCP**: goodput near a fixed rate while on (:data:`TCP_BPS`, lower by
+  :data:`TCP_STEP` for each TCP flow before it, with a slow ripple of
+  :data:`TCP_RIPPLE`), every byte sent read at once; a smoothed RTT around
+  :data:`RTT_US` over a min RTT of :data:`MIN_RTT_US`, a cwnd of rate × RTT, and
+  :data:`RETRANS_SHARE` of the data segments retransmitted. Like the worker, a flow is
+  connected from the set-up (one TCP_INFO read) and again at each start after a stop.
+- **UDP**: its requested rate (``set_rate`` re-bases its pacer at the current datagram
+  and time, as the worker's does); the fake's ``loss`` share of the datagrams is lost; a
+  jitter of :data:`UDP_JITTER_NS`.
+
+A stop ends the flows at once (no drain): a UDP flow's receiver then expects every
+datagram sent. Counters only grow; a clear is the accumulator's baselines.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field, replace
+
 import numpy as np
 
-from tgen_tui.engine.setup import distinct_flows as program_flows
-from tgen_tui.packets.program import LIVE_TABLE
-from tgen_tui.worker import counters as C
-from tgen_tui.worker.rxstats import lat_bucket
+from tgen_tui.engine.setup import Setup
+from tgen_tui.packets.flowprogram import FlowProgram
+from tgen_tui.packets.schedule import DueTimes, is_on
+from tgen_tui.worker import flowcounters as FC
 
-SETUP_NS = 2_000_000  # each simulated flow's time to first reply
-
-
-def write_gap(row: np.ndarray, pps: float, frames: int, start_ns: int) -> None:
-    """The gap gauges of an rx row after ``frames`` frames of a stream paced at ``pps``."""
-    if frames >= 2 and pps > 0:
-        row[C.R_MAX_GAP] = round(1e9 / pps)
-        row[C.R_GAP_START] = start_ns
-    else:
-        row[C.R_MAX_GAP] = row[C.R_GAP_START] = 0
-
-
-def _tuple(prog, k: int) -> list[int]:
-    """The k-th flow's (src, dst, sport, dport): the template's, a varying field from its
-    minimum (+ k for the source port)."""
-    t = prog.template
-    varying = {f.offset: f for f in prog.fields if f.mode != "fixed"}
-
-    def val(off: int, width: int, k: int = 0) -> int:
-        f = varying.get(off)
-        if f is not None:
-            return f.min + (k % f.span)
-        return int.from_bytes(t[off : off + width], "big")
-
-    a, b = prog.l3_offset, prog.l4_offset
-    return [val(a + 12, 4), val(a + 16, 4), val(b, 2, k), val(b + 2, 2)]
+TCP_BPS = 400e6  # goodput of the first TCP flow while on, bit/s
+TCP_STEP = 0.08  # each further TCP flow gets this share less (Jain's index is not 1)
+TCP_RIPPLE = 0.05  # goodput varies by this share around its rate ...
+RIPPLE_S = 8.0  # ... over this many seconds of sending
+MSS = 1448  # bytes
+MIN_RTT_US = 1_600
+RTT_US = 2_100  # the smoothed RTT's mean while sending
+RTT_SWING = 0.1  # the smoothed RTT varies by this share around its mean
+RTTVAR_US = 300
+INIT_CWND = 10  # segments, before the flow sends
+RETRANS_SHARE = 4e-4  # data segments retransmitted
+INFO_HZ = 50  # TCP_INFO reads a second (the worker's INFO_EVERY_NS)
+UDP_JITTER_NS = 45_000
+TICK_HZ = 1000  # the on-time clock: ticks of the schedule counted by DueTimes
+FLOW_CPU_PCT = 2.0  # a flow worker's load with nothing to send
+CPU_PCT_PER_GBIT = 8.0  # and per Gbit/s it sends
 
 
-def write_flows(programs, flow_rows: dict[str, np.ndarray], received, sent) -> None:
-    """The flow rows (port name -> FLOW_STRIDE row) of the ``learn: true`` streams' ports
-    and of their forward streams' ports; ``received(i)``/``sent(i)``: frames of program
-    position i so far."""
-    for j, p in enumerate(programs):
-        if p.table != LIVE_TABLE or p.port not in flow_rows:
-            continue
-        fwd = [(i, q) for i, q in enumerate(programs) if q.rx_port == p.port and i != j]
-        learned = sum(min(program_flows(q), received(i)) for i, q in fwd if q.l3 == 4)
-        row = flow_rows[p.port]
-        row[C.F_LEARNED] = learned
-        ex = [q for _, q in fwd if q.l3 == 4]
-        n = min(C.SAMPLES, learned)
-        if ex and n:
-            t = np.array([_tuple(ex[0], k) for k in range(n)], dtype=np.int64)
-            row[C.F_SAMPLES : C.F_SAMPLES + 4 * n] = t.reshape(-1)
-        row[C.F_N_SAMPLES] = n
-        for i, q in fwd:
-            fr = flow_rows.get(q.port)
-            if fr is None or p.rx_port != q.port:
+def on_clock(prog: FlowProgram) -> DueTimes:
+    """The flow's schedule as a 1 ms tick train: ticks due by t = its time due to send."""
+    sc = replace(prog.schedule, pps=float(TICK_HZ), count=None, idt="constant", burst=0)
+    return DueTimes(sc)
+
+
+def tcp_bytes(rate_bps: float, phase: float, on_s: float) -> float:
+    """Bytes a simulated TCP flow delivered after ``on_s`` seconds due to send: the
+    integral of rate × (1 + TCP_RIPPLE sin(ωt + phase)) / 8 (it only grows)."""
+    w = 2 * math.pi / RIPPLE_S
+    ripple = TCP_RIPPLE / w * (math.cos(phase) - math.cos(w * on_s + phase))
+    return rate_bps / 8.0 * (on_s + ripple)
+
+
+def tcp_rate(rate_bps: float, phase: float, on_s: float) -> float:
+    """The simulated TCP flow's goodput (bit/s) after ``on_s`` seconds due to send."""
+    return rate_bps * (1 + TCP_RIPPLE * math.sin(2 * math.pi / RIPPLE_S * on_s + phase))
+
+
+@dataclass
+class SimFlow:
+    """One simulated flow: its program, counter row, and where its current run began."""
+
+    prog: FlowProgram
+    row: np.ndarray  # its FLOW_STRIDE row in its worker's block
+    rate_bps: float  # TCP: its goodput while on; UDP: its requested payload rate
+    phase: float = 0.0  # TCP: its ripple's phase
+    running: bool = False
+    t0: float = 0.0  # clock at its port's start
+    clock: DueTimes | None = None
+    pacer: DueTimes | None = None  # UDP: datagrams due since the last re-base
+    sent_base: int = 0  # UDP: datagrams sent at the last re-base ...
+    t_base: float = 0.0  # ... and when (s after t0)
+    base: dict[int, int] = field(default_factory=dict)  # the slots at this run's start
+
+    @property
+    def tcp(self) -> bool:
+        return self.prog.protocol == "tcp"
+
+    def slot(self, k: int) -> int:
+        return int(self.row[k])
+
+
+class SimFlows:
+    """Every socket flow of a Setup, in blocks by flow worker (``views``)."""
+
+    def __init__(self, setup: Setup, loss: float) -> None:
+        self.setup = setup
+        self.loss = loss
+        self.views: dict[int, FC.FlowCounterView] = {}
+        self.flows: list[SimFlow] = []
+        tcp_k = 0
+        for plan in setup.flow_plans:
+            view = FC.FlowCounterView.anonymous([setup.flows[i].id for i in plan.flows])
+            self.views[plan.id] = view
+            for k, i in enumerate(plan.flows):  # rows in the plan's order (the sampler's)
+                prog = setup.flows[i]
+                f = SimFlow(prog, view.rows[k], float(prog.rate_bps or 0.0))
+                if f.tcp:
+                    f.rate_bps = TCP_BPS * max(0.2, 1 - TCP_STEP * tcp_k)
+                    f.phase = 1.3 * tcp_k
+                    tcp_k += 1
+                self._configure(f)
+                self.flows.append(f)
+        self.by_pos = {setup.flow_pos(f.prog.name): f for f in self.flows}
+
+    @staticmethod
+    def _configure(f: SimFlow) -> None:
+        """As the worker's configure: idle, the UDP rate, a TCP flow connected (the
+        handshake's TCP_INFO: its RTT, the initial cwnd)."""
+        r = f.row
+        r[FC.FC_STATE] = FC.STATE_IDLE
+        r[FC.FC_RATE_BPS] = round(f.prog.rate_bps or 0)
+        if f.tcp:
+            r[FC.FC_CONNECTIONS] = 1
+            r[FC.FC_TI_READS] = 1
+            r[FC.FC_RTT_US] = r[FC.FC_MIN_RTT_US] = MIN_RTT_US
+            r[FC.FC_RTTVAR_US] = MIN_RTT_US // 2
+            r[FC.FC_CWND], r[FC.FC_MSS] = INIT_CWND, MSS
+
+    # ------------------------------------------------------------------ commands
+    def start(self, ports: list[str], now: float) -> None:
+        """The ports started: their flows' schedules run from ``now``."""
+        for f in self.flows:
+            if f.prog.port not in ports:
                 continue
-            flows = min(program_flows(q), sent(i))
-            ok = min(flows, received(j))
-            fr[C.F_FLOWS] = flows
-            fr[C.F_VERIFIED] = ok
-            fr[C.F_SETUP_SUM] = ok * SETUP_NS
-            fr[C.F_SETUP_MIN] = SETUP_NS if ok else C.INT64_MAX
-            fr[C.F_SETUP_MAX] = SETUP_NS if ok else -1
-            fr[C.F_HIST :] = 0
-            fr[C.F_HIST + int(lat_bucket(np.array([SETUP_NS]))[0])] = ok
+            if f.tcp and f.slot(FC.FC_STATE) == FC.STATE_STOPPED:
+                f.row[FC.FC_CONNECTIONS] += 1  # a stop closed its connection
+            f.running, f.t0 = True, now
+            f.clock = on_clock(f.prog)
+            f.base = {k: f.slot(k) for k in range(FC.FLOW_STRIDE)}
+            f.row[FC.FC_STARTED_NS] = round(now * 1e9)
+            f.row[FC.FC_STATE] = FC.STATE_OFF
+            self._rebase(f, 0.0)
+
+    def stop(self, ports: list[str], now: float) -> None:
+        """The ports stopped: their flows end now (nothing is left in flight)."""
+        self.advance(now)
+        for f in self.flows:
+            if f.prog.port not in ports or not f.running:
+                continue
+            f.running = False
+            f.row[FC.FC_ON] = 0
+            f.row[FC.FC_STATE] = FC.STATE_STOPPED
+            if not f.tcp:
+                f.row[FC.FC_EXPECTED] = max(f.slot(FC.FC_EXPECTED), f.slot(FC.FC_TX_PACKETS))
+
+    def set_rate(self, pos: int, bps: float, now: float) -> None:
+        """A UDP flow's new payload rate, re-based at the current datagram and time."""
+        f = self.by_pos[pos]
+        self.advance(now)
+        f.prog, f.rate_bps = f.prog.with_rate(bps), float(bps)
+        f.row[FC.FC_RATE_BPS] = round(bps)
+        if f.running:
+            self._rebase(f, now - f.t0)
+
+    @staticmethod
+    def _rebase(f: SimFlow, rel: float) -> None:
+        sc = f.prog.schedule
+        f.pacer = DueTimes(sc) if not f.tcp and sc.pps > 0 else None
+        f.sent_base, f.t_base = f.slot(FC.FC_TX_PACKETS), rel
+
+    # ------------------------------------------------------------------ time
+    def advance(self, now: float) -> None:
+        """Every running flow's counters and gauges at ``now``."""
+        for f in self.flows:
+            if not f.running or f.clock is None:
+                continue
+            rel = now - f.t0
+            on = is_on(f.prog.schedule, rel)
+            on_s = f.clock.count_until(rel) / TICK_HZ
+            r = f.row
+            r[FC.FC_ON] = int(on)
+            r[FC.FC_STATE] = FC.STATE_SENDING if on else FC.STATE_OFF
+            r[FC.FC_ACTIVE_NS] = f.base[FC.FC_ACTIVE_NS] + round(on_s * 1e9)
+            if f.tcp:
+                self._tcp(f, rel, on_s, on)
+            else:
+                self._udp(f, rel, on)
+
+    @staticmethod
+    def _tcp(f: SimFlow, rel: float, on_s: float, on: bool) -> None:
+        r, b = f.row, f.base
+        got = round(tcp_bytes(f.rate_bps, f.phase, on_s))
+        for k in (FC.FC_TX_BYTES, FC.FC_RX_BYTES, FC.FC_RX_BYTES_DUE, FC.FC_BYTES_ACKED):
+            r[k] = b[k] + got
+        segs = b[FC.FC_DATA_SEGS_OUT] + math.ceil(got / MSS)
+        r[FC.FC_DATA_SEGS_OUT] = segs
+        r[FC.FC_RETRANS] = round(segs * RETRANS_SHARE)
+        r[FC.FC_BYTES_RETRANS] = int(r[FC.FC_RETRANS]) * MSS
+        samples = math.floor(on_s * INFO_HZ)  # reads while it had data acknowledged
+        r[FC.FC_RTT_SAMPLES] = b[FC.FC_RTT_SAMPLES] + samples
+        r[FC.FC_RTT_SUM_US] = b[FC.FC_RTT_SUM_US] + samples * RTT_US
+        r[FC.FC_TI_READS] = b[FC.FC_TI_READS] + 1 + math.floor(rel * INFO_HZ)
+        if on_s <= 0:
+            return  # not sent yet: the handshake's figures stay
+        rate = tcp_rate(f.rate_bps, f.phase, on_s) if on else 0.0
+        rtt = RTT_US * (1 + RTT_SWING * math.sin(1.7 * on_s + f.phase))
+        r[FC.FC_RTT_US], r[FC.FC_RTTVAR_US] = round(rtt), RTTVAR_US
+        r[FC.FC_MIN_RTT_US] = MIN_RTT_US
+        r[FC.FC_CWND] = max(INIT_CWND, round(rate / 8 * rtt / 1e6 / MSS))
+        r[FC.FC_DELIVERY_RATE] = round(rate / 8)
+
+    def _udp(self, f: SimFlow, rel: float, on: bool) -> None:
+        r = f.row
+        if f.pacer is not None and on:  # the worker sends only while is_on says so
+            due = f.sent_base + f.pacer.count_until(rel - f.t_base)
+            r[FC.FC_TX_PACKETS] = max(f.slot(FC.FC_TX_PACKETS), due)
+        sent = f.slot(FC.FC_TX_PACKETS)
+        got = sent - int(sent * self.loss)
+        r[FC.FC_TX_BYTES] = sent * f.prog.message
+        r[FC.FC_RX_PACKETS] = got
+        r[FC.FC_RX_BYTES] = r[FC.FC_RX_BYTES_DUE] = got * f.prog.message
+        r[FC.FC_EXPECTED] = max(f.slot(FC.FC_EXPECTED), sent)
+        r[FC.FC_JITTER_NS] = UDP_JITTER_NS if got >= 2 else 0
+
+    # ------------------------------------------------------------------ probes
+    def conntrack_entries(self) -> int:
+        """The DUT's entries for the flows: a TCP flow's from its set-up (it connects
+        then), a UDP flow's once it sent."""
+        return sum(f.tcp or f.slot(FC.FC_TX_PACKETS) > 0 for f in self.flows)
+
+    def load_pct(self, worker: int) -> float:
+        """A flow worker's CPU share now: a little, and more the more it sends."""
+        plan = next(p for p in self.setup.flow_plans if p.id == worker)
+        bps = sum(
+            self.by_pos[i].rate_bps
+            for i in plan.flows
+            if self.by_pos[i].running and self.by_pos[i].slot(FC.FC_ON)
+        )
+        return min(100.0, FLOW_CPU_PCT + CPU_PCT_PER_GBIT * bps / 1e9)
 
 
-__all__ = ["SETUP_NS", "write_flows", "write_gap"]
+__all__ = ["SimFlow", "SimFlows", "on_clock", "tcp_bytes", "tcp_rate"]

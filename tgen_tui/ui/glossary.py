@@ -27,6 +27,15 @@ GLOSSARY: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Late max", ("worst lateness of a batch vs its due time",)),
     ("Achieved", ("frames sent / frames due, as % of requested",)),
     ("If tx/rx", ("the kernel's interface counters (frames)",)),
+    ("Goodput", (
+        "bytes the receiving application read,",
+        "per second (socket flows; Main: the flows",
+        "the port sends)",
+    )),
+    ("Jain", (
+        "fairness: (sum x)^2 / (n sum x^2) over the",
+        "TCP flows due to send; 1 = equal shares",
+    )),
     ("Charts", (
         "history kept 60 s at 10 Hz and 10 min at",
         "1 point/s; g switches the window",

@@ -10,7 +10,10 @@ app, not on a screen, so they fill while another screen is shown.
 
 Series keys: ``("tx", port)``, ``("rx", port)`` pps; ``("lost", port)`` frames lost per
 second on the streams a port sends; ``("p50", stream)``, ``("p99", stream)`` latency in
-µs; ``("ct", "")`` conntrack entries and ``("ct_max", "")`` its max.
+µs; ``("ct", "")`` conntrack entries and ``("ct_max", "")`` its max; ``("goodput", flow)``
+a socket flow's goodput (bit/s), ``("rtt", flow)`` a TCP flow's smoothed RTT (ms) while
+it sends (a gap while not: the kernel's figure then is the last one), and
+``("goodput", "port:" + port)`` the goodput of the flows a port sends.
 """
 
 from __future__ import annotations
@@ -112,11 +115,22 @@ class History:
             self.get(("tx", p.name)).add(p.tx_pps, close)
             self.get(("rx", p.name)).add(p.rx_pps, close)
             self.get(("lost", p.name)).add(self._lost_rate(p.name, snap.t, lost_by_port), close)
+        self._flows(snap, close)
         d = snap.dut
         count = None if d is None else d.conntrack_count
         self.get(("ct", "")).add(None if count is None else float(count), close)
         mx = None if d is None else d.conntrack_max
         self.get(("ct_max", "")).add(None if mx is None else float(mx), close)
+
+    def _flows(self, snap: StatsSnapshot, close: bool) -> None:
+        by_port: dict[str, float] = {}
+        for f in snap.flows:
+            self.get(("goodput", f.name)).add(f.goodput_bps, close)
+            if f.protocol == "tcp":
+                self.get(("rtt", f.name)).add(f.rtt_ms if f.on else None, close)
+            by_port[f.port] = by_port.get(f.port, 0.0) + f.goodput_bps
+        for port, bps in by_port.items():
+            self.get(port_goodput(port)).add(bps, close)
 
     def _lost_rate(self, port: str, t: float, lost_by_port: dict[str, int]) -> float:
         """Frames lost per second since the previous snapshot (0 after a clear)."""
@@ -128,8 +142,13 @@ class History:
         return (now - prev[1]) / (t - prev[0])
 
 
+def port_goodput(port: str) -> Key:
+    """The series of the goodput of the flows ``port`` sends."""
+    return ("goodput", "port:" + port)
+
+
 def _us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1000.0
 
 
-__all__ = ["COARSE", "FINE", "WINDOWS", "History", "Series", "Window"]
+__all__ = ["COARSE", "FINE", "WINDOWS", "History", "Series", "Window", "port_goodput"]

@@ -166,10 +166,11 @@ class Grid(Widget):
     Grid { height: 1; width: 1fr; }
     """
 
-    def __init__(self, label_width: int = 13, col_width: int = 14, **kw) -> None:
+    def __init__(self, label_width: int = 13, col_width: int = 14, corner: str = "", **kw) -> None:
         super().__init__(**kw)
         self.label_width = label_width
         self.col_width = col_width
+        self.corner = corner  # the header row's label cell (what the columns are)
         self.columns: list[str] = []
         self.headers: dict[str, Text] = {}
         self.rows: list[tuple[str, str]] = []  # (key, label)
@@ -224,7 +225,7 @@ class Grid(Widget):
             base = base + _style("on grey11")
         cw, lw = self.col_width, self.label_width
         if y == 0:
-            segs = [Segment(" " * lw, base)]
+            segs = [Segment(f" {self.corner}"[:lw].ljust(lw) if self.corner else " " * lw, base)]
             segs += [self._cell(self.headers[c], cw, base) for c in self.columns]
         else:
             key, label = self.rows[y - 1]

@@ -1,10 +1,11 @@
 """The port page (``o`` or enter): everything about the selected port on one screen.
 
 Its link, speed, MAC (the interface's own, ``mac`` on the port's snapshot; the source MAC
-of its streams when the engine gives none, e.g. the fake), its gateways (IPv4, IPv6) with
-their resolved MACs (``gateway_mac``, ``gateway6_mac``), the workers that serve it, the streams it
-sends with their figures, and its charts (pps, lost frames/s, latency of its streams;
-sparkline rows at 80x24). The digits switch the page to another port.
+of its streams when the engine gives none, e.g. a port on another host), its gateways
+(IPv4, IPv6) with their resolved MACs (``gateway_mac``, ``gateway6_mac``), the workers
+that serve it, the streams and socket flows it sends with their figures, and its charts
+(pps, lost frames/s, latency of its streams, goodput and RTT of its flows; sparkline rows
+at 80x24). The digits switch the page to another port.
 """
 
 from __future__ import annotations
@@ -20,8 +21,19 @@ from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.flowstats import short_text
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats
-from tgen_tui.ui.charts import Chart, charts_fit, latency_lines, lost_lines, pps_lines, timebase
-from tgen_tui.ui.screens import ViewScreen
+from tgen_tui.ui.charts import (
+    Chart,
+    charts_fit,
+    goodput_lines,
+    latency_lines,
+    lost_lines,
+    pps_lines,
+    rtt_lines,
+    timebase,
+)
+from tgen_tui.ui.history import port_goodput
+from tgen_tui.ui.screens.base import ViewScreen
+from tgen_tui.ui.screens.flows import FLOW_COLS
 from tgen_tui.ui.widgets import Grid, OrderedFooter, Spark, TextWidget, state_text
 
 NONE = "—"
@@ -88,38 +100,81 @@ def info_text(port: PortStats, index: int, compiled: Any) -> Text:
     return t
 
 
-def workers_text(snap: StatsSnapshot, port: str) -> str:
-    """Two lines per worker that serves the port (they fit in 80 columns)."""
-    lines = []
+def workers_text(snap: StatsSnapshot, port: str, compact: bool = False) -> str:
+    """Two lines per worker that serves the port (they fit in 80 columns): a frame
+    worker's rates and send path, a flow worker's flows; ``compact``: the first only."""
+    lines: list[str] = []
     for w in snap.workers:
         if port not in w.ports:
             continue
         alive = "alive" if w.alive else (w.exit_reason or "dead")
-        lines.append(
-            f" worker {w.id} on core {w.core} · Tx {fmt.pps(w.tx_pps)} · Rx {fmt.pps(w.rx_pps)}"
-        )
-        lines.append(
-            f"   core CPU {w.core_cpu_pct:.0f} % · busy {w.busy_pct:.0f} %"
-            f" · sends with {w.tx_path or NONE} · {alive}"
-        )
+        if w.kind == "flows":
+            two = (
+                f" flow worker {w.id} on core {w.core} · flows {', '.join(w.streams)}",
+                f"   core CPU {w.core_cpu_pct:.0f} % · process {w.proc_cpu_pct:.0f} %"
+                f" · kernel sockets · {alive}",
+            )
+        else:
+            two = (
+                f" worker {w.id} on core {w.core} · Tx {fmt.pps(w.tx_pps)}"
+                f" · Rx {fmt.pps(w.rx_pps)}",
+                f"   core CPU {w.core_cpu_pct:.0f} % · busy {w.busy_pct:.0f} %"
+                f" · sends with {w.tx_path or NONE} · {alive}",
+            )
+        lines += two[:1] if compact else two
     return "\n".join(lines) or " no worker serves this port"
 
 
+_FLOW_VALUE = {key: value for key, _, _, _, value in FLOW_COLS}
+# (key of FLOW_COLS, label, from 30 lines up only): the rows of the page's flow table
+FLOW_ROWS: tuple[tuple[str, str, bool], ...] = (
+    ("proto", "Protocol", True),
+    ("state", "State", False),
+    ("good", "Goodput", False),
+    ("run", "Run mean", True),
+    ("rtt", "RTT", False),
+    ("min", "min RTT", True),
+    ("cwnd", "cwnd", True),
+    ("retr", "Retransmits", False),
+    ("loss", "UDP loss", False),
+    ("jit", "UDP jitter", True),
+)
+
+
+def _chart_row(port: str, desc: EngineDescription) -> dict[str, bool]:
+    """Which charts the page shows for ``port``: the pps chart when the profile sends
+    frames, lost frames and latency unless the port sends flows but no frame stream,
+    goodput and RTT when it sends flows."""
+    flows = bool(desc.port_flows(port))
+    frames_here = bool(desc.port(port).streams) or not flows
+    return {
+        "pps": bool(desc.streams) or not desc.flows,
+        "lost": frames_here,
+        "lat": frames_here,
+        "good": flows,
+        "rtt": flows,
+    }
+
+
 class PortScreen(ViewScreen):
-    """One port: identity, workers, streams and charts."""
+    """One port: identity, workers, streams, socket flows and charts."""
 
     VIEW = "port"
 
     def compose(self) -> ComposeResult:
         yield self.compose_title()
         yield TextWidget("", id="port-info")
-        yield Grid(label_width=14, id="port-streams")
+        with Horizontal(id="port-tables"):
+            yield Grid(label_width=14, id="port-streams")
+            yield Grid(label_width=14, corner="flows", id="port-flows")
         yield TextWidget("", id="port-workers", classes="dim")
         yield Vertical(id="port-sparks")
         with Horizontal(id="port-charts"):
             yield Chart("Rate", "pps", id="pchart-pps")
             yield Chart("Lost", "frames/s", id="pchart-lost")
             yield Chart("Latency", "µs", id="pchart-lat")
+            yield Chart("Goodput", "bit/s", id="pchart-good")
+            yield Chart("RTT", "ms", id="pchart-rtt")
         yield OrderedFooter()
 
     def setup(self, desc: EngineDescription) -> None:
@@ -130,28 +185,57 @@ class PortScreen(ViewScreen):
         self._port = None  # rebuild for the new size at the next tick
 
     def _build(self, port: str, snap: StatsSnapshot) -> None:
+        assert self.desc is not None
         self._port = port
         self._streams = [s.name for s in snap.streams if s.port == port]
+        self._flows = [f.name for f in self.desc.port_flows(port)]
         g = self.query_one("#port-streams", Grid)
         g.define([(s, s) for s in self._streams] or [("-", "(sends nothing)")],
                  [(k, label) for k, label, _ in STREAM_ROWS])  # fmt: skip
-        self.query_one("#port-info").styles.height = 3 + len(gateway_lines(snap.port(port)))
-        serving = sum(port in w.ports for w in snap.workers)
-        self.query_one("#port-workers").styles.height = max(1, 2 * serving)
+        g.display = bool(self._streams) or not self._flows
+        wide = g.label_width + g.col_width * len(g.columns) + 1
+        g.styles.width = wide if self._flows else "1fr"  # beside the flows, or the page's
+        self._build_flows()
+        info = 3 + len(gateway_lines(snap.port(port)))
+        self.query_one("#port-info").styles.height = info
         self._charts_on = charts_fit(self.app.size.width, self.app.size.height)
+        self._workers_box(port, snap, info)
         self.query_one("#port-charts").display = self._charts_on
+        for key, on in _chart_row(port, self.desc).items():
+            self.query_one(f"#pchart-{key}").display = on
         sparks = self.query_one("#port-sparks", Vertical)
         sparks.remove_children()
         if not self._charts_on:
-            for kind in ("tx", "rx"):
+            kinds = ["tx", "rx"] + (["goodput"] if self._flows else [])
+            for kind in kinds:
+                label = f"{port} goodput" if kind == "goodput" else f"{port} {kind} pps"
                 sparks.mount(
                     Horizontal(
-                        Label(f"{port} {kind} pps", classes="spark-label"),
+                        Label(label, classes="spark-label"),
                         Spark(id=f"pspark-{kind}"),
                         classes="spark-row",
                     )
                 )
         self._tick = 0
+
+    def _workers_box(self, port: str, snap: StatsSnapshot, info: int) -> None:
+        """Two lines per worker, or one each where the page would not fit its terminal."""
+        serving = sum(port in w.ports for w in snap.workers)
+        tables = max(len(STREAM_ROWS), len(self._flow_rows) if self._flows else 0) + 2
+        sparks = 0 if self._charts_on else 2 + bool(self._flows)
+        free = self.app.size.height - 2 - info - tables - 1 - sparks
+        self._compact = serving > 1 and free < 2 * serving
+        rows = serving if self._compact else 2 * serving
+        self.query_one("#port-workers").styles.height = max(1, rows)
+
+    def _build_flows(self) -> None:
+        """The table of the socket flows the port sends (hidden when it sends none)."""
+        g = self.query_one("#port-flows", Grid)
+        tall = self.app.size.height >= 30
+        self._flow_rows = [(k, label) for k, label, large in FLOW_ROWS if tall or not large]
+        g.define([(f, f) for f in self._flows] or [("-", "-")], self._flow_rows)
+        g.display = bool(self._flows)
+        g.styles.width = g.label_width + g.col_width * max(1, len(self._flows)) + 1
 
     def update_view(self, snap: StatsSnapshot) -> None:
         app: Any = self.app
@@ -165,12 +249,20 @@ class PortScreen(ViewScreen):
         self.query_one("#port-info", TextWidget).show_text(
             info_text(p, names.index(port), app.compiled)
         )
-        self.query_one("#port-workers", TextWidget).show_text(workers_text(snap, port))
+        self.query_one("#port-workers", TextWidget).show_text(
+            workers_text(snap, port, self._compact)
+        )
         g = self.query_one("#port-streams", Grid)
         for s in snap.streams:
             if s.name in self._streams:
                 self._stream_cells(g, s)
         g.flush()
+        fg = self.query_one("#port-flows", Grid)
+        for f in snap.flows:
+            if f.name in self._flows:
+                for key, _ in self._flow_rows:
+                    fg.set(key, f.name, _FLOW_VALUE[key](f))
+        fg.flush()
         self._tick += 1
         every = 5 if self._charts_on else 3  # charts ~2 Hz, sparklines ~3 Hz
         moved = getattr(self, "_chart_window", None) is not app.window  # g: at once
@@ -186,17 +278,23 @@ class PortScreen(ViewScreen):
     def _history(self, port: str, app: Any) -> None:
         hist, win = app.history, app.window
         if not self._charts_on:
-            for kind in ("tx", "rx"):
+            for kind in ("tx", "rx", "goodput"):
                 found = self.query(f"#pspark-{kind}")
                 if found:
-                    vals = [v or 0.0 for v in hist.values((kind, port), win)]
-                    found.first(Spark).set_data(vals)
+                    key = port_goodput(port) if kind == "goodput" else (kind, port)
+                    found.first(Spark).set_data([v or 0.0 for v in hist.values(key, win)])
             return
         n = timebase(hist, win)
         self.query_one("#pchart-pps", Chart).plot(pps_lines(hist, [port], win), n, win.name)
         self.query_one("#pchart-lost", Chart).plot(lost_lines(hist, [port], win), n, win.name)
         lat = latency_lines(hist, self._streams, win)
         self.query_one("#pchart-lat", Chart).plot(lat, n, win.name)
+        if self._flows:
+            good = goodput_lines(hist, self._flows, win)
+            self.query_one("#pchart-good", Chart).plot(good, n, win.name)
+            rtt = rtt_lines(hist, self._flows, win)
+            note = "" if rtt else "no TCP flow"
+            self.query_one("#pchart-rtt", Chart).plot(rtt, n, win.name, note=note)
 
 
-__all__ = ["PortScreen", "info_text", "port_mac", "workers_text"]
+__all__ = ["FLOW_ROWS", "PortScreen", "info_text", "port_mac", "workers_text"]
