@@ -42,6 +42,7 @@ from tgen_tui.engine.workers import CommandRefused, WorkerDied, WorkerState
 from tgen_tui.worker import protocol as P
 
 ACK_TIMEOUT = 5.0  # s: a worker that does not acknowledge a command within this is dead
+FLOW_CONNECT_S = 5.0  # s more for a flow worker's start (its TCP connects: worker/flows.py)
 START_LEAD_NS = 20_000_000  # every worker of a start begins 20 ms ahead, together
 
 # clear's hook into the sampler: (ports, stream positions; None: everything) -> baselines
@@ -133,6 +134,10 @@ class PortControl:
         self.flow_rates: dict[int, float] = initial_flow_rates(setup)  # UDP flows, bit/s
         self.paused: set[int] = set()
         self.seq_floor: dict[int, int] = {}
+
+    @property
+    def _flow_ids(self) -> set[int]:
+        return {p.id for p in self.setup.flow_plans}
 
     @property
     def workers(self) -> dict[int, WorkerLink]:
@@ -231,8 +236,10 @@ class PortControl:
                     self.ports[pn].tx_done = False  # before the command: tx_done may come fast
                     self.ports[pn].lanes_done.clear()
                     self.set_state(self.ports[pn], PortState.STARTING)
+            # a flow worker's start connects its TCP flows again after a stop (3 s at most)
+            ack = ACK_TIMEOUT + (FLOW_CONNECT_S if wid in self._flow_ids else 0.0)
             try:
-                await self.workers[wid].request(P.Start(ports=pns, t0_ns=now_ns), ACK_TIMEOUT)
+                await self.workers[wid].request(P.Start(ports=pns, t0_ns=now_ns), ack)
             except (WorkerDied, CommandRefused) as e:
                 for pn in pns:
                     if self.ports[pn].state != PortState.FAILED:

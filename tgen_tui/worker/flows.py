@@ -63,7 +63,7 @@ _TI = {
 }
 UDP_HDR = struct.Struct("<Qq")  # sequence number, send time (CLOCK_MONOTONIC ns)
 RCVLOWAT = 16384  # wake the TCP receiver per 16 KB, not per segment
-CONNECT_TIMEOUT_S = 5.0
+CONNECT_TIMEOUT_S = 3.0  # below the engine's acknowledgement wait for a flow worker's start
 TCP_DRAIN_S = 3.0  # past drain_ms, how long a stopping TCP flow may take to read to the end
 INFO_EVERY_NS = 20_000_000  # TCP_INFO, heartbeat and the "on" gauge at most this often
 MAX_SLEEP_S = 0.05
@@ -191,11 +191,16 @@ class Flow:
         self.t_base = rel_s
 
     def set_rate(self, bps: float, now_ns: int) -> None:
-        """A UDP flow's new payload rate, re-based at the current datagram and time."""
+        """A UDP flow's new payload rate from now on. The schedule's phases stay where the
+        port's start put them (its on/off periods are the ones ``is_on`` follows): what the
+        new rate makes due from now counts on from the datagrams already sent."""
         self.prog = self.prog.with_rate(bps)
         self.row[FC.FC_RATE_BPS] = round(bps)
-        if self.running:
-            self._rebase((now_ns - self.t0_ns) / 1e9)
+        if self.running and self.prog.schedule.pps > 0:
+            rel = self.rel(now_ns)
+            self.dt = DueTimes(self.prog.schedule)
+            self.t_base = 0.0
+            self.sent_base = int(self.row[FC.FC_TX_PACKETS]) - self.dt.count_until(rel)
 
     def rel(self, now_ns: int) -> float:
         return (now_ns - self.t0_ns) / 1e9
