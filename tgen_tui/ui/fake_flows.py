@@ -13,9 +13,9 @@ accumulator to read (``Accumulator.attach_flows``, as the real engine attaches t
   :data:`RTT_US` over a min RTT of :data:`MIN_RTT_US`, a cwnd of rate × RTT, and
   :data:`RETRANS_SHARE` of the data segments retransmitted. Like the worker, a flow is
   connected from the set-up (one TCP_INFO read) and again at each start after a stop.
-- **UDP**: its requested rate (``set_rate`` re-bases its pacer at the current datagram
-  and time, as the worker's does); the fake's ``loss`` share of the datagrams is lost; a
-  jitter of :data:`UDP_JITTER_NS`.
+- **UDP**: its requested rate (``set_rate`` goes on from the datagrams sent, on the
+  schedule's own on/off phases, as the worker's pacer does); the fake's ``loss`` share of
+  the datagrams is lost; a jitter of :data:`UDP_JITTER_NS`.
 
 A stop ends the flows at once (no drain): a UDP flow's receiver then expects every
 datagram sent. Counters only grow; a clear is the accumulator's baselines.
@@ -159,13 +159,16 @@ class SimFlows:
                 f.row[FC.FC_EXPECTED] = max(f.slot(FC.FC_EXPECTED), f.slot(FC.FC_TX_PACKETS))
 
     def set_rate(self, pos: int, bps: float, now: float) -> None:
-        """A UDP flow's new payload rate, re-based at the current datagram and time."""
+        """A UDP flow's new payload rate from now on, on the schedule's phases (as the
+        worker: what the new rate makes due counts on from the datagrams sent)."""
         f = self.by_pos[pos]
         self.advance(now)
         f.prog, f.rate_bps = f.prog.with_rate(bps), float(bps)
         f.row[FC.FC_RATE_BPS] = round(bps)
-        if f.running:
-            self._rebase(f, now - f.t0)
+        if f.running and not f.tcp and f.prog.schedule.pps > 0:
+            f.pacer = DueTimes(f.prog.schedule)
+            f.sent_base = f.slot(FC.FC_TX_PACKETS) - f.pacer.count_until(now - f.t0)
+            f.t_base = 0.0
 
     @staticmethod
     def _rebase(f: SimFlow, rel: float) -> None:
