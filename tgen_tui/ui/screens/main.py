@@ -19,6 +19,7 @@ from textual.widgets import Label
 
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
+from tgen_tui.engine.figures import achieved_pct
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot
 from tgen_tui.ui.charts import Chart, draw_main_charts, main_layout, show_charts
 from tgen_tui.ui.history import port_goodput
@@ -75,8 +76,8 @@ def _sum(values: list[Any]) -> Any:
 
 def _achieved(sent_and_due: tuple[float, float]) -> str:
     """Achieved against requested, over the ports that sent (requested 0 where none sent)."""
-    achieved, requested = sent_and_due
-    return fmt.pct(100 * achieved / requested, 1) if requested else "-"
+    pct = achieved_pct(*sent_and_due)  # the engine's one definition
+    return fmt.pct(pct, 1) if pct is not None else "-"
 
 
 def _lost(n: int) -> Text:

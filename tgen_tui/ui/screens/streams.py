@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Static
 
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
+from tgen_tui.engine.figures import achieved_pct
 from tgen_tui.engine.flowstats import short_text
 from tgen_tui.engine.snapshot import StatsSnapshot, StreamStats
 from tgen_tui.ui.actions import bindings
@@ -118,7 +119,8 @@ class StreamsScreen(ViewScreen):
             return
         s = snap.stream(name)
         lat = s.latency_ns
-        achieved = f"{100.0 * s.achieved_pps / s.requested_pps:.1f} %" if s.requested_pps else "-"
+        pct = achieved_pct(s.achieved_pps, s.requested_pps)  # the engine's one definition
+        achieved = f"{pct:.1f} %" if pct is not None else "-"
         lines = [
             f"{s.name}  {s.port} → {s.rx_port or '-'}" + ("   PAUSED" if s.paused else ""),
             f"  rate      {fmt.pps(s.requested_pps)} requested, achieved {achieved}"
