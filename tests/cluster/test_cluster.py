@@ -243,23 +243,24 @@ def test_console_on_two_hosts(cluster, nat_lab, tmp_path):
     import asyncio
 
     from tgen_tui.cluster.transport import cluster_transport
-    from tgen_tui.engine.controller import open_engine
-    from tgen_tui.engine.options import EngineOptions
-    from tgen_tui.packets.compile import compile_profile
-    from tgen_tui.profiles.loader import load_profile
+    from tgen_tui.session.options import RunOptions
+    from tgen_tui.session.owner import RunOwner
     from tgen_tui.ui.app import TgenApp
     from tgen_tui.ui.host import GuestEngineHost
 
     c, _, _ = cluster
     prof = lab_profile(nat_lab, tmp_path)
-    compiled = compile_profile(load_profile(prof), rate_scale=0.2)
-    host = GuestEngineHost(
-        lambda: open_engine(
-            compiled, EngineOptions(cluster=c.address, transport=cluster_transport(c.address))
-        )
+    opts = RunOptions(  # as tgen tui --cluster builds its run (tgen_tui.ui.cli)
+        profile=str(prof),
+        rate_scale=0.2,
+        cluster=c.address,
+        transport=cluster_transport(c.address),
+        test="tui",
     )
+    owner = RunOwner(opts)
+    host = GuestEngineHost(owner.open, owner=owner)
     app = TgenApp(
-        host, compiled=compiled, profile_path=str(prof), json_path=str(tmp_path / "s.json")
+        host, compiled=owner.compiled, profile_path=str(prof), json_path=str(tmp_path / "s.json")
     )
 
     async def until(pilot, cond, timeout):

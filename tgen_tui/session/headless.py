@@ -61,10 +61,11 @@ async def drive(owner: RunOwner, out: Outputs) -> None:
             nursery.start_soon(_pump, events, out.event)
             t_start = time.monotonic()
             try:
-                await s.start()
-                if owner.opts.dut_events:  # --dut-event: its own task, ended with the run
-                    nursery.start_soon(owner.run_dut_events, t_start)
-                await _wait(s, owner.duration_s)
+                with owner.interruptible():  # a stop signal ends the sending here
+                    await s.start()
+                    if owner.opts.dut_events:  # --dut-event: its own task, ended with it
+                        nursery.start_soon(owner.run_dut_events, t_start)
+                    await _wait(s, owner.duration_s)
             finally:
                 s.duration_s = time.monotonic() - t_start
                 with trio.CancelScope(shield=True):

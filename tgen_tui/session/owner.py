@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -96,6 +96,7 @@ class RunOwner:
         self.signal: str | None = None  # the stop signal that ended the run
         self.preflight_done = False
         self.session: Session | None = None
+        self._interruptible: list[trio.CancelScope] = []
 
     # ------------------------------------------------------------------ checks
     def check_environment(self, needs_root: str | None = None) -> None:
@@ -209,9 +210,24 @@ class RunOwner:
         await run_events(channel, list(self.opts.dut_events), t0, self.record.dut_events)
 
     # ------------------------------------------------------------------ headless
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[trio.CancelScope]:
+        """The part of a run that a stop signal cancels, when it is not the whole body:
+        the headless drive's sending (its engine, open around it, then stops the ports
+        and counts the drain with every task still alive)."""
+        with trio.CancelScope() as scope:
+            self._interruptible.append(scope)
+            try:
+                if self.signal is not None:  # the signal came before this part began
+                    scope.cancel()
+                yield scope
+            finally:
+                self._interruptible.remove(scope)
+
     def run(self, body: Callable[[RunOwner], Awaitable[None]]) -> None:
         """``begin``, ``body(self)``, ``end`` under trio; a stop signal (Ctrl-C, SIGTERM,
-        SIGHUP) cancels the body, the run still ends (``end`` runs) and ``signal`` says
+        SIGHUP) cancels the body (or the part of it the body marked
+        :meth:`interruptible`), the run still ends (``end`` runs) and ``signal`` says
         which. Installed before anything starts: a Ctrl-C at any moment ends cleanly."""
 
         async def main() -> None:
@@ -221,7 +237,8 @@ class RunOwner:
                     async def watch() -> None:
                         async for s in sigs:
                             self.signal = signal.Signals(s).name
-                            body_scope.cancel()
+                            for scope in self._interruptible or [body_scope]:
+                                scope.cancel()
                             return
 
                     nursery.start_soon(watch)
