@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 class ClusterTransport(LocalTransport):
     """Local ports here, ports with a host on that host's agent (one agent per host)."""
 
+    parallel_spawn = False  # one request at a time over the cluster link
+
     def __init__(self, address: str, options: EngineOptions) -> None:
         super().__init__(options)
         self.address = address

@@ -34,6 +34,7 @@ from tgen_tui.diagnostics import BadInput
 from tgen_tui.engine.api import EngineDescription, EngineEvent, PortState
 from tgen_tui.engine.assignment import WorkerPlan
 from tgen_tui.engine.events import EventLog
+from tgen_tui.engine.flowplan import FlowPlan
 from tgen_tui.engine.options import EngineOptions
 from tgen_tui.engine.portcontrol import PortControl, PortRuntime
 from tgen_tui.engine.sampler import Sampler
@@ -93,32 +94,52 @@ class Engine:
 
     # ------------------------------------------------------------------ set-up
     async def _spawn(self) -> None:
-        """Spawn the set-up's workers (through the transport) and take the baselines."""
+        """Spawn the set-up's workers (through the transport) and take the baselines.
+
+        A port's workers (its lanes) start one after the other (each joins the port's
+        fanout group in lane order); different ports' workers and the flow workers start
+        at once when the transport allows it (``parallel_spawn``: local processes), so an
+        engine opens in about one worker's start-up time."""
         await self.transport.prepare(self.setup, self._log.notice)
+        groups: dict[str, list[WorkerPlan | FlowPlan]] = {}
+        for wp in self.setup.plans:
+            groups.setdefault(wp.ports[0] if wp.ports else f"w{wp.id}", []).append(wp)
+        for fp in self.setup.flow_plans:
+            groups[f"flows{fp.id}"] = [fp]
         try:
-            for plan in self.setup.plans:
-                w = await self.transport.spawn(
-                    plan, self.setup, self.control.on_worker_event, self._nursery
-                )
-                self.control.spawned[plan.id] = w
-                self.sampler.attach(w)
-                self._log.notice(
-                    f"worker {plan.id} (pid {w.state.pid}) pinned to {w.where}: "
-                    f"port {', '.join(plan.ports)}; streams {', '.join(plan.streams) or '(receive only)'}"
-                )
-            for fp in self.setup.flow_plans:
-                w = await self.transport.spawn_flows(
-                    fp, self.setup, self.control.on_worker_event, self._nursery
-                )
-                self.control.spawned[fp.id] = w
-                self.sampler.attach(w)
-                self._log.notice(
-                    f"flow worker {fp.id} (pid {w.state.pid}) pinned to {w.where}: "
-                    f"port {fp.port}; flows {', '.join(fp.names)}"
-                )
+            if getattr(self.transport, "parallel_spawn", False) and len(groups) > 1:
+                await _all_at_once([self._spawn_in_order(g) for g in groups.values()])
+            else:
+                for g in groups.values():
+                    await self._spawn_in_order(g)
         finally:
             await self.transport.spawned()
+        every: list[WorkerPlan | FlowPlan] = [*self.setup.plans, *self.setup.flow_plans]
+        started = dict(self.control.spawned)
+        self.control.spawned.clear()
+        for plan in every:  # workers, their counters and notices in plan order
+            w = started[plan.id]
+            self.control.spawned[plan.id] = w
+            self.sampler.attach(w)
+            if isinstance(plan, FlowPlan):
+                what = f"flows {', '.join(plan.names)}"
+            else:
+                what = f"streams {', '.join(plan.streams) or '(receive only)'}"
+            kind = "flow worker" if isinstance(plan, FlowPlan) else "worker"
+            port = ", ".join(plan.ports)
+            self._log.notice(
+                f"{kind} {plan.id} (pid {w.state.pid}) pinned to {w.where}: port {port}; {what}"
+            )
         await self.sampler.prime()
+
+    async def _spawn_in_order(self, plans: list[WorkerPlan | FlowPlan]) -> None:
+        for plan in plans:
+            on_event = self.control.on_worker_event
+            if isinstance(plan, FlowPlan):
+                w = await self.transport.spawn_flows(plan, self.setup, on_event, self._nursery)
+            else:
+                w = await self.transport.spawn(plan, self.setup, on_event, self._nursery)
+            self.control.spawned[plan.id] = w
 
     async def aclose(self) -> None:
         """Stop every running port (bounded), then quit workers; kill as the fallback."""
@@ -311,6 +332,27 @@ class Engine:
 
     def dut_source(self) -> str:
         return self.sampler.dut_source
+
+
+async def _all_at_once(jobs: list) -> None:
+    """Await the coroutines together; the first failure is raised as itself (not in a
+    group), the others' start-ups cancelled."""
+    errors: list[BaseException] = []
+
+    async def one(job) -> None:
+        try:
+            await job
+        except trio.Cancelled:
+            raise
+        except BaseException as e:
+            errors.append(e)
+            nursery.cancel_scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        for job in jobs:
+            nursery.start_soon(one, job)
+    if errors:
+        raise errors[0]
 
 
 @contextlib.asynccontextmanager

@@ -262,6 +262,8 @@ def _why(port_cfg: dict) -> str:
 class LocalTransport:
     """Worker processes on this machine: pipes for commands, /dev/shm for counters."""
 
+    parallel_spawn = True  # different ports' workers may start at once (engine._spawn)
+
     def __init__(self, options: EngineOptions) -> None:
         self.lock_ports = options.lock_ports
         self.learn = options.learn  # RFC 9693 Responder ports: what each one's worker learns
