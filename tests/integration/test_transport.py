@@ -49,8 +49,18 @@ def mb_lab(make_lab):
         yield prefix
 
 
+def _tbf_drops(prefix: str) -> int:
+    """Packets the lab's TBF on e1 (the TCP flows' bottleneck) dropped so far: the kernel's count."""
+    out = subprocess.run(
+        ["tc", "-n", hosts.dut_netns(prefix), "-s", "-j", "qdisc", "show", "dev", hosts.E1],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return sum(q.get("drops", 0) for q in json.loads(out) if q.get("kind") == "tbf")
+
+
 def test_tcp_and_udp_flows_through_the_dut_and_delay_line(mb_lab, tmp_path):
     prof = _profile(mb_lab, tmp_path)
+    drops_before = _tbf_drops(mb_lab)
     out, nd = tmp_path / "r.json", tmp_path / "r.ndjson"
     r = subprocess.run(
         [sys.executable, "-m", "tgen_tui", "run", str(prof), "--interval", "500ms",
@@ -58,6 +68,7 @@ def test_tcp_and_udp_flows_through_the_dut_and_delay_line(mb_lab, tmp_path):
         capture_output=True, text=True, timeout=60, env=dict(os.environ),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr
+    drops = _tbf_drops(mb_lab) - drops_before
     res = json.loads(out.read_text())
     st = res["transport"]["streams"]
     assert set(st) == {"bulk.1", "bulk.2", "back"}
@@ -70,6 +81,11 @@ def test_tcp_and_udp_flows_through_the_dut_and_delay_line(mb_lab, tmp_path):
         assert s["retransmit_pct"] == pytest.approx(100 * s["retransmits"] / s["data_segs_out"])
         assert s["min_rtt_ms"] >= 2 * DELAY_MS  # the delay line never forwards early
         assert s["rtt_ms"] >= 2 * DELAY_MS
+    # two reno flows overrun the 50 Mbit/s TBF, which drops their data segments; every byte
+    # arrived (above), so each dropped segment was sent again: TCP_INFO's retransmits cover
+    # the kernel's drop count (spurious retransmits may add to it, never take from it)
+    assert drops > 0
+    assert st["bulk.1"]["retransmits"] + st["bulk.2"]["retransmits"] >= drops
     u = st["back"]
     assert 0 < u["rx_packets"] <= u["tx_packets"] and u["lost"] == u["tx_packets"] - u["rx_packets"]
     assert res["metrics"]["goodput_bps"] > 0 and res["metrics"]["fairness_jain"] is not None
