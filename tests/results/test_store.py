@@ -144,6 +144,20 @@ def test_newer_schema_is_refused_with_one_line(tmp_path, capsys):
     assert "schema version 99" in capsys.readouterr().err
 
 
+def test_list_shows_the_socket_flows_goodput_beside_the_frames(db, capsys):
+    frames = record_run(result(), db=str(db), build="b1")
+    flows = result()
+    flows["transport"] = {"streams": {"bulk": {"protocol": "tcp", "goodput_bps": 1.18e9}}}
+    flows["metrics"] = {"goodput_bps": 1.18e9}
+    both = record_run(flows, db=str(db), build="b2")
+    rc, out, _ = tgen(capsys, "results", "list", "--db", str(db))
+    assert rc == 0
+    head, *rows = [ln for ln in out.splitlines() if ln.strip()]
+    assert head.split()[-2:] == ["goodput", "flags"]
+    by_id = {int(ln.split()[0]): ln for ln in rows}
+    assert "1.2 Gbit/s" in by_id[both] and "Gbit/s" not in by_id[frames]
+
+
 def test_bad_input_and_missing_database_exit_codes(db, capsys, tmp_path):
     rc, _, err = tgen(capsys, "results", "list", "--db", str(tmp_path / "none.db"))
     assert rc == 3 and "no results database" in err and "Traceback" not in err

@@ -340,7 +340,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     print(
         f"{'id':>5}  {'started (UTC)':<16}  {'test':<8}{'dut':<18}{'build':<14}{'profile':<14}"
-        f"{'rx pps':>12}{'loss':>10}{'p99':>10}  flags"
+        f"{'rx pps':>12}{'loss':>10}{'p99':>10}{'goodput':>14}  flags"
     )
     for r in runs:
         m = r["metrics"]
@@ -348,7 +348,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{r['id']:>5}  {_when(r['started_at']):<16}  {_short(r['test'], 7):<8}"
             f"{_short(r['dut'], 17):<18}{_short(r['build'], 13):<14}{_short(r['profile'], 13):<14}"
             f"{fmt.pps(m.get('rx_pps')):>12}{fmt.pct(m.get('loss_pct'), 3):>10}"
-            f"{fmt.ns(m.get('p99_ns')):>10}  {_flags(r)}"
+            f"{fmt.ns(m.get('p99_ns')):>10}{fmt.bps(m.get('goodput_bps')):>14}  {_flags(r)}"
         )
     return 0
 
