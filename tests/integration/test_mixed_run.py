@@ -108,6 +108,7 @@ def test_before_run_hook_runs_from_the_console_as_from_tgen_run(hosts_lab, tmp_p
 
     asyncio.run(go())
     assert seen == {"running": True, "file": True}
+    assert any("dut_hook" in ln and "before_run" in ln and ": ok in" in ln for ln in app.log_lines)
     assert mark.read_text() == "run\n"
     hooks = app.result["dut_hooks"]
     assert [h["hook"] for h in hooks] == ["before_run"] and hooks[0]["ok"]

@@ -215,6 +215,7 @@ class TgenApp(App):
         eng = host.engine
         if self.desc is None:
             self.desc = eng.describe()
+            self._log_hooks(host.owner)
             self._setup_done.clear()
         snap = eng.latest_snapshot()  # the session counts its sending time from these
         self._cursor, events = eng.events_since(self._cursor)
@@ -276,6 +277,17 @@ class TgenApp(App):
         self._log_line(f"{stamp} {ev.t:7.2f}s {ev.kind:<11} {ev.text()}")
         if ev.kind == "worker_failed":
             self.notify(ev.text(), severity="error", timeout=10)
+
+    def _log_hooks(self, owner: Any) -> None:
+        """The DUT hooks the run owner ran before the engine opened (before_run): a log
+        line each, as the engine's events are logged."""
+        stamp = time.strftime("%H:%M:%S")
+        for rec in getattr(getattr(owner, "hooks", None), "records", []):
+            how = "ok" if rec.ok else "timed out" if rec.timed_out else f"exit {rec.returncode}"
+            self._log_line(
+                f"{stamp} {0.0:7.2f}s {'dut_hook':<11} {rec.hook} `{rec.command}`: "
+                f"{how} in {rec.seconds:.2f} s"
+            )
 
     def _log_line(self, line: str) -> None:
         self.log_lines.append(line)
