@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tgen_tui.packets.program import program_to_dict
-from tgen_tui.worker.client import WorkerClient, WorkerError
+from tgen_tui.worker.client import FLOW_WORKER, FRAME_WORKER, WorkerClient, WorkerError
 from tgen_tui.worker.counters import CounterView
 
 from .wk_helpers import make_program
@@ -62,6 +62,25 @@ def test_hello_and_pinning(worker):
         status = f.read()
     line = next(ln for ln in status.splitlines() if ln.startswith("Cpus_allowed_list"))
     assert line.split(":")[1].strip() == str(CORE)
+
+
+@pytest.mark.parametrize(
+    "module,what", [(FRAME_WORKER, "worker"), (FLOW_WORKER, "flow worker")], ids=["frames", "flows"]
+)
+def test_a_failed_pin_is_a_fatal_error_naming_the_core(module, what):
+    """Both kinds: a core this process may not use is refused, as a fatal error event that
+    names the worker and the core, then exit 3 (the engine fails the worker's ports)."""
+    bad = max(os.sched_getaffinity(0)) + 4096
+    w = WorkerClient(bad, module=module)
+    try:
+        e = w.expect("error")
+        assert e["fatal"] is True
+        assert f"cannot pin the {what} to core {bad}" in e["message"], e["message"]
+        assert w.p.wait(10) == 3
+    finally:
+        if w.p.poll() is None:
+            w.p.kill()
+        w.p.wait(5)
 
 
 def test_errors_are_events(worker, shm_path):

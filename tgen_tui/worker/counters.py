@@ -212,6 +212,26 @@ def layout_size(n_ports: int, n_tx: int, n_streams: int, n_rx: int) -> int:
     )
 
 
+def create_block(path: str, slots: int) -> mmap.mmap:
+    """A new shared counter file of ``slots`` int64s (truncated, mode 0600), mapped
+    read-write: the writer's side (a worker)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.ftruncate(fd, slots * 8)
+        return mmap.mmap(fd, slots * 8, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
+
+
+def map_block(path: str) -> mmap.mmap:
+    """An existing shared counter file, mapped read-only: the reader's side (the engine)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_SHARED, mmap.PROT_READ)
+    finally:
+        os.close(fd)
+
+
 class CounterView:
     """A numpy int64 view of one worker's counter file (writer or reader).
 
@@ -270,12 +290,7 @@ class CounterView:
     def create(cls, path: str, n_ports: int, n_tx: int, n_streams: int, n_rx: int) -> CounterView:
         """Create (truncate) the file and write the header. Used by the worker."""
         total = layout_size(n_ports, n_tx, n_streams, n_rx)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.ftruncate(fd, total * 8)
-            mm = mmap.mmap(fd, total * 8, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        finally:
-            os.close(fd)
+        mm = create_block(path, total)
         a = np.frombuffer(mm, dtype=np.int64)
         pb = HDR_SLOTS
         tb = pb + n_ports * PORT_STRIDE
@@ -307,13 +322,7 @@ class CounterView:
     @classmethod
     def open(cls, path: str) -> CounterView:
         """Map an existing block read-only. Used by the engine."""
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            size = os.fstat(fd).st_size
-            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
-        finally:
-            os.close(fd)
-        return cls(path, mm, writable=False)
+        return cls(path, map_block(path), writable=False)
 
     def reset_rx_gauges(self, table: int | None = None) -> None:
         """Writer: put the rx sequence gauges in their 'none seen' state."""

@@ -25,6 +25,8 @@ import os
 
 import numpy as np
 
+from tgen_tui.worker.counters import create_block, map_block
+
 MAGIC = int.from_bytes(b"tgenflw1", "little")
 VERSION = 1
 
@@ -157,12 +159,7 @@ class FlowCounterView:
         """Create (truncate) the file for these flows. Used by the flow worker."""
         n = len(flow_ids)
         total = HDR_SLOTS + n * FLOW_STRIDE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.ftruncate(fd, total * 8)
-            mm = mmap.mmap(fd, total * 8, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        finally:
-            os.close(fd)
+        mm = create_block(path, total)
         a = np.frombuffer(mm, dtype=np.int64)
         a[H_N_FLOWS] = n
         a[H_STRIDE] = FLOW_STRIDE
@@ -177,13 +174,7 @@ class FlowCounterView:
     @classmethod
     def open(cls, path: str) -> FlowCounterView:
         """Map an existing block read-only. Used by the engine."""
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            size = os.fstat(fd).st_size
-            mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
-        finally:
-            os.close(fd)
-        return cls(path, mm, writable=False)
+        return cls(path, map_block(path), writable=False)
 
     @classmethod
     def anonymous(cls, flow_ids: list[int]) -> FlowCounterView:

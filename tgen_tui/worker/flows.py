@@ -23,24 +23,21 @@ library, numpy, ``tgen_tui.packets.{flowprogram,program,schedule}`` and this pac
 
 from __future__ import annotations
 
-import argparse
 import errno
 import os
 import selectors
-import signal
 import socket
 import struct
 import sys
 import time
-import traceback
 
 from tgen_tui.packets.flowprogram import FlowProgram, flow_from_dict
 from tgen_tui.packets.schedule import DueTimes, is_on
 from tgen_tui.worker import flowcounters as FC
 from tgen_tui.worker import protocol as P
-from tgen_tui.worker.kernel import PR_SET_TIMERSLACK, arm_parent_death, prctl
 from tgen_tui.worker.netns import netns
-from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK
+from tgen_tui.worker.process import run_worker
+from tgen_tui.worker.protocol import EXIT_OK
 
 TCP_CONGESTION = 13
 #: struct tcp_info up to tcpi_snd_wnd (232 bytes): u8 x8, u32 x24, u64 x4, u32 x6,
@@ -577,36 +574,10 @@ class FlowWorker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tgen_tui.worker.flows", description=__doc__)
-    ap.add_argument("--core", type=int, default=None, help="the one CPU to pin this worker to")
-    ap.add_argument("--parent-pid", type=int, default=None, help="exit unless this is our parent")
-    args = ap.parse_args(argv)
-    parent = args.parent_pid if args.parent_pid is not None else os.getppid()
-    arm_parent_death(parent)
-    if os.getppid() != parent:
-        return EXIT_FATAL  # the parent died before we could arm the death signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the engine stops us with commands
-    try:
-        prctl(PR_SET_TIMERSLACK, 1)  # precise sleeps for UDP pacing
-    except OSError:
-        pass
-    w = FlowWorker(core=args.core)
-    try:
-        if args.core is not None:
-            try:
-                os.sched_setaffinity(0, {args.core})
-            except OSError as e:  # reported, as a frame worker does: the engine fails it
-                raise OSError(
-                    e.errno, f"cannot pin the flow worker to core {args.core}: {e.strerror}"
-                ) from None
-        w.emit(P.Hello(pid=os.getpid(), core=args.core))
-        return w.run()
-    except Exception as e:  # noqa: BLE001 - report, never die silently
-        try:
-            w.error(f"{type(e).__name__}: {e}", fatal=True, traceback=traceback.format_exc())
-        except OSError:
-            print(traceback.format_exc(), file=sys.stderr)
-        return EXIT_FATAL
+    return run_worker(
+        "python -m tgen_tui.worker.flows", __doc__, lambda core: FlowWorker(core=core),
+        "flow worker", argv,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

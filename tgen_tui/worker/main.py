@@ -6,14 +6,11 @@ library, numpy, ``tgen_tui.packets.{program,batch,schedule}`` and this package.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import select
-import signal
 import sys
 import time
-import traceback
 
 import numpy as np
 
@@ -22,13 +19,13 @@ from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.worker import counters as C
 from tgen_tui.worker import fanout as lanes
 from tgen_tui.worker import protocol as P
-from tgen_tui.worker.kernel import PR_SET_TIMERSLACK, arm_parent_death, prctl
 from tgen_tui.worker.learn import Learner
 from tgen_tui.worker.learn import from_spec as learner_from_spec
 from tgen_tui.worker.liveflow import PortFlows
 from tgen_tui.worker.liveflow import attach as attach_flows
 from tgen_tui.worker.netns import netns
-from tgen_tui.worker.protocol import EXIT_FATAL, EXIT_OK, LATE_NS, MIN_WAKE_NS
+from tgen_tui.worker.process import run_worker
+from tgen_tui.worker.protocol import EXIT_OK, LATE_NS, MIN_WAKE_NS
 from tgen_tui.worker.responder import PortResponder, receive_all_multicast, with_macs
 from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
@@ -707,28 +704,6 @@ class Worker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tgen_tui.worker", description=__doc__)
-    ap.add_argument("--core", type=int, default=None, help="the one CPU to pin this worker to")
-    ap.add_argument("--parent-pid", type=int, default=None, help="exit unless this is our parent")
-    args = ap.parse_args(argv)
-    parent = args.parent_pid if args.parent_pid is not None else os.getppid()
-    arm_parent_death(parent)
-    if os.getppid() != parent:
-        return EXIT_FATAL  # the parent died before we could arm the death signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        prctl(PR_SET_TIMERSLACK, 1)  # precise sleeps for pacing
-    except OSError:
-        pass
-    w = Worker(core=args.core)
-    try:
-        if args.core is not None:
-            os.sched_setaffinity(0, {args.core})
-        w.emit(P.Hello(pid=os.getpid(), core=args.core))
-        return w.run()
-    except Exception as e:  # noqa: BLE001 - report, never die silently
-        try:
-            w.error(f"{type(e).__name__}: {e}", fatal=True, traceback=traceback.format_exc())
-        except OSError:
-            print(traceback.format_exc(), file=sys.stderr)
-        return EXIT_FATAL
+    return run_worker(
+        "python -m tgen_tui.worker", __doc__, lambda core: Worker(core=core), "worker", argv
+    )
