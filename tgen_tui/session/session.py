@@ -96,15 +96,7 @@ class Session:
         await self.engine.stop()
         final = await self.engine.final_snapshot()
         self.record.observe(final, time.monotonic())
-        self.final = self.record.merged(final)
-        duration = self.duration_s if self.duration_s is not None else self.record.active_s
-        self.report = self.engine.report(
-            self.final,
-            duration_s=duration,
-            partial=partial,
-            profile_path=self.profile_path,
-            thresholds=self.thresholds,
-        )
+        self._report(final, partial)
 
     def conclude_now(self, partial: bool) -> None:
         """The same from the last snapshot, without awaiting (a console whose loop is gone:
@@ -114,6 +106,11 @@ class Session:
         final = self.engine.latest_snapshot()
         if final is None:
             return
+        self._report(final, partial)
+
+    def _report(self, final: StatsSnapshot, partial: bool) -> None:
+        """The final figures (counters carried over clears) and the engine's report of
+        them, over the run's sending time unless a duration was set."""
         self.final = self.record.merged(final)
         duration = self.duration_s if self.duration_s is not None else self.record.active_s
         self.report = self.engine.report(
