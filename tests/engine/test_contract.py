@@ -104,27 +104,36 @@ async def scenario(eng: EngineAPI, wait: Callable[[float], Awaitable[None]]) -> 
     return Run(snaps, (r1, r2), events, desc)
 
 
-def run_fake(compiled: CompiledProfile) -> Run:
-    """The scenario on the fake, on asyncio (as in the console), on simulated time."""
+def on_fake(compiled: CompiledProfile, play):
+    """``play(engine, wait)`` on the fake, on asyncio (as in the console), on simulated time."""
     clock = [1000.0]
 
     async def wait(seconds: float) -> None:
         clock[0] += seconds
 
     eng = FakeEngine(compiled, clock=lambda: clock[0], cores=default_cores())
-    return asyncio.run(scenario(eng, wait))
+    return asyncio.run(play(eng, wait))
 
 
-def run_real(compiled: CompiledProfile) -> Run:
+def on_real(compiled: CompiledProfile, play):
+    """``play(engine, trio.sleep)`` on the real engine (workers, the lab's kernel path)."""
     from tgen_tui.engine.controller import open_engine
     from tgen_tui.engine.options import EngineOptions
 
-    async def main() -> Run:
+    async def main():
         opts = EngineOptions(cores=default_cores(), interval=0.05, drain_ms=200)
         async with open_engine(compiled, opts) as eng:
-            return await scenario(eng, trio.sleep)
+            return await play(eng, trio.sleep)
 
     return trio.run(main)
+
+
+def run_fake(compiled: CompiledProfile) -> Run:
+    return on_fake(compiled, scenario)
+
+
+def run_real(compiled: CompiledProfile) -> Run:
+    return on_real(compiled, scenario)
 
 
 # ---------------------------------------------------------------------- checks of one run
@@ -286,25 +295,11 @@ async def flow_scenario(eng: EngineAPI, wait: Callable[[float], Awaitable[None]]
 
 
 def run_fake_flows(compiled: CompiledProfile) -> FlowRun:
-    clock = [1000.0]
-
-    async def wait(seconds: float) -> None:
-        clock[0] += seconds
-
-    eng = FakeEngine(compiled, clock=lambda: clock[0], cores=default_cores())
-    return asyncio.run(flow_scenario(eng, wait))
+    return on_fake(compiled, flow_scenario)
 
 
 def run_real_flows(compiled: CompiledProfile) -> FlowRun:
-    from tgen_tui.engine.controller import open_engine
-    from tgen_tui.engine.options import EngineOptions
-
-    async def main() -> FlowRun:
-        opts = EngineOptions(cores=default_cores(), interval=0.05, drain_ms=200)
-        async with open_engine(compiled, opts) as eng:
-            return await flow_scenario(eng, trio.sleep)
-
-    return trio.run(main)
+    return on_real(compiled, flow_scenario)
 
 
 def check_flow_run(run: FlowRun) -> None:
