@@ -282,7 +282,7 @@ class TgenApp(App):
         """The DUT hooks the run owner ran before the engine opened (before_run): a log
         line each, as the engine's events are logged."""
         stamp = time.strftime("%H:%M:%S")
-        for rec in getattr(getattr(owner, "hooks", None), "records", []):
+        for rec in owner.hooks.records if owner is not None else []:  # None: the fake
             how = "ok" if rec.ok else "timed out" if rec.timed_out else f"exit {rec.returncode}"
             self._log_line(
                 f"{stamp} {0.0:7.2f}s {'dut_hook':<11} {rec.hook} `{rec.command}`: "
