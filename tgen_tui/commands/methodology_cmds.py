@@ -20,6 +20,7 @@ from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
     add_dut_options,
+    add_pacing_option,
     add_preflight_option,
     add_quiet_option,
     parse_cores_option,
@@ -286,6 +287,7 @@ def _validity_options(g, cores_option: bool) -> None:
     g.add_argument("--retries", type=int, default=2, help="re-runs of such a trial (default: 2)")
     if cores_option:
         add_cores_option(g)
+    add_pacing_option(g)
     g.add_argument(
         "--no-early-stop",
         dest="early_stop",
@@ -532,6 +534,7 @@ def _trial_params(args: argparse.Namespace) -> Params:
         dut_netns=args.dut_netns,
         dut_ssh=args.dut_ssh,
         dut_reset=args.dut_reset,
+        pacing=getattr(args, "pacing", None),
     )
 
 
@@ -580,6 +583,7 @@ def method_owner(args: argparse.Namespace, test: str, params):
     opts = RunOptions(
         profile=args.profile,
         cores=tuple(params.cores) if params.cores else None,
+        pacing=params.pacing,
         dut_netns=args.dut_netns,
         dut_ssh=args.dut_ssh,
         cluster=params.cluster,

@@ -22,6 +22,7 @@ from tgen_tui.engine.cli_options import (
     add_cores_option,
     add_dut_options,
     add_lanes_option,
+    add_pacing_option,
     add_preflight_option,
     add_quiet_option,
     parse_cores_option,
@@ -109,6 +110,7 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
     p.add_argument("--ports", help="comma-separated port names to use (default: all)")
     add_cores_option(p)
     add_lanes_option(p)
+    add_pacing_option(p)
     p.add_argument(
         "--rate-scale", type=float, default=1.0, help="multiply every stream's rate (default: 1)"
     )
@@ -184,6 +186,7 @@ def run_options(args: argparse.Namespace):
         ports=_ports(args.ports),
         cores=tuple(cores) if cores else None,
         lanes=parse_lanes_option(args.lanes),
+        pacing=args.pacing,
         rate_scale=args.rate_scale,
         interval_s=interval,
         drain_s=_seconds(args.drain, "--drain"),

@@ -175,3 +175,16 @@ class PreflightFailed(EnvironmentProblem):
         super().__init__("\n".join(lines))
         self.code = ExitCode.TEST_FAILED
         self.checks = bad
+
+
+PACING_HELP = (
+    "how frames are spaced on the wire, for every port: auto (space them where this host "
+    "can: a TBF qdisc for constant rates, a timer for drawn gaps and bursts, else burst), "
+    "qdisc, timer, or burst (every due frame at once: the peak rate) (default: each "
+    "port's pacing in the profile, else auto)"
+)
+
+
+def add_pacing_option(p, help: str = PACING_HELP) -> None:
+    """--pacing METHOD for every port (the profile's ``ports.X.pacing``)."""
+    p.add_argument("--pacing", choices=("auto", "qdisc", "timer", "burst"), help=help)

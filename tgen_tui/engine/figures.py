@@ -342,6 +342,7 @@ def worker_stats(
         busy_pct=busy_pct,
         tx_path=wl.tx_path,
         tx_path_why=wl.tx_path_why,
+        pacing=wl.pacing,
         lane=getattr(wc, "lane", 0),
         lanes=getattr(wc, "lanes", 1),
     )

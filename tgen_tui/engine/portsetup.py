@@ -76,6 +76,7 @@ def port_setups(
                 flows=tuple(i for i, f in enumerate(flows) if f.port == pn),
                 host=getattr(spec, "host", None) if cluster else None,
                 tx_path=getattr(spec, "tx_path", None),
+                pacing=getattr(spec, "pacing", None),
                 gateway_mac=found.gw4,
                 gateway6_mac=found.gw6,
                 lanes=lanes[pn],

@@ -34,8 +34,6 @@ BURST_FRAMES = 20
 BURST_PPS = 200.0
 
 
-
-
 def _link(netns: str | None, interface: str) -> dict | None:
     """operstate, flags and MTU of an interface (rtnetlink); None when it is not there."""
     from tgen_tui.engine.probes import link_info

@@ -33,6 +33,7 @@ class PortSetup:
     mac: str | None = None  # the interface's own MAC (None: not read, e.g. a remote host)
     gateway: str | None = None  # the profile's gateway addresses, as text
     gateway6: str | None = None
+    pacing: str | None = None  # the profile's pacing ('auto' or None: resolved at spawn)
 
 
 def ifc_key(host: str | None, netns: str | None) -> Any:
@@ -91,6 +92,7 @@ class WorkerLive:
     exit_reason: str | None = None
     tx_path: str | None = None
     tx_path_why: str | None = None
+    pacing: str | None = None  # qdisc | timer | burst (each port's, joined)
     proc_cpu_pct: float = 0.0
 
 

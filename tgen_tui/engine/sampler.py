@@ -124,6 +124,11 @@ class Sampler:
                     else ("sockets" if st.flows_ready else None)
                 ),
                 tx_path_why="; ".join(f"{p}: {w}" for p, w in st.tx_why.items()) or None,
+                pacing=(
+                    ", ".join(sorted(set(st.layout.pacing.values())))
+                    if st.layout and st.layout.pacing
+                    else None
+                ),
                 proc_cpu_pct=self.transport.proc_cpu(w) if st.pid and st.alive else 0.0,
             )
         return stats.LiveState(

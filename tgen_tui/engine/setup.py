@@ -217,6 +217,9 @@ class Setup:
                 [s for s in self.programs if s.port == pn],
                 self.ports[pn].tx_path,
                 self.l3.get(pn),
+                self.ports[pn].pacing,
+                self.ports[pn].lanes,
+                bool(self.ports[pn].flows),
             )
             for pn in plan.ports
         ]

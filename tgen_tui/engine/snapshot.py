@@ -207,6 +207,14 @@ class WorkerStats:
     busy_pct: float = 0.0  # share of wall time the worker spent building/sending/receiving
     tx_path: str | None = None  # sendmmsg | tx_ring | af_xdp
     tx_path_why: str | None = None  # "cache: measured fastest by tgen calibrate ..." per port
+    pacing: str | None = None  # qdisc | timer | burst (tgen_tui.worker.pacing)
+
+    @property
+    def cpu_us_per_frame(self) -> float | None:
+        """The worker process's CPU time per frame it sent or received, µs (None: idle)."""
+        fps = self.tx_pps + self.rx_pps
+        return self.proc_cpu_pct * 1e4 / fps if fps >= 1.0 else None
+
     lane: int = 0  # which of its port's sender lanes (tgen_tui.engine.lanes)
     lanes: int = 1
     kind: str = "frames"  # frames (raw frames, RX ring) | flows (kernel sockets)

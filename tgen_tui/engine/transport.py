@@ -224,6 +224,9 @@ def finish_port_entries(
             d["flows"] = dict(flows[d["name"]])  # type: ignore[index]
     # which send path each port uses and why (profile, tgen calibrate's cache, default)
     st.tx_why = {d["name"]: _why(d) for d in entries if d.get("tx_path_why")}
+    for d in entries:  # and how its frames are spaced
+        if d.get("pacing_why") and d["name"] in st.tx_why:
+            st.tx_why[d["name"]] += f"; pacing {d['pacing']}: {d['pacing_why']}"
 
 
 async def start_worker(

@@ -274,12 +274,17 @@ def port_config(
     programs: list[StreamProgram],
     tx_path: str | None = None,
     l3: dict | None = None,
+    pacing: str | None = None,
+    lanes: int = 1,
+    has_flows: bool = False,
 ) -> dict:
     """The ``ports`` entry of a configure command.
 
     ``tx_path`` 'auto' (or None) becomes the path ``tgen calibrate`` cached for this host
     and driver, else the default; the entry says which and why (``tx_path_source``:
-    profile, cache or default; ``tx_path_why``).
+    profile, cache or default; ``tx_path_why``). ``pacing`` 'auto' (or None) becomes what
+    :func:`~tgen_tui.calibrate.pacing.resolve_pacing` picks for the port's streams and
+    this host (``pacing``, ``pacing_why``).
     """
     from tgen_tui.calibrate.resolve import resolve
 
@@ -296,4 +301,23 @@ def port_config(
         biggest = max(len(p.template) for p in programs)
         pps = sum(p.schedule.pps for p in programs)
         d.update(resolve(tx_path, interface, netns, max_frame=biggest, pps=pps).port_fields())
+        d.update(_pacing(pacing, programs, d["tx_path"], interface, netns, lanes, has_flows))
     return d
+
+
+def _pacing(
+    requested: str | None, programs: list[StreamProgram], tx_path: str, interface: str,
+    netns: str | None, lanes: int, has_flows: bool,
+) -> dict:  # fmt: skip
+    """A port's pacing fields; the host's spacing ceilings only when auto needs them."""
+    from tgen_tui.calibrate import iface
+    from tgen_tui.calibrate.pacing import ceilings, resolve_pacing
+
+    limits = (0.0, 0.0, "default")
+    if (requested or "auto") == "auto":
+        try:
+            drv = iface.driver(interface, netns)
+        except (OSError, ValueError):
+            drv = "unknown"
+        limits = ceilings(drv, interface, netns)
+    return resolve_pacing(requested, programs, tx_path, lanes, has_flows, limits).port_fields()

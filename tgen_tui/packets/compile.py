@@ -68,6 +68,7 @@ class PortSpec:
     respond_v4: tuple[tuple[int, int], ...] = ()
     respond_v6: tuple[tuple[int, int], ...] = ()
     lanes: int = 1  # sender workers sharing the port (tgen_tui.engine.lanes)
+    pacing: str = "auto"  # auto | qdisc | timer | burst (the engine resolves auto)
 
 
 @dataclass(frozen=True)
@@ -360,6 +361,7 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
             *_l3_fields(p),
             *responder_ranges(profile, name),
             lanes=p.lanes,
+            pacing=p.pacing,
         )
         for name, p in profile.ports.items()
     }

@@ -652,6 +652,13 @@ class Port(Strict):
         description="Send path: auto (what tgen calibrate measured fastest here, else sendmmsg), "
         "sendmmsg, tx_ring, or af_xdp (bypasses qdisc and packet taps: tcpdump on the port sees nothing)",
     )
+    pacing: Literal["auto", "qdisc", "timer", "burst"] = Field(
+        "auto",
+        description="How frames are spaced on the wire: auto (space them when this host can: "
+        "qdisc for constant rates, timer for drawn gaps and bursts, else burst), qdisc (a TBF "
+        "on the port spaces them, the worker sleeps), timer (each frame released at its due "
+        "time; CPU per frame), burst (every due frame at once: the peak rate)",
+    )
     host: str | None = Field(
         None,
         max_length=63,
@@ -701,6 +708,16 @@ class Port(Strict):
                 raise ValueError(
                     f"{name} {gw} must be another address in the port's network {own.network}"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _pacing(self):
+        if self.pacing == "qdisc" and self.tx_path == "af_xdp":
+            raise ValueError(
+                "pacing: qdisc needs tx_path sendmmsg or tx_ring (af_xdp bypasses the qdisc)"
+            )
+        if self.pacing == "qdisc" and self.lanes > 1:
+            raise ValueError(f"pacing: qdisc needs one sender lane (lanes: {self.lanes})")
         return self
 
 

@@ -37,6 +37,18 @@ def with_seed(profile: Profile, seed: int | None) -> Profile:
     return revalidate(profile, lambda d: d.__setitem__("seed", seed))
 
 
+def with_pacing(profile: Profile, pacing: str | None) -> Profile:
+    """Every port with the same ``pacing`` (``--pacing``), or the profile as it is for None."""
+    if pacing is None:
+        return profile
+
+    def change(d: dict) -> None:
+        for port in d.get("ports", {}).values():
+            port["pacing"] = pacing
+
+    return revalidate(profile, change)
+
+
 def with_frame_size(profile: Profile, size: int) -> Profile:
     """Every stream of the profile at one fixed frame size (bytes incl. FCS)."""
 

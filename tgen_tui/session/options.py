@@ -26,6 +26,7 @@ class RunOptions:
     ports: tuple[str, ...] | None = None  # ports to use (None: all)
     cores: tuple[int, ...] | None = None  # cores for workers (None: all but the first)
     lanes: int | None = None  # sender lanes of every port (None: each port's own)
+    pacing: str | None = None  # every port's pacing (None: each port's own; worker.pacing)
     rate_scale: float = 1.0  # every stream's and UDP flow's rate times this
     interval_s: float = 0.1  # snapshot interval
     drain_s: float = 0.5  # keep counting after sending stops
@@ -49,7 +50,14 @@ class RunOptions:
         """The options as the results store files them (plain, JSON-able)."""
         out: dict[str, Any] = {}
         for f in fields(self):
-            if f.name in ("store", "transport", "extra_params", "front_end", "test", "tcp_handshake"):
+            if f.name in (
+                "store",
+                "transport",
+                "extra_params",
+                "front_end",
+                "test",
+                "tcp_handshake",
+            ):
                 continue
             v = getattr(self, f.name)
             if f.name == "thresholds":

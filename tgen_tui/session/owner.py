@@ -65,9 +65,10 @@ class RunOwner:
 
     def __init__(self, opts: RunOptions, *, on_preflight: PreflightSink | None = None) -> None:
         from tgen_tui.profiles.loader import load_profile
+        from tgen_tui.profiles.revalidate import with_pacing
 
         self.opts = opts
-        self.profile = load_profile(opts.profile)
+        self.profile = with_pacing(load_profile(opts.profile), opts.pacing)
         self.tcp = prologue.tcp_plan_of(self.profile) if opts.tcp_handshake else None
         data = self.tcp.data_profile if self.tcp is not None else None
         self.compiled: CompiledProfile = compile_profile(

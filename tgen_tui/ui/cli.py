@@ -10,6 +10,7 @@ from tgen_tui.engine.cli_options import (
     add_cores_option,
     add_dut_options,
     add_lanes_option,
+    add_pacing_option,
     add_preflight_option,
     parse_cores_option,
     parse_lanes_option,
@@ -61,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_cores_option(p)
     add_lanes_option(p)
+    add_pacing_option(p)
     add_dut_options(p)
     add_preflight_option(p)
     p.add_argument(
@@ -107,6 +109,7 @@ def console_options(args: argparse.Namespace, path: str):
         profile=path,
         cores=tuple(cores) if cores else None,
         lanes=parse_lanes_option(getattr(args, "lanes", None)),
+        pacing=getattr(args, "pacing", None),
         dut_netns=args.dut_netns,
         dut_ssh=args.dut_ssh,
         cluster=cluster,

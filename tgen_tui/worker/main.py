@@ -24,11 +24,13 @@ from tgen_tui.worker.learn import from_spec as learner_from_spec
 from tgen_tui.worker.liveflow import PortFlows
 from tgen_tui.worker.liveflow import attach as attach_flows
 from tgen_tui.worker.netns import netns
+from tgen_tui.worker.pacing import TRIM_EVERY_NS, QdiscPacer, remove_tbf
 from tgen_tui.worker.process import run_worker
 from tgen_tui.worker.protocol import EXIT_OK, LATE_NS, MIN_WAKE_NS
 from tgen_tui.worker.responder import PortResponder, receive_all_multicast, with_macs
 from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
+from tgen_tui.worker.spaced import qdisc_step, timer_step
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
 from tgen_tui.worker.txstamps import StampTable, sample_every, tags_at
 
@@ -79,6 +81,7 @@ class TxStream:
         numbers go on from where they stopped, so the receiver's window stays valid
         (DESIGN: a restart never creates phantom loss)."""
         self.dt = DueTimes(self.schedule)
+        self.chunk = None  # timer pacing: frames built ahead (worker.spaced)
         self.idx_base = self.sent
         self.run_first = self.sent
         self.due_prev = int(self.row[C.T_DUE])
@@ -132,6 +135,7 @@ class TxStream:
             if stop is not None and stop <= 0:
                 new = dataclasses.replace(new, count=0, stop_s=None)
             self.dt, self.idx_base, self.t_base = DueTimes(new), self.sent, rel_s
+        self.chunk = None
         t = self.dt.total()
         self.total = None if t is None else self.idx_base + t
         self.done = self.total is not None and self.sent >= self.total
@@ -165,6 +169,9 @@ class Port:
         self.stamping = False  # this port's sender has kernel tx timestamps on
         self.resolve_at_ns = 0  # next look at received frames still waiting for their stamp
         self.responder: PortResponder | None = None  # ARP/ND/echo (issue 19)
+        self.pacing = str(spec.get("pacing") or "burst")  # qdisc | timer | burst (worker.pacing)
+        self.pacer: QdiscPacer | None = None  # pacing qdisc: the TBF on this port
+        self.min_wake_ns = MIN_WAKE_NS if self.pacing == "burst" else 0
 
     def open(self, tx_rows: list[np.ndarray], rx_table: int | None, ring_opts: dict) -> None:
         progs = [program_from_dict(d) for d in self.spec.get("tx_streams", [])]
@@ -199,6 +206,7 @@ class Port:
                 if kind == "tx_ring":
                     kw["max_len"] = max(len(p.template) for p in progs)
                 self.tx = lanes.open_lane_tx(open_tx, self.interface, kind, kw, self.spec)
+                self._open_pacer(progs)
         lane = lanes.lane_from_spec(self.spec)
         for p, row in zip(progs, tx_rows, strict=True):
             self.streams.append(TxStream(p, row, self.idx, max_batch, lane))
@@ -207,6 +215,48 @@ class Port:
         self.flows = attach_flows(
             self.spec, self.learn, self.streams, self.w.cv.flows[self.idx], rx_rows
         )
+
+    def _open_pacer(self, progs: list[StreamProgram]) -> None:
+        """pacing: qdisc: this port's TBF (made at the streams' rate, removed at close).
+        Another pacing takes off a TBF of tgen's left by a worker that was killed."""
+        if self.pacing != "qdisc":
+            remove_tbf(self.interface)
+            return
+        if self.tx.kind == "af_xdp":
+            raise WorkerError(
+                f"port {self.name}: pacing: qdisc needs a send path through the qdisc "
+                "(tx_path sendmmsg or tx_ring); af_xdp bypasses it"
+            )
+        self.pacer = QdiscPacer(self.interface, max(len(p.template) for p in progs))
+        self.min_wake_ns = 0
+        self.tx.retry_s = 0.0  # a full queue waits for the next turn: never spin on it
+        self.tx.grow_sndbuf()  # room for the frames the TBF holds
+        self._lags: list[float] = []
+        self._trim_at = 0
+        with netns(self.netns):  # at the streams' rate from the start (changes are cheap)
+            self.pacer.set_rate(sum(p.schedule.pps for p in progs))
+
+    def set_pacer_rate(self, pps: float) -> None:
+        """The TBF follows the port's sending frame rate (a subprocess of tc when it changes)."""
+        if self.pacer is not None and pps > 0 and abs(pps - self.pacer.pps) > 1e-9 * pps:
+            with netns(self.netns):
+                self.pacer.set_rate(pps)
+
+    def _follow(self, tags: np.ndarray, mono: np.ndarray, now_ns: int) -> None:
+        """pacing: qdisc: the lag of the stamped frames behind their due times trims the
+        TBF's rate (tgen_tui.worker.pacing.QdiscPacer.trim), every TRIM_EVERY_NS."""
+        sig = (tags >> np.uint64(40)).astype(np.int64)
+        seq = (tags & np.uint64((1 << 40) - 1)).astype(np.int64)
+        for st in self.streams:
+            k = (sig == st.sig) & (seq >= st.idx_base)
+            if k.any():
+                i = int(seq[k][-1])
+                due = self.t0_ns + (st.t_base + st.dt.due_one(i - st.idx_base)) * 1e9
+                self._lags.append((float(mono[k][-1]) - due) / 1e9)
+        if now_ns >= self._trim_at and self._lags:
+            self.pacer.trim(float(np.median(self._lags)))
+            self._lags.clear()
+            self._trim_at = now_ns + TRIM_EVERY_NS
 
     def _setup_stamps(self) -> None:
         """Kernel transmit timestamps on a sample of every stream's frames (sendmmsg only;
@@ -246,18 +296,83 @@ class Port:
         if self.stamping:
             tags, real_ns = self.tx.read_tx_timestamps()
             if len(tags):
-                self.w.stamps.record(tags, real_ns + mono_minus_real_ns())
+                mono = real_ns + mono_minus_real_ns()
+                self.w.stamps.record(tags, mono)
+                if self.pacer is not None and self.state == C.STATE_RUNNING:
+                    self._follow(tags, mono, now_ns)
         if self.rxstats is not None and self.rxstats.pending and now_ns >= self.resolve_at_ns:
             self.rxstats.resolve_pending(now_ns)  # a sort of the waiting frames: not every turn
             self.resolve_at_ns = now_ns + RESOLVE_EVERY_NS
 
     # -------------------------------------------------------------- tx
+    def _send(self, st: TxStream, buf: np.ndarray, lens: np.ndarray, first_due_ns: int) -> int:
+        """Hand ``len(lens)`` built frames of ``st`` (from sequence ``st.sent``) to the kernel
+        and account what it took: counters, lateness, kernel stamps; the frames sent."""
+        n = len(lens)
+        send_ns = time.monotonic_ns()
+        try:
+            if st.stamp_every:
+                rows = np.arange((-st.sent) % st.stamp_every, n, st.stamp_every)
+                m = self.tx.send(buf, lens, tags_at(st.sig, rows + st.sent), rows)
+            else:
+                m = self.tx.send(buf, lens)
+                if st.ref_every and m > 0:
+                    self._record_refs(st, m, send_ns)
+        finally:
+            self.ctr[C.P_TX_ERRORS] = self.tx.errors
+        if m > 0:
+            self._account(st, buf, lens, m, send_ns, first_due_ns)
+        return m
+
+    def _account(
+        self, st: TxStream, buf: np.ndarray, lens: np.ndarray, m: int, send_ns: int,
+        first_due_ns: int,
+    ) -> None:  # fmt: skip
+        """Count ``m`` frames of ``st`` the kernel took at ``send_ns`` (the first due at
+        ``first_due_ns``): stream and port counters, lateness, the live-flow check."""
+        ctr = self.ctr
+        late = send_ns - first_due_ns
+        if late > LATE_NS:
+            ctr[C.P_LATE_EVENTS] += 1
+            st.late += 1
+        if late > ctr[C.P_LATE_MAX_NS]:
+            ctr[C.P_LATE_MAX_NS] = late
+        nb = int(lens[:m].sum())
+        if self.flows is not None:
+            self.flows.on_tx(st.prog, buf, m, send_ns)
+        st.sent += m
+        st.row[C.T_TX_FRAMES] += m
+        st.row[C.T_TX_BYTES] += nb
+        if st.row[C.T_FIRST_TX_NS] == 0:
+            st.row[C.T_FIRST_TX_NS] = send_ns
+        st.row[C.T_LAST_TX_NS] = send_ns
+        ctr[C.P_TX_FRAMES] += m
+        ctr[C.P_TX_BYTES] += nb
+
     def tx_step(self, now_ns: int) -> int:
         """Send what is due; return the ns time of the next due frame (or far future)."""
+        if self.pacing == "burst":
+            return self.burst_step(now_ns)
+        t0 = time.perf_counter_ns()
+        step = qdisc_step if self.pacing == "qdisc" else timer_step
+        nxt, all_done = step(self, now_ns)
+        self._tx_tail(all_done, t0)
+        return nxt
+
+    def _tx_tail(self, all_done: bool, t0: int) -> None:
+        """After a send step: the port's due count, tx_done once, the busy time."""
+        self.ctr[C.P_TX_DUE] = sum(int(s.row[C.T_DUE]) for s in self.streams)
+        if all_done and not self.tx_done_sent and self.streams:
+            self.tx_done_sent = True
+            self.w.emit(P.TxDone(port=self.name))
+        self.ctr[C.P_BUSY_NS] += time.perf_counter_ns() - t0
+
+    def burst_step(self, now_ns: int) -> int:
+        """pacing: burst: every due frame of every stream now, stream after stream, in
+        batches of max_batch (the peak rate)."""
         t0 = time.perf_counter_ns()
         rel = (now_ns - self.t0_ns) / 1e9
         nxt = now_ns + MAX_SLEEP_NS
-        ctr = self.ctr
         all_done = True
         for st in self.streams:
             if st.done:
@@ -282,36 +397,8 @@ class Port:
                 # the checksums (a few µs before sendmmsg): latency can be over-estimated by
                 # those µs, never under-estimated (a predicted send time made some negative)
                 buf, lens = st.builder.build(st.sent, n)
-                send_ns = time.monotonic_ns()
-                try:
-                    if st.stamp_every:
-                        rows = np.arange((-st.sent) % st.stamp_every, n, st.stamp_every)
-                        m = self.tx.send(buf, lens, tags_at(st.sig, rows + st.sent), rows)
-                    else:
-                        m = self.tx.send(buf, lens)
-                        if st.ref_every and m > 0:
-                            self._record_refs(st, m, send_ns)
-                finally:
-                    ctr[C.P_TX_ERRORS] = self.tx.errors
-                if m <= 0:
+                if self._send(st, buf, lens, first_due_ns) <= 0:
                     break  # the kernel is full: try again next turn
-                late = send_ns - first_due_ns
-                if late > LATE_NS:
-                    ctr[C.P_LATE_EVENTS] += 1
-                    st.late += 1
-                if late > ctr[C.P_LATE_MAX_NS]:
-                    ctr[C.P_LATE_MAX_NS] = late
-                nb = int(lens[:m].sum())
-                if self.flows is not None:
-                    self.flows.on_tx(st.prog, buf, m, send_ns)
-                st.sent += m
-                st.row[C.T_TX_FRAMES] += m
-                st.row[C.T_TX_BYTES] += nb
-                if st.row[C.T_FIRST_TX_NS] == 0:
-                    st.row[C.T_FIRST_TX_NS] = send_ns
-                st.row[C.T_LAST_TX_NS] = send_ns
-                ctr[C.P_TX_FRAMES] += m
-                ctr[C.P_TX_BYTES] += nb
                 k += 1
             if st.total is not None and st.sent >= st.total:
                 st.done = True
@@ -321,11 +408,7 @@ class Port:
             else:
                 st.next_due_s = st.t_base + st.dt.due_one(st.sent - st.idx_base)
                 nxt = min(nxt, self.t0_ns + int(st.next_due_s * 1e9))
-        ctr[C.P_TX_DUE] = sum(int(s.row[C.T_DUE]) for s in self.streams)
-        if all_done and not self.tx_done_sent and self.streams:
-            self.tx_done_sent = True
-            self.w.emit(P.TxDone(port=self.name))
-        ctr[C.P_BUSY_NS] += time.perf_counter_ns() - t0
+        self._tx_tail(all_done, t0)
         return nxt
 
     # -------------------------------------------------------------- rx
@@ -408,6 +491,9 @@ class Port:
         )
 
     def close(self) -> None:
+        if self.pacer is not None:
+            with netns(self.netns):
+                self.pacer.remove()
         if self.responder is not None:
             self.responder.close()
         if self.tx is not None:
@@ -483,6 +569,7 @@ class Worker:
                     rx_tables={p.name: int(p.ctr[C.P_RX_TABLE]) for p in self.ports if p.rx},
                     window={p.name: p.rxstats.window for p in self.ports if p.rxstats},
                     tx_path={p.name: p.tx.kind for p in self.ports if p.tx is not None},
+                    pacing={p.name: p.pacing for p in self.ports if p.tx is not None},
                     id=rid,
                 )
             )
@@ -656,8 +743,10 @@ class Worker:
         while not self.quit:
             now = time.monotonic_ns()
             wake = now + MAX_SLEEP_NS
+            floor = MIN_WAKE_NS
             for p in self.ports:
                 if p.state == C.STATE_RUNNING and p.streams and now >= p.t0_ns:
+                    floor = min(floor, p.min_wake_ns)
                     try:
                         wake = min(wake, p.tx_step(now))
                     except OSError as e:
@@ -683,7 +772,7 @@ class Worker:
                 # turn sooner than MIN_WAKE_NS after this one started. A turn costs tens of
                 # µs, so without this floor a stream faster than 1/turn would spin the core
                 # sending 2-3 frames per syscall; with it, frames collect into batches.
-                wake = max(wake, now + MIN_WAKE_NS)
+                wake = max(wake, now + floor)
             if wake > now2:
                 wait = wake - now2
                 ms = wait // 1_000_000

@@ -254,6 +254,7 @@ class Ready(Event):
     rx_tables: dict[str, int]
     window: dict[str, int]
     tx_path: dict[str, str]
+    pacing: dict[str, str] = field(default_factory=dict)  # port: qdisc | timer | burst
 
 
 @dataclass(frozen=True)

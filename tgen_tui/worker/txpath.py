@@ -105,6 +105,13 @@ class _TxBase:
         self._poll = select.poll()
         self._poll.register(self.fd, select.POLLOUT)
 
+    def grow_sndbuf(self, size: int = 8 << 20) -> None:
+        """A send buffer for frames a pacing qdisc holds (they count against it until sent)."""
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, size)
+        except OSError:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+
     def _wait_writable(self, deadline: float) -> None:
         left = deadline - time.monotonic()
         if left > 0:
@@ -135,6 +142,7 @@ CMSG_SPACE_U32 = 24  # CMSG_SPACE(sizeof(u32))
 ERRQ_CTRL = 96  # CMSG_SPACE(3 * timespec) + CMSG_SPACE(sock_extended_err)
 TS_RING = 1 << 16  # sampled frames remembered until their timestamp is read
 SO_RCVBUFFORCE = 33
+SO_SNDBUFFORCE = 32
 ERRQ_RCVBUF = 16 << 20
 
 _libc.recvmmsg.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint, ctypes.c_int,

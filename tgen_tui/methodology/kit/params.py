@@ -78,6 +78,7 @@ class Params:
     hooks: Hooks | None = None  # before_trial/after_trial run by every trial (and the run's)
     owner: Any = None  # the run owner (tgen_tui.session): every trial's engine goes through it
     lanes: int | None = None  # sender lanes of every port (None: the profile's); scaleup --lanes
+    pacing: str | None = None  # every port's pacing (None: the profile's); --pacing
 
     def trial_options(self) -> dict:
         """The options every TrialRunner of a test shares: validity, cores, early stop, re-runs."""

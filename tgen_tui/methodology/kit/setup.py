@@ -12,7 +12,7 @@ from tgen_tui.methodology.kit.dut import DutControl, timeout_warnings
 from tgen_tui.methodology.kit.params import Params
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.kit.trial import TrialRunner, select_streams
-from tgen_tui.profiles.revalidate import with_frame_size, with_seed
+from tgen_tui.profiles.revalidate import with_frame_size, with_pacing, with_seed
 from tgen_tui.profiles.units import line_rate_fps
 
 
@@ -20,7 +20,7 @@ def load(params: Params):
     """The profile with the run's seed."""
     from tgen_tui.profiles.loader import load_profile
 
-    return with_seed(load_profile(params.profile), params.seed)
+    return with_pacing(with_seed(load_profile(params.profile), params.seed), params.pacing)
 
 
 def profile_sizes(prof) -> list[int]:

@@ -1,5 +1,6 @@
 """The Workers screen: which core serves which ports and streams (or socket flows),
-how busy it is, and which send path each worker uses and why.
+how busy it is (its process's CPU per frame sent or received, µs/fr), and which send path
+and pacing each worker uses and why.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ WORKER_COLS = [
     ("cpu", "CPU %", 5, True),
     ("proc", "Proc %", 6, False),
     ("busy", "Busy %", 6, True),
+    ("per", "µs/fr", 6, True),
     ("hb", "Heartbeat", 8, True),
     ("path", "Path", 8, True),
+    ("pace", "Pacing", 6, False),
     ("alive", "", 7, False),
 ]
 
@@ -80,6 +83,8 @@ class WorkersScreen(ViewScreen):
                 "busy": f"{w.busy_pct:.0f}",
                 "hb": hb,
                 "path": w.tx_path or "-",
+                "pace": w.pacing or "-",
+                "per": "-" if w.cpu_us_per_frame is None else f"{w.cpu_us_per_frame:.1f}",
                 "alive": Text("alive", style="green")
                 if w.alive
                 else Text(w.exit_reason or "dead", style="bold red"),

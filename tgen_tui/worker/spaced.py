@@ -1,0 +1,196 @@
+"""The spaced send steps of a port (``pacing: qdisc`` and ``pacing: timer``, see
+:mod:`tgen_tui.worker.pacing`); ``burst`` is :meth:`tgen_tui.worker.main.Port.tx_step`.
+
+Both interleave a port's streams by due time, never stream after stream:
+
+- qdisc: each turn builds every stream's frames due up to ``QDISC_LOOKAHEAD_NS`` ahead,
+  merges them into one batch in due-time order (one numpy copy) and hands it to the
+  kernel in one syscall; the port's TBF releases them at the port's frame rate, which
+  follows the streams that are sending (a stream that has not started, has paused or
+  has finished takes its rate out of the TBF);
+- timer: frames are built ahead in small chunks and each one is released at its due
+  time from the chunk (the stream with the earliest due frame goes first).
+
+Imports: numpy and this package (DESIGN rule 2).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tgen_tui.worker import counters as C
+from tgen_tui.worker.pacing import (
+    QDISC_LOOKAHEAD_NS,
+    QDISC_WAKE_NS,
+    TIMER_COALESCE_NS,
+    TIMER_SPIN_NS,
+    TIMER_TURN_NS,
+)
+from tgen_tui.worker.txstamps import tags_at
+
+if TYPE_CHECKING:
+    from tgen_tui.worker.main import Port, TxStream
+
+TIMER_CHUNK = 64  # frames built ahead per stream for timer pacing
+TIMER_CHUNK_NS = 2_000_000  # ... at most the frames due in the next 2 ms
+
+
+def _due_now(st: TxStream, rel: float) -> int:
+    due = st.due_count(rel)
+    return due if st.total is None else min(due, st.total)
+
+
+def sending_pps(port: Port, rel: float) -> float:
+    """The port's frame rate now: the streams that have begun and are not done or paused."""
+    pps = 0.0
+    for st in port.streams:
+        if st.done or st.paused or st.share <= 0 or st.t_base + st.dt.start_s > rel:
+            continue  # not begun (a start offset), paused or finished: not in the TBF
+        pps += st.schedule.pps
+    return pps
+
+
+def qdisc_step(port: Port, now_ns: int) -> tuple[int, bool]:
+    """Send what is due up to the lookahead, merged by due time; (next wake, all done)."""
+    rel = (now_ns - port.t0_ns) / 1e9
+    rel_h = rel + QDISC_LOOKAHEAD_NS / 1e9
+    nxt = now_ns + QDISC_WAKE_NS * 100
+    parts = []
+    all_done = True
+    live = [st for st in port.streams if not st.done]
+    cap = max(1, port.tx.max_batch // max(1, len(live)))
+    for st in live:
+        all_done = False
+        if st.paused:
+            continue
+        st.row[C.T_DUE] = st.due_prev + (_due_now(st, rel) - st.run_first)
+        if st.next_due_s > rel_h:
+            nxt = min(nxt, _wake(port, st, now_ns))
+            continue
+        n = min(_due_now(st, rel_h) - st.sent, cap)
+        if n > 0:
+            buf, lens = st.builder.build(st.sent, n)
+            due_s = st.t_base + st.dt.due(st.sent - st.idx_base, n)
+            parts.append((st, buf, lens, due_s))
+    if port.pacer is not None:
+        port.set_pacer_rate(sending_pps(port, rel_h))
+    if parts:
+        _send_merged(port, parts)
+    for st in live:
+        if st.total is not None and st.sent >= st.total:
+            st.done = True
+        elif not st.paused:
+            st.next_due_s = st.t_base + st.dt.due_one(st.sent - st.idx_base)
+            nxt = min(nxt, _wake(port, st, now_ns))
+    return nxt, all_done
+
+
+def _wake(port: Port, st: TxStream, now_ns: int) -> int:
+    """When the stream's next frame must go to the TBF: a lookahead before it is due,
+    but not sooner than QDISC_WAKE_NS from now (frames collect into batches)."""
+    due_ns = port.t0_ns + int(st.next_due_s * 1e9)
+    return max(due_ns - QDISC_LOOKAHEAD_NS, now_ns + QDISC_WAKE_NS)
+
+
+def _send_merged(port: Port, parts: list) -> None:
+    """One syscall for the frames of several streams, in due-time order."""
+    if len(parts) == 1:
+        st, buf, lens, due_s = parts[0]
+        port._send(st, buf, lens, port.t0_ns + int(due_s[0] * 1e9))
+        return
+    due = np.concatenate([p[3] for p in parts])
+    owner = np.concatenate([np.full(len(p[2]), i, dtype=np.int64) for i, p in enumerate(parts)])
+    order = np.argsort(due, kind="stable")
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))  # merged position of each part's rows, in part order
+    width = max(p[1].shape[1] for p in parts)
+    comb = np.zeros((len(order), width), dtype=np.uint8)
+    lens = np.empty(len(order), dtype=np.uint32)
+    tag_rows, tags, start = [], [], 0
+    for st, b, ln, _d in parts:
+        k = len(ln)
+        at = pos[start : start + k]
+        comb[at, : b.shape[1]] = b[:k]
+        lens[at] = ln[:k]
+        if st.stamp_every:
+            rows = np.arange((-st.sent) % st.stamp_every, k, st.stamp_every)
+            tag_rows.append(at[rows])
+            tags.append(tags_at(st.sig, rows + st.sent))
+        start += k
+    send_ns = time.monotonic_ns()
+    try:
+        if tag_rows:
+            r = np.concatenate(tag_rows)
+            o = np.argsort(r)
+            m = port.tx.send(comb, lens, np.concatenate(tags)[o], r[o])
+        else:
+            m = port.tx.send(comb, lens)
+    finally:
+        port.ctr[C.P_TX_ERRORS] = port.tx.errors
+    taken = owner[order[:m]] if m > 0 else owner[:0]
+    for i, (st, b, ln, d) in enumerate(parts):
+        mi = int(np.count_nonzero(taken == i))
+        if mi:
+            if st.ref_every:
+                port._record_refs(st, mi, send_ns)
+            port._account(st, b, ln, mi, send_ns, port.t0_ns + int(d[0] * 1e9))
+
+
+def _chunk(st: TxStream) -> None:
+    """Build the next frames of ``st`` ahead (timer pacing): about TIMER_CHUNK_NS of them
+    at the stream's rate, 1 to TIMER_CHUNK, with their due times. Due times come from one
+    sequential walk of the schedule (a random law's cursor is never sent back)."""
+    n = int(max(1, min(TIMER_CHUNK, st.max_batch, st.schedule.pps * TIMER_CHUNK_NS / 1e9)))
+    if st.total is not None:
+        n = max(1, min(n, st.total - st.sent))
+    buf, lens = st.builder.build(st.sent, n)
+    st.chunk = (st.sent, buf, lens, st.t_base + st.dt.due(st.sent - st.idx_base, n))
+
+
+def _next_due(st: TxStream) -> float:
+    """The due time (s) of frame ``st.sent``, from the chunk (built when it ran out)."""
+    c = st.chunk
+    if c is None or not (c[0] <= st.sent < c[0] + len(c[2])):
+        _chunk(st)
+        c = st.chunk
+    return float(c[3][st.sent - c[0]])
+
+
+def timer_step(port: Port, now_ns: int) -> tuple[int, bool]:
+    """Release each frame at its due time (sleep, then spin the last µs); (next wake, done)."""
+    end = now_ns + TIMER_TURN_NS
+    t0 = port.t0_ns
+    while True:
+        ready = [st for st in port.streams if not st.done and not st.paused]
+        if not ready:
+            return now_ns + QDISC_WAKE_NS * 100, all(st.done for st in port.streams)
+        for st in ready:
+            st.next_due_s = _next_due(st)
+        st = min(ready, key=lambda s: s.next_due_s)
+        due_ns = t0 + int(st.next_due_s * 1e9)
+        now = time.monotonic_ns()
+        if due_ns - now > TIMER_SPIN_NS or now > end:
+            return max(now, due_ns - TIMER_SPIN_NS), False
+        while now < due_ns:
+            now = time.monotonic_ns()
+        _release(port, st, now)
+
+
+def _release(port: Port, st: TxStream, now: int) -> None:
+    """Send the frames of ``st`` that are due by ``now`` (+ TIMER_COALESCE_NS) from its chunk."""
+    first, buf, lens, due_s = st.chunk
+    i = st.sent - first
+    lim = (now + TIMER_COALESCE_NS - port.t0_ns) / 1e9
+    j = i + max(1, int(np.searchsorted(due_s[i:], lim, side="right")))
+    port._send(st, buf[i:j], lens[i:j], port.t0_ns + int(due_s[i] * 1e9))
+    # frames due so far: those released, and those of the chunk already past due
+    late = int(np.searchsorted(due_s[j:], (now - port.t0_ns) / 1e9, side="right"))
+    st.row[C.T_DUE] = st.due_prev + (st.sent + late - st.run_first)
+    if st.total is not None and st.sent >= st.total:
+        st.done = True
+
+
+__all__ = ["qdisc_step", "timer_step", "sending_pps"]
