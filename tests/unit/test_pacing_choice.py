@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tgen_tui.calibrate.pacing import resolve_pacing
-from tgen_tui.packets.compile import compile_profile
 from tgen_tui.diagnostics import BadInput as ProfileError
+from tgen_tui.packets.compile import compile_profile
 from tgen_tui.profiles.loader import load_profile_text
 
 LIMITS = (20_000.0, 10_000.0, "default")
