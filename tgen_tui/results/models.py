@@ -234,7 +234,6 @@ class StreamCounts(Part):
     latency_ns: Latency = Field(default_factory=Latency)
     latency_source: str | None = None  # kernel | signature
     latency_every: int | None = None
-    spacing: SpacingResult | None = None  # the trial's spacing at the receiver
 
 
 class PortCounts(Part):
@@ -351,6 +350,8 @@ class TrialExtra(Part):
     loss_causes: dict[str, list[LossCauseResult]] | None = None
     loss_unexplained: dict[str, int] | None = None
     drops: list[DropCounter] | None = None
+    # each stream's spacing at the receiver (methodology.kit.spacing; kept in the store)
+    spacing: dict[str, SpacingResult] | None = None
     # why a trial is invalid
     host_backlog_drops: int | None = None
     host_dropped: bool | None = None
