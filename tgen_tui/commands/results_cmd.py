@@ -49,7 +49,8 @@ a build name. Every non-interrupted run of each build, with the same DUT, test a
 profile hash, is a sample; repeating a run under one build gives a spread.
 
 A metric regresses when it moves the bad way beyond its bound (rates and counts:
---max-change %%; metrics in %%: --max-points; latency: --latency-change %% and at least
+--max-change %%; metrics in %%: --max-points, the share of gaps spaced within 10 %%
+of the asked gap: --spacing-points; latency: --latency-change %% and at least
 --latency-floor), and, when both builds have repeats, beyond --spread-factor x the
 spread (sample standard deviation). With repeats, a variance that grew more than
 --variance-growth times is a regression too.
@@ -206,6 +207,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=0.5,
         metavar="PP",
         help="metrics in %% (loss, achieved): change in percentage points (default: 0.5)",
+    )
+    sp.add_argument(
+        "--spacing-points",
+        type=float,
+        default=5.0,
+        metavar="PP",
+        help="spaced_pct (gaps within 10 %% of the asked gap): drop in points (default: 5)",
     )
     sp.add_argument(
         "--latency-change",
@@ -632,13 +640,15 @@ def _check_bounds(args: argparse.Namespace) -> A.Bounds:
         floor_ns = parse_latency_ns(args.latency_floor)
     except ValueError as e:
         raise _bad(f"--latency-floor: {e}") from None
-    for opt in ("max_change", "max_points", "latency_change", "spread_factor", "variance_growth"):
+    opts = ("max_change", "max_points", "spacing_points", "latency_change", "spread_factor")
+    for opt in (*opts, "variance_growth"):
         v = getattr(args, opt)
         if not v >= 0:
             raise _bad(f"--{opt.replace('_', '-')} must be >= 0, got {v}")
     return A.Bounds(
         max_change_pct=args.max_change,
         max_points=args.max_points,
+        spacing_points=args.spacing_points,
         latency_pct=args.latency_change,
         latency_floor_ns=floor_ns,
         spread_factor=args.spread_factor,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from tgen_tui.engine.snapshot import DutStats, Latency, PortStats, StreamStats, WorkerStats
+from tgen_tui.engine.spacing import spacing
 from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.rxstats import hist_percentile_ns
@@ -53,7 +54,13 @@ RX_MONO = [
     C.R_VLAN_FRAMES,
     C.R_TOO_OLD,
     C.R_LAT_UNSTAMPED,
+    C.R_IAT_COUNT,
+    C.R_IAT_SUM,
+    C.R_IAT_ASKED_COUNT,
+    C.R_IAT_ABS_ERR,
+    C.R_IAT_WITHIN,
 ]
+HIST_MONO = C.R_IAT_HIST  # from here to the end of a row: the two histograms (monotonic)
 
 
 STOPPED_STATES = ("idle", "stopped", "failed")
@@ -225,6 +232,7 @@ class RxSum:
     lat_max: int
     vlan: int  # -1: none seen
     every: int
+    iat_asked: int = 0  # the asked gap (ns) the receivers saw last; 0 none
 
 
 class RxTotals:
@@ -237,19 +245,21 @@ class RxTotals:
         self.max = np.full(n_streams, -1, dtype=np.int64)
         self.vlan = np.full(n_streams, -1, dtype=np.int64)
         self.every = np.zeros(n_streams, dtype=np.int64)
+        self.asked = np.zeros(n_streams, dtype=np.int64)
         # the lowest highest-seq over the receivers that saw the row (fanout: engine/lanes.py)
         self.minseq = np.full(n_streams, C.INT64_MAX, dtype=np.int64)
 
     def add(self, rx: np.ndarray) -> None:
         """One worker's rx tables (n_rx, n_streams, RX_STRIDE), baselines subtracted."""
         self.sum[:, RX_MONO] += rx[:, :, RX_MONO].sum(axis=0)
-        self.sum[:, C.R_HIST :] += rx[:, :, C.R_HIST :].sum(axis=0)
+        self.sum[:, HIST_MONO:] += rx[:, :, HIST_MONO:].sum(axis=0)
         self.maxseq = np.maximum(self.maxseq, rx[:, :, C.R_MAX_SEQ].max(axis=0))
         ms = rx[:, :, C.R_MAX_SEQ]
         self.minseq = np.minimum(self.minseq, np.where(ms >= 0, ms, C.INT64_MAX).min(axis=0))
         self.min = np.minimum(self.min, rx[:, :, C.R_LAT_MIN].min(axis=0))
         self.max = np.maximum(self.max, rx[:, :, C.R_LAT_MAX].max(axis=0))
         self.every = np.maximum(self.every, rx[:, :, C.R_LAT_EVERY].max(axis=0))
+        self.asked = np.maximum(self.asked, rx[:, :, C.R_IAT_ASKED].max(axis=0))
         has = rx[:, :, C.R_VLAN_LAST] >= 0
         if has.any():
             self.vlan = np.maximum(
@@ -264,6 +274,7 @@ class RxTotals:
             int(self.max[s]),
             int(self.vlan[s]),
             int(self.every[s]),
+            int(self.asked[s]),
         )
 
 
@@ -307,6 +318,7 @@ def stream_stats(
         paused=pos in live.paused,
         latency_every=rx.every,
         latency_unstamped=int(row[C.R_LAT_UNSTAMPED]),
+        spacing=spacing(row, rx.iat_asked, getattr(sc, "schedule", None), req),
     )
 
 

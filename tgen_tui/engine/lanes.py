@@ -184,6 +184,7 @@ def merge_rx(rx, index: int, block: int, lanes: int) -> RxSum:
         int(rx.max[rows].max()),
         int(rx.vlan[rows].max()),
         int(rx.every[rows].max()),
+        int(rx.asked[rows].max()),
     )
 
 

@@ -4,7 +4,9 @@ Shape (names are stable; fields are only ever added):
   ports:   {NAME: {interface, tx_frames, rx_frames, tx_bytes, rx_bytes, requested_pps,
                    achieved_pps, if_tx_frames, if_rx_frames, ...}}
   streams: {NAME: {tx_frames, rx_frames, lost, out_of_order, duplicates,
-                   latency_ns: {min, avg, p50, p99, max}, ...}}
+                   latency_ns: {min, avg, p50, p99, max},
+                   spacing: {asked_gap_ns, gaps, mean_gap_ns, mae_ns, within_10pct,
+                             p50_ns, p99_ns, ks, law}, ...}}
   duration_s, seed, profile, profile_hash, partial, environment, dut, thresholds, ...
 What every result records follows METHODOLOGY.md: profile and hash, seed, address/port
 ranges and how they vary, frame sizes, DUT settings, tester version, requested and
@@ -24,6 +26,7 @@ from tgen_tui.engine import figures as F
 from tgen_tui.engine.flowresult import transport_part
 from tgen_tui.engine.losscauses import loss_fields
 from tgen_tui.engine.snapshot import StatsSnapshot
+from tgen_tui.engine.spacing import spacing_warnings
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import FCS_LEN
 from tgen_tui.results.models import RunResult
@@ -129,7 +132,7 @@ def build_result(
         "dut": dut,
         "environment": environment(),
         "stream_config": stream_description(compiled),
-        "warnings": list(snap.warnings) + rate_warnings(snap),
+        "warnings": list(snap.warnings) + rate_warnings(snap) + spacing_warnings(snap.streams),
         "events": events,
         **_latency_fields(snap.streams),
     }

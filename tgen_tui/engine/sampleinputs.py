@@ -51,6 +51,7 @@ class StreamCtx:
     port: str
     rx_port: str | None
     role: str = ""  # stateful: flowstats.ROLE_LEARN | ROLE_VERIFY | ""
+    schedule: Any = None  # its program's Schedule (the spacing figure's law), None: unknown
 
 
 @dataclass(frozen=True)

@@ -286,7 +286,7 @@ class Setup:
         return stats.SampleContext(
             ports=tuple(self.ports.values()),
             streams=tuple(
-                stats.StreamCtx(p.name, p.index, p.port, p.rx_port, role)
+                stats.StreamCtx(p.name, p.index, p.port, p.rx_port, role, p.schedule)
                 for p, role in zip(self.programs, stream_roles(self.programs), strict=True)
             ),
             n_streams=self.n_streams,

@@ -29,6 +29,22 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class Spacing:
+    """Inter-arrival spacing of a stream at its receiver (kernel receive stamps of frames
+    n and n + 1; tgen_tui/engine/spacing.py). Times in ns; None where not measured."""
+
+    asked_gap_ns: float | None = None  # the sender's asked mean gap (None: unknown)
+    gaps: int = 0  # gaps measured
+    mean_gap_ns: float | None = None
+    mae_ns: float | None = None  # mean |gap - asked gap|
+    within_10pct: float | None = None  # share (0..1) of gaps within 10 % of the asked gap
+    p50_ns: float | None = None
+    p99_ns: float | None = None
+    ks: float | None = None  # KS distance of the gaps from a random law (None: constant)
+    law: str = "constant"  # the schedule's idt; "+burst" / "+on-off" when shaped
+
+
+@dataclass(frozen=True)
 class SetupLatency:
     """Time to first reply of the verified flows, in ns (tgen_tui.engine.flowstats)."""
 
@@ -134,6 +150,7 @@ class StreamStats:
     setup_latency_ns: SetupLatency | None = None
     outage_ms: float | None = None
     outage_at_s: float | None = None
+    spacing: Spacing = field(default_factory=Spacing)  # inter-arrival spacing at the receiver
 
     @property
     def latency_source(self) -> str:

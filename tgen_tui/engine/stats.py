@@ -221,7 +221,7 @@ class Accumulator:
             if r_raw.shape[0]:
                 rx = r_raw.copy()
                 rx[:, :, F.RX_MONO] -= r_b[:, :, F.RX_MONO]
-                rx[:, :, C.R_HIST :] -= r_b[:, :, C.R_HIST :]
+                rx[:, :, F.HIST_MONO :] -= r_b[:, :, F.HIST_MONO :]
                 out.rx.add(rx)
         return out
 

@@ -184,6 +184,7 @@ class Bounds:
 
     max_change_pct: float = 5.0  # rates and counts: relative change in the bad direction
     max_points: float = 0.5  # metrics in %: change in percentage points
+    spacing_points: float = 5.0  # spaced_pct: drop in points (the share moves run to run)
     latency_pct: float = 50.0  # latency: relative rise ...
     latency_floor_ns: float = 100_000.0  # ... and at least this much in absolute terms
     spread_factor: float = 3.0  # with repeats: also beyond K × the spread
@@ -197,9 +198,10 @@ def regression(c: Change, bounds: Bounds, since: str) -> list[str]:
     d = c.delta
     if d is not None and c.worse:
         if m.unit == "%":
-            size, over = abs(d), abs(d) > bounds.max_points
+            pts = bounds.spacing_points if c.metric in M.SPACING else bounds.max_points
+            size, over = abs(d), abs(d) > pts
             words = f"{'rose' if d > 0 else 'fell'} by {size:.2f} points"
-            bound = f"the {bounds.max_points:g}-point bound"
+            bound = f"the {pts:g}-point bound"
         elif m.unit == "ns":
             p = c.pct
             over = abs(d) > bounds.latency_floor_ns and (p is None or abs(p) > bounds.latency_pct)

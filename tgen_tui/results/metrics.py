@@ -50,6 +50,15 @@ CATALOGUE: dict[str, Metric] = {
         Metric("avg_ns", "latency avg", "ns", "lower", "mean latency, worst stream"),
         Metric("max_ns", "latency max", "ns", "lower", "maximum latency, worst stream"),
         Metric("jitter_ns", "jitter", "ns", "lower", "RFC 3550 jitter, worst stream"),
+        Metric(
+            "spaced_pct",
+            "spaced",
+            "%",
+            "higher",
+            "gaps within 10 % of the asked gap at the receiver (worst stream)",
+        ),
+        Metric("gap_mae_ns", "gap MAE", "ns", None, "mean |gap - asked gap| at the receiver"),
+        Metric("gap_ks", "gap KS", "", None, "KS distance of the gaps from a random law"),
         Metric("tx_frames", "tx frames", "frames", None, "frames sent"),
         Metric("rx_frames", "rx frames", "frames", None, "frames received"),
         Metric("lost", "lost frames", "frames", "lower", "frames sent but never received"),
@@ -82,6 +91,8 @@ CATALOGUE: dict[str, Metric] = {
 # extreme samples, too noisy to judge a build by.
 CHECKED = ["rx_pps", "tx_pps", "loss_pct", "achieved_pct", "p50_ns", "p99_ns"]
 CHECKED += ["goodput_bps", "retransmit_pct"]  # socket flows (tgen_tui.engine.flowfigures)
+CHECKED += ["spaced_pct"]  # spacing at the receiver (tgen_tui.engine.spacing)
+SPACING = {"spaced_pct"}  # judged against Bounds.spacing_points, not max_points
 # Latency is judged only with repeats on both sides unless named with --metric: one run's
 # percentile moves by several times on a busy tester (147 us -> 524 us seen between two
 # identical 1 s runs in the lab).
@@ -158,6 +169,20 @@ def loss_cause_metrics(s: dict) -> dict[str, float | None]:
     return out
 
 
+def spacing_metrics(s: dict) -> dict[str, float | None]:
+    """A stream's spacing (``streams[].spacing``) as metrics: spaced_pct (within 10 % of
+    the asked gap, in %), gap_mae_ns, gap_ks; nothing when the stream has none."""
+    sp = s.get("spacing")
+    if not isinstance(sp, dict):
+        return {}
+    w = _num(sp.get("within_10pct"))
+    return {
+        "spaced_pct": 100.0 * w if w is not None else None,
+        "gap_mae_ns": _num(sp.get("mae_ns")),
+        "gap_ks": _num(sp.get("ks")),
+    }
+
+
 def extract(result: dict) -> list[tuple[str, str, str, float]]:
     """Every metric of a result document as ``(scope, name, metric, value)`` rows."""
     rows: list[tuple[str, str, str, float]] = []
@@ -198,6 +223,7 @@ def extract(result: dict) -> list[tuple[str, str, str, float]]:
             "dup": _num(s.get("duplicates")),
         }
         vals.update(loss_cause_metrics(s))
+        vals.update(spacing_metrics(s))
         lats = {f"{k}_ns": _num(lat.get(k)) for k in ("min", "avg", "p50", "p99", "p999", "max")}
         lats["jitter_ns"] = _num(lat.get("jitter"))
         lat_by_stream[sname] = lats
@@ -223,6 +249,8 @@ def extract(result: dict) -> list[tuple[str, str, str, float]]:
         run["dup"] = sum(_num(s.get("duplicates")) or 0.0 for s in sv)
         for k in ("p50_ns", "p99_ns", "p999_ns", "avg_ns", "max_ns", "jitter_ns"):
             run[k] = _worst([v.get(k) for v in lat_by_stream.values()])
+        spaced = [spacing_metrics(s).get("spaced_pct") for s in sv]
+        run["spaced_pct"] = min((v for v in spaced if v is not None), default=None)
     rows += _transport_rows(result.get("transport"))
     dut = result.get("dut") or {}
     if isinstance(dut, dict):

@@ -74,6 +74,20 @@ class Latency(Part):
     p9999: Num | None = None
 
 
+class SpacingResult(Part):
+    """A stream's inter-arrival spacing at its receiver (tgen_tui/engine/spacing.py)."""
+
+    asked_gap_ns: Num | None = None
+    gaps: int = 0
+    mean_gap_ns: Num | None = None
+    mae_ns: Num | None = None
+    within_10pct: Num | None = None  # share 0..1 of gaps within 10 % of the asked gap
+    p50_ns: Num | None = None
+    p99_ns: Num | None = None
+    ks: Num | None = None
+    law: str | None = None
+
+
 class PortResult(Part):
     name: str | None = None
     tx_frames: int = 0
@@ -106,6 +120,7 @@ class StreamResult(Part):
     duplicates: int = 0
     latency_ns: Latency = Field(default_factory=Latency)
     latency_source: str | None = None
+    spacing: SpacingResult | None = None
     # stateful figures (tgen_tui.engine.stateful): set only where they apply
     outage_ms: Num | None = None
     outage_at_s: Num | None = None
@@ -335,6 +350,8 @@ class TrialExtra(Part):
     loss_causes: dict[str, list[LossCauseResult]] | None = None
     loss_unexplained: dict[str, int] | None = None
     drops: list[DropCounter] | None = None
+    # each stream's spacing at the receiver (methodology.kit.spacing; kept in the store)
+    spacing: dict[str, SpacingResult] | None = None
     # why a trial is invalid
     host_backlog_drops: int | None = None
     host_dropped: bool | None = None

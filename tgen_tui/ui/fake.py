@@ -58,6 +58,7 @@ from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.results.models import RunResult
 from tgen_tui.ui.fake_flows import SimFlows
+from tgen_tui.ui.fake_spacing import write_iat
 from tgen_tui.ui.fake_stateful import write_flows, write_gap
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.main import TxStream
@@ -235,6 +236,7 @@ class SimWorkers:
             b = round(n * prog.sizes.mean)
             st = self.tx[i]
             write_rx_row(rxp.rx[prog.index], n, b, self.marks.get(i, 0), st.sent - 1)
+            write_iat(rxp.rx[prog.index], n, st.schedule.pps, prog.schedule.idt)
             t0 = round(self.ports[prog.port].t0 * 1e9)
             write_gap(rxp.rx[prog.index], prog.schedule.pps, n - self.marks.get(i, 0), t0)
             frames[rxp.name] += n

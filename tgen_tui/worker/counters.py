@@ -16,9 +16,10 @@ Layout (all offsets in int64 slots from the start of the file)::
     header     HDR_SLOTS (16) slots, see H_*
     ports      n_ports   x PORT_STRIDE (16)  see P_*, in configure order
     tx streams n_tx      x TX_STRIDE (8)     see T_*, in configure order (port by port)
-    rx tables  n_rx      x n_streams x RX_STRIDE (24 + HIST_BUCKETS)
-               one table per port with rx, indexed by global stream index; see R_* and
-               HIST (the latency histogram, :mod:`tgen_tui.worker.rxstats`)
+    rx tables  n_rx      x n_streams x RX_STRIDE (32 + 2 x HIST_BUCKETS)
+               one table per port with rx, indexed by global stream index; see R_*,
+               R_IAT_HIST (the inter-arrival histogram) and R_HIST (the latency
+               histogram, last in the row: ``row[R_HIST:]``), :mod:`tgen_tui.worker.rxstats`
     flows      n_ports   x FLOW_STRIDE (32 + HIST_BUCKETS)  see F_*, in configure order:
                the port's stateful figures (:mod:`tgen_tui.worker.liveflow`): tuples
                learned, flows sent / verified, setup latency (sum, min, max, histogram),
@@ -40,7 +41,7 @@ import os
 import numpy as np
 
 MAGIC = int.from_bytes(b"tgenctr1", "little")
-VERSION = 2  # 2: the flow table, the rx rows' receive gap
+VERSION = 3  # 2: the flow table, the rx rows' receive gap; 3: spacing (iat_*)
 
 # ---- header
 HDR_SLOTS = 16
@@ -118,7 +119,7 @@ T_STREAM, T_PORT, T_TX_FRAMES, T_TX_BYTES, T_REQ_MPPS, T_FIRST_TX_NS, T_LAST_TX_
 )
 
 # ---- per rx stream (one row per global stream index, in each rx table)
-RX_FIXED = 24
+RX_FIXED = 32
 RX_FIELDS = (
     "frames",  # 0  frames with the signature of this stream
     "bytes",  # 1
@@ -143,7 +144,15 @@ RX_FIELDS = (
     "lat_unstamped",  # 20 sampled frames whose kernel tx time never came (no latency taken)
     "max_gap_ns",  # 21 (g) longest gap between two received frames (kernel rx times); 0 none
     "gap_start_ns",  # 22 (g) CLOCK_MONOTONIC ns at which that gap began
-    "reserved23",
+    "iat_count",  # 23 inter-arrival gaps measured (frames n then n+1 of a row, rx stamps)
+    "iat_sum_ns",  # 24 their sum
+    "iat_asked_count",  # 25 of those, gaps whose asked gap was known (txstamps gap_ns > 0)
+    "iat_abs_err_ns",  # 26 sum of |gap - asked gap| over those
+    "iat_within",  # 27 of those, gaps with |gap - asked| <= 10 % of asked
+    "iat_asked_ns",  # 28 (g) the asked gap seen last (ns); 0 none
+    "reserved29",
+    "reserved30",
+    "reserved31",
 )
 (
     R_FRAMES,
@@ -169,8 +178,13 @@ RX_FIELDS = (
     R_LAT_UNSTAMPED,
     R_MAX_GAP,
     R_GAP_START,
-) = range(23)
-R_HIST = RX_FIXED  # histogram buckets start here
+    R_IAT_COUNT,
+    R_IAT_SUM,
+    R_IAT_ASKED_COUNT,
+    R_IAT_ABS_ERR,
+    R_IAT_WITHIN,
+    R_IAT_ASKED,
+) = range(29)
 
 # latency histogram geometry (see rxstats.lat_bucket): 16 linear buckets of 64 ns below
 # 1024 ns, then 16 sub-buckets per power of two from 2^10 ns to 2^32 ns (4.29 s)
@@ -179,7 +193,9 @@ HIST_LINEAR_SHIFT = 6
 HIST_MIN_EXP = 10
 HIST_MAX_EXP = 31
 HIST_BUCKETS = HIST_SUB + (HIST_MAX_EXP - HIST_MIN_EXP + 1) * HIST_SUB  # 368
-RX_STRIDE = RX_FIXED + HIST_BUCKETS
+R_IAT_HIST = RX_FIXED  # the inter-arrival histogram (same geometry), then ...
+R_HIST = RX_FIXED + HIST_BUCKETS  # ... the latency histogram, to the end of the row
+RX_STRIDE = RX_FIXED + 2 * HIST_BUCKETS
 
 INT64_MAX = np.iinfo(np.int64).max
 
@@ -370,6 +386,7 @@ class CounterView:
                 }
                 if hist:
                     d["hist"] = row[R_HIST:].tolist()
+                    d["iat_hist"] = row[R_IAT_HIST:R_HIST].tolist()
                 streams[int(s)] = d
             out["rx"].append(streams)
         return out

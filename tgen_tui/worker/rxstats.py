@@ -35,7 +35,14 @@ batch of frames into it:
   count/sum/min/max and a log-linear histogram (:func:`lat_bucket`);
 - **jitter** (RFC 3550 style): sum and count of ``|D(i) - D(i-1)|`` between consecutive
   frames of a stream that carry a latency, D the (clamped) latency, across batches;
-- the last outer VLAN tag seen and the number of tagged frames.
+- the last outer VLAN tag seen and the number of tagged frames;
+- **spacing**: the inter-arrival gap (kernel receive stamps) between two frames of a
+  row with consecutive sequence numbers (n, then n + 1 next in arrival order, across
+  batches): count, sum, a histogram (:func:`lat_bucket` geometry) and, against the
+  asked mean gap the sender wrote into the stamp table (``gap_ns``; 0: unknown, then
+  only count, sum and histogram), the sum of ``|gap - asked|`` and the gaps within 10 %
+  of it. A lost or reordered frame breaks the chain for one gap, so a gap is never two
+  gaps summed.
 
 The window size adapts to the number of streams so that the state stays below about
 16 MiB: ``min(2**20, 2**23 / n_streams)`` rounded down to a power of two, at least 1024.
@@ -61,6 +68,13 @@ from tgen_tui.worker.counters import (
     R_FIRST_RX_NS,
     R_FRAMES,
     R_HIST,
+    R_IAT_ABS_ERR,
+    R_IAT_ASKED,
+    R_IAT_ASKED_COUNT,
+    R_IAT_COUNT,
+    R_IAT_HIST,
+    R_IAT_SUM,
+    R_IAT_WITHIN,
     R_JIT_COUNT,
     R_JIT_SUM,
     R_LAST_RX_NS,
@@ -164,6 +178,9 @@ class RxStats:
         self.wbits = self.window.bit_length() - 1
         self._win = np.zeros((self.n_streams, self.window), dtype=np.uint16)
         self._last_lat = np.full(self.n_streams, -1, dtype=np.int64)
+        # spacing chain: each row's last frame (extended seq, -1 none; kernel rx ns)
+        self._iat_seq = np.full(self.n_streams, -1, dtype=np.int64)
+        self._iat_rx = np.zeros(self.n_streams, dtype=np.int64)
         self.t[:, R_SEQ_WINDOW] = self.window
         self._hist_iota = None
         # per stream: rx clock - tx clock (ns) for streams sent from another host
@@ -182,6 +199,7 @@ class RxStats:
         idx = slice(None) if streams is None else [s for s in streams if 0 <= s < self.n_streams]
         self._win[idx] = 0
         self._last_lat[idx] = -1
+        self._iat_seq[idx] = -1
         if self.pending:
             ps = self._pend[0]
             keep = np.zeros(len(ps), bool) if streams is None else ~np.isin(ps, idx)
@@ -237,6 +255,7 @@ class RxStats:
         ext = ext - (d > _TWO31) * _TWO32 + (d < -_TWO31) * _TWO32
         dup, ooo, too_old, hnew = self._order(s, ext, h, h_seg, seg)
         self._sums(seg, length, vlan, rx_ns, (ooo, dup, too_old), hnew)
+        self._spacing(seg, ext, np.asarray(rx_ns, dtype=np.int64))
         self._latency(s, ext, ts, rx_ns, dup)
 
     def _order(self, s, ext, h, h_seg, seg) -> tuple:
@@ -303,6 +322,40 @@ class RxStats:
         )
         row[:, R_LAST_RX_NS] = rx_ns[ends]
         row[:, R_LAT_EVERY] = 0 if self._stamps is None else np.maximum(self._stamps.every[uniq], 0)
+        t[uniq] = row
+
+    # ------------------------------------------------------------------ spacing
+    def _spacing(self, seg, ext, rx_ns) -> None:
+        """Inter-arrival gaps of consecutive sequence numbers, per row (module docstring)."""
+        starts, uniq, _, seg_id, ends = seg
+        n = len(ext)
+        prev_seq = np.empty(n, dtype=np.int64)
+        prev_rx = np.empty(n, dtype=np.int64)
+        prev_seq[1:], prev_rx[1:] = ext[:-1], rx_ns[:-1]
+        prev_seq[starts], prev_rx[starts] = self._iat_seq[uniq], self._iat_rx[uniq]
+        self._iat_seq[uniq], self._iat_rx[uniq] = ext[ends], rx_ns[ends]
+        ok = (prev_seq >= 0) & (ext == prev_seq + 1)
+        if not ok.any():
+            return
+        nseg = len(starts)
+        gap = np.maximum(rx_ns - prev_rx, 0)
+        asked_seg = np.zeros(nseg, np.int64) if self._stamps is None else self._stamps.gap_ns[uniq]
+        asked = asked_seg[seg_id]
+        known = ok & (asked > 0)
+        err = np.abs(gap - asked)
+        t = self.t
+        row = t[uniq]
+        row[:, R_IAT_COUNT] += np.add.reduceat(ok.astype(np.int64), starts)
+        row[:, R_IAT_SUM] += np.add.reduceat(np.where(ok, gap, 0), starts)
+        row[:, R_IAT_ASKED_COUNT] += np.add.reduceat(known.astype(np.int64), starts)
+        row[:, R_IAT_ABS_ERR] += np.add.reduceat(np.where(known, err, 0), starts)
+        within = known & (err * 10 <= asked)
+        row[:, R_IAT_WITHIN] += np.add.reduceat(within.astype(np.int64), starts)
+        row[:, R_IAT_ASKED] = np.where(asked_seg > 0, asked_seg, row[:, R_IAT_ASKED])
+        oi = np.flatnonzero(ok)
+        b = lat_bucket(np.minimum(gap[oi], _TWO32 - 1))
+        hc = np.bincount(seg_id[oi] * HIST_BUCKETS + b, minlength=nseg * HIST_BUCKETS)
+        row[:, R_IAT_HIST:R_HIST] += hc.reshape(nseg, HIST_BUCKETS)
         t[uniq] = row
 
     # ------------------------------------------------------------------ latency

@@ -20,7 +20,9 @@ signature's latency but widens its 32-bit stamp to 64 bits from the nearest samp
 so a frame held past 4.29 s is not reported as a wrapped value.
 
 Layout of the file (int64): a 8-slot header, ``every[n_streams]`` (K; -K: user-space send
-times; 0: nothing, receivers use the signature alone), then ``seq1[n_streams, window]``
+times; 0: nothing, receivers use the signature alone), ``gap_ns[n_streams]`` (the asked
+mean gap of the stream's current schedule in ns, 0: unknown or not sending; written by
+the sender, read by the receiver to measure spacing), then ``seq1[n_streams, window]``
 (sequence number + 1; 0 empty) and ``tx_ns[n_streams, window]``. One writer per stream
 row (its sender). The writer stores the time before the sequence number; the reader
 reads the sequence number before and after the time, so a slot being overwritten is
@@ -37,7 +39,7 @@ import os
 
 import numpy as np
 
-MAGIC = int.from_bytes(b"tgents01", "little")
+MAGIC = int.from_bytes(b"tgents02", "little")  # 02: gap_ns
 HDR = 8
 TARGET_SAMPLES_PS = 8192  # stamped frames per second and stream (RFC 8219: >= 500 a trial)
 SLOT_BUDGET = 1 << 21  # slots over all streams (32 MiB of file, sparse until used)
@@ -62,7 +64,7 @@ def window_for(n_streams: int) -> int:
 
 
 def _slots(n_streams: int, window: int) -> int:
-    return HDR + n_streams + 2 * n_streams * window
+    return HDR + 2 * n_streams + 2 * n_streams * window
 
 
 class StampTable:
@@ -78,7 +80,8 @@ class StampTable:
         n, w = self.n_streams, self.window
         self.arr = arr
         self.every = arr[HDR : HDR + n]
-        base = HDR + n
+        self.gap_ns = arr[HDR + n : HDR + 2 * n]
+        base = HDR + 2 * n
         self.seq1 = arr[base : base + n * w].reshape(n, w)
         self.tx_ns = arr[base + n * w : base + 2 * n * w].reshape(n, w)
         self._wmask = np.int64(w - 1)
@@ -125,7 +128,7 @@ class StampTable:
         return cls(a)
 
     def close(self) -> None:
-        self.arr = self.every = self.seq1 = self.tx_ns = None  # type: ignore[assignment]
+        self.arr = self.every = self.gap_ns = self.seq1 = self.tx_ns = None  # type: ignore[assignment]
         if self._mm is not None:
             try:
                 self._mm.close()
@@ -143,6 +146,12 @@ class StampTable:
             raise ValueError("every must be a power of two")
         self.seq1[stream] = 0
         self.every[stream] = int(every)
+
+    def set_gap(self, stream: int, gap_ns: int) -> None:
+        """The sender of ``stream`` now asks for a mean gap of ``gap_ns`` ns between its
+        frames (0: unknown, or not sending); the receiver measures spacing against it."""
+        if 0 <= stream < self.n_streams:
+            self.gap_ns[stream] = max(0, int(gap_ns))
 
     def record(self, tags: np.ndarray, tx_ns: np.ndarray) -> None:
         """Store kernel transmit times (CLOCK_MONOTONIC ns) of frames named by their tags."""

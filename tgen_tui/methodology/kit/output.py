@@ -13,6 +13,7 @@ from typing import Any
 
 from tgen_tui.methodology.kit.drops import drops_table
 from tgen_tui.methodology.kit.procedure import Procedure, Table
+from tgen_tui.methodology.kit.spacing import spacing_text
 from tgen_tui.methodology.kit.tables import markdown_table
 from tgen_tui.results.models import Report, ScaleupReport, Search
 
@@ -95,6 +96,10 @@ def search_lines(searches: list[Search]) -> list[str]:
             )
             + _sender_limited(s)
         )
+        at_l = [t for t in s.trials if t.rate_pps == s.l_pps and t.passed]
+        text = spacing_text(at_l)
+        if text:
+            lines.append(f"    spacing at l: {text}")
     return lines
 
 

@@ -25,6 +25,7 @@ import trio
 
 from tgen_tui.methodology.kit.drops import trial_fields
 from tgen_tui.methodology.kit.dut import DutControl
+from tgen_tui.methodology.kit.spacing import from_snapshot as spacing_of
 from tgen_tui.methodology.kit.verdict import LossTolerance, judge
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.program import StreamProgram
@@ -285,6 +286,7 @@ class TrialRunner:
             t.achieved_pps = round(achieved_pps(rate, w.sent_by_deadline, want_total), 1)
         t.extra.sent_by_deadline = w.sent_by_deadline
         t.extra.streams = per
+        t.extra.spacing = spacing_of(final.streams, per) or None
         t.extra.ports = {
             p.name: PortCounts(
                 tx_frames=p.tx_frames,

@@ -4,7 +4,7 @@ Its link, speed, MAC (the interface's own, ``mac`` on the port's snapshot; the s
 of its streams when the engine gives none, e.g. a port on another host), its gateways
 (IPv4, IPv6) with their resolved MACs (``gateway_mac``, ``gateway6_mac``), the workers
 that serve it, the streams and socket flows it sends with their figures, and its charts
-(pps, lost frames/s, latency of its streams, goodput and RTT of its flows; sparkline rows
+(pps, lost frames/s, latency and spacing of its streams, goodput and RTT of its flows; sparkline rows
 at 80x24). The digits switch the page to another port.
 """
 
@@ -34,6 +34,7 @@ from tgen_tui.ui.charts import (
 from tgen_tui.ui.history import port_goodput
 from tgen_tui.ui.screens.base import ViewScreen
 from tgen_tui.ui.screens.flows import FLOW_COLS
+from tgen_tui.ui.screens.streams import spaced_text
 from tgen_tui.ui.widgets import Grid, OrderedFooter, Spark, TextWidget, state_text
 
 NONE = "—"
@@ -50,8 +51,22 @@ STREAM_ROWS: tuple[tuple[str, str, Any], ...] = (
     ("loss", "Loss", lambda s: fmt.pct(s.loss_pct, 3)),
     ("p50", "Latency p50", lambda s: fmt.ns(s.latency_ns.p50)),
     ("p99", "Latency p99", lambda s: fmt.ns(s.latency_ns.p99)),
+    ("spaced", "Spaced ±10%", lambda s: spaced_text(s.spacing)),  # engine/spacing.py
+    ("gap", "Gap mean/MAE", lambda s: _gap(s.spacing.mean_gap_ns, s.spacing.mae_ns)),
+    ("gap99", "Gap p99", lambda s: fmt.ns(s.spacing.p99_ns)),
     ("flows", "Flows", short_text),  # verified/sent, or L learned (engine/flowstats.py)
 )
+# rows shown only on a terminal at least 30 lines tall (80x24 keeps its sparklines; a
+# port that also sends flows has a goodput sparkline more there, and drops "spaced" too)
+TALL_ROWS = frozenset({"gap", "gap99"})
+
+
+def _gap(mean: float | None, mae: float | None) -> str:
+    """'100.2µs/3.1µs': a stream's mean gap and its mean error against the asked one."""
+    if mean is None:
+        return NONE
+    err = fmt.ns(mae).replace(" ", "") if mae is not None else "-"
+    return fmt.ns(mean).replace(" ", "") + "/" + err
 
 
 def gateway_lines(port: PortStats) -> list[str]:
@@ -190,8 +205,11 @@ class PortScreen(ViewScreen):
         self._streams = [s.name for s in snap.streams if s.port == port]
         self._flows = [f.name for f in self.desc.port_flows(port)]
         g = self.query_one("#port-streams", Grid)
+        tall = self.app.size.height >= 30
+        drop = set() if tall else TALL_ROWS | ({"spaced"} if self._flows else set())
+        self._rows = [(k, lb, v) for k, lb, v in STREAM_ROWS if k not in drop]
         g.define([(s, s) for s in self._streams] or [("-", "(sends nothing)")],
-                 [(k, label) for k, label, _ in STREAM_ROWS])  # fmt: skip
+                 [(k, label) for k, label, _ in self._rows])  # fmt: skip
         g.display = bool(self._streams) or not self._flows
         wide = g.label_width + g.col_width * len(g.columns) + 1
         g.styles.width = wide if self._flows else "1fr"  # beside the flows, or the page's
@@ -221,7 +239,7 @@ class PortScreen(ViewScreen):
     def _workers_box(self, port: str, snap: StatsSnapshot, info: int) -> None:
         """Two lines per worker, or one each where the page would not fit its terminal."""
         serving = sum(port in w.ports for w in snap.workers)
-        tables = max(len(STREAM_ROWS), len(self._flow_rows) if self._flows else 0) + 2
+        tables = max(len(self._rows), len(self._flow_rows) if self._flows else 0) + 2
         sparks = 0 if self._charts_on else 2 + bool(self._flows)
         free = self.app.size.height - 2 - info - tables - 1 - sparks
         self._compact = serving > 1 and free < 2 * serving
@@ -270,9 +288,8 @@ class PortScreen(ViewScreen):
             self._chart_window = app.window
             self._history(port, app)
 
-    @staticmethod
-    def _stream_cells(g: Grid, s: StreamStats) -> None:
-        for key, _, value in STREAM_ROWS:
+    def _stream_cells(self, g: Grid, s: StreamStats) -> None:
+        for key, _, value in self._rows:
             g.set(key, s.name, value(s))
 
     def _history(self, port: str, app: Any) -> None:

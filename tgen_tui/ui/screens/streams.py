@@ -1,5 +1,5 @@
-"""The Streams screen: per stream Tx, Rx, loss, reordering, duplicates, latency and
-jitter; ``p`` pauses the highlighted stream; every figure of it below the table.
+"""The Streams screen: per stream Tx, Rx, loss, reordering, duplicates, latency,
+jitter and spacing (the share of gaps within 10 % of the asked gap); ``p`` pauses the highlighted stream; every figure of it below the table.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription
 from tgen_tui.engine.figures import achieved_pct
 from tgen_tui.engine.flowstats import short_text
-from tgen_tui.engine.snapshot import StatsSnapshot, StreamStats
+from tgen_tui.engine.snapshot import Spacing, StatsSnapshot, StreamStats
 from tgen_tui.ui.actions import bindings
 from tgen_tui.ui.dut_counters import stream_why
 from tgen_tui.ui.screens.base import ViewScreen, narrow
@@ -36,6 +36,7 @@ STREAM_COLS = [
     ("l99", "p99", 9, True),
     ("lmax", "max", 9, False),
     ("jit", "Jitter", 9, False),
+    ("spaced", "Spaced", 8, True),  # gaps within 10 % of the asked gap (engine/spacing.py)
     ("flows", "Flows", 10, False),  # verified/sent, or L learned (engine/flowstats.py)
     ("state", "", 7, True),
 ]
@@ -102,6 +103,7 @@ class StreamsScreen(ViewScreen):
                 "l99": fmt.ns(lat.p99),
                 "lmax": fmt.ns(lat.max),
                 "jit": fmt.ns(lat.jitter),
+                "spaced": spaced_text(s.spacing),
                 "flows": short_text(s),
                 "state": Text("PAUSED", style="bold yellow") if s.paused else Text(""),
             }
@@ -143,6 +145,7 @@ class StreamsScreen(ViewScreen):
             )
             + (f"   VLAN TCI {s.vlan_tci}" if s.vlan_tci is not None else ""),
         ]
+        lines.append(spacing_line(s.spacing))
         if s.latency_note:
             lines.append(f"  note      {s.latency_note}")
         lines += stateful_lines(s)
@@ -150,6 +153,23 @@ class StreamsScreen(ViewScreen):
         if self._cells.get(("#detail", "")) != text:
             self._cells[("#detail", "")] = text
             self.query_one("#stream-detail", Static).update(text)
+
+
+def spaced_text(sp: Spacing) -> str:
+    """The share of gaps within 10 % of the asked gap: '97.1%', or '-' when not known."""
+    return "-" if sp.within_10pct is None else f"{100 * sp.within_10pct:.1f}%"
+
+
+def spacing_line(sp: Spacing) -> str:
+    """The selected stream's spacing at its receiver, in one line."""
+    if not sp.gaps:
+        return "  spacing   no gaps measured yet"
+    asked = f" of {fmt.ns(sp.asked_gap_ns)}" if sp.asked_gap_ns else " (asked gap unknown)"
+    ks = f"  KS {sp.ks:.3f} ({sp.law})" if sp.ks is not None else ""
+    return (
+        f"  spacing   {spaced_text(sp)} within 10 %{asked}  gap {fmt.ns(sp.mean_gap_ns)}"
+        f"  MAE {fmt.ns(sp.mae_ns)}  p99 {fmt.ns(sp.p99_ns)}{ks}"
+    )
 
 
 def stateful_lines(s: StreamStats) -> list[str]:
@@ -183,4 +203,4 @@ def _tester_floor() -> float | None:
     return None if e is None else float(e["p50_ns"])
 
 
-__all__ = ["STREAM_COLS", "StreamsScreen", "stateful_lines"]
+__all__ = ["STREAM_COLS", "StreamsScreen", "spaced_text", "spacing_line", "stateful_lines"]

@@ -4,6 +4,7 @@ loss ratio against load with the relevant bounds marked, from its SearchReport."
 from __future__ import annotations
 
 from tgen_tui.methodology.kit.procedure import PathFn, Table
+from tgen_tui.methodology.kit.spacing import spacing_text
 from tgen_tui.results.models import GoalResult, LadderStep, SearchReport
 from tgen_tui.results.plot import chart
 
@@ -79,6 +80,10 @@ def search_lines(report: SearchReport) -> list[str]:
     for g in report.goals:
         if not g.regular:
             out.append(f"goal {g.name}: IRREGULAR result: {g.irregular}")
+        rlb = g.relevant_lower_bound_pps
+        text = spacing_text([t for t in report.trials if rlb is not None and t.rate_pps == rlb])
+        if text:
+            out.append(f"goal {g.name}: spacing at the RLB ({_n(rlb)} fps): {text}")
     srcs = sorted({v.source for r in report.ladder for v in r.latency.values()} - {""})
     if srcs:
         out.append(f"ladder latency source: {', '.join(srcs)}")

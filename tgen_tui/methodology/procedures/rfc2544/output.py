@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from tgen_tui.methodology.kit.output import search_lines
 from tgen_tui.methodology.kit.procedure import PathFn, Table
+from tgen_tui.methodology.kit.spacing import share_pct
 from tgen_tui.methodology.kit.tables import summary_rows
 from tgen_tui.results.models import LatencyReport, LossReport, Report, ThroughputReport
 from tgen_tui.results.plot import chart
 
 US = 1000.0  # ns per us
+
+
+def spaced_row(per) -> tuple[str, list]:
+    """The share of gaps within 10 % of the asked gap over each frame size's trials."""
+    return ("spaced ±10 % (%)", [share_pct(t.trial for t in fs.trials) for fs in per])
 
 
 def throughput_tables(report: ThroughputReport) -> list[Table]:
@@ -49,6 +55,7 @@ def loss_tables(report: LossReport) -> list[Table]:
                     ("offered rate (fps)", [p.rate_pps for p in pts]),
                     ("frame loss (%)", [round(p.flr_pct, 4) for p in pts]),
                     ("valid", ["yes" if p.trial.valid else "no" for p in pts]),
+                    ("spaced ±10 % (%)", [share_pct([p.trial]) for p in pts]),
                 ],
             )
         )
@@ -77,6 +84,7 @@ def latency_tables(report: LatencyReport) -> list[Table]:
     rows = summary_rows("TL", "us", [fs.summary.get("tl_ns") for fs in per], per=US)
     rows += summary_rows("WCL", "us", [fs.summary.get("wcl_ns") for fs in per], per=US)[:3]
     rows.append(("rate (fps per direction)", [fs.rate_pps for fs in per]))
+    rows.append(spaced_row(per))
     return [("RFC 8219 latency", "frame size (B)", cols, rows)]
 
 
@@ -85,6 +93,7 @@ def pdv_tables(report: LatencyReport) -> list[Table]:
     cols = [fs.frame_size for fs in per]
     rows = summary_rows("PDV", "us", [fs.summary.get("pdv_ns") for fs in per], per=US)
     rows.append(("rate (fps per direction)", [fs.rate_pps for fs in per]))
+    rows.append(spaced_row(per))
     return [("RFC 8219 pdv", "frame size (B)", cols, rows)]
 
 
