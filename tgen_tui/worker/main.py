@@ -283,6 +283,15 @@ class Port:
             if table is not None and st.sig < table.n_streams:
                 table.begin_stream(st.sig, k if on else -k)
 
+    def publish_gaps(self) -> None:
+        """Tell the receivers the mean gap each stream now asks for (the stamp table's
+        gap_ns; 0 while paused): they measure the spacing against it."""
+        if self.w.stamps is None:
+            return
+        for st in self.streams:
+            pps = st.schedule.pps if not st.paused and st.share > 0 else 0.0
+            self.w.stamps.set_gap(st.sig, int(round(1e9 / pps)) if pps > 0 else 0)
+
     def _record_refs(self, st: TxStream, m: int, send_ns: int) -> None:
         """User-space send times of the sampled frames of a batch just sent (see ref_every)."""
         rows = np.arange((-st.sent) % st.ref_every, m, st.ref_every)
@@ -447,6 +456,7 @@ class Port:
         for st in self.streams:
             st.begin()
         self.tx_done_sent = False
+        self.publish_gaps()
         if self.responder is not None:
             self.responder.announce()
         self.ctr[C.P_STARTED_NS] = self.t0_ns
@@ -589,10 +599,12 @@ class Worker:
             if st.share > 0:  # a lane without a flow of the stream has nothing to pace
                 st.set_rate(float(msg.pps) * st.share, rel)
             self._resample(st)
+            self.ports[int(st.row[C.T_PORT])].publish_gaps()
             self.emit(P.RateSet(stream=st.index, pps=float(msg.pps), id=rid))
         elif isinstance(msg, P.Pause | P.Resume):
             st, rel = self._stream(msg.stream)
             st.set_paused(isinstance(msg, P.Pause), rel)
+            self.ports[int(st.row[C.T_PORT])].publish_gaps()
             self.emit(P.PausedEvent(stream=st.index, paused=st.paused, id=rid))
         elif isinstance(msg, P.Clear):
             self.emit(self.clear(msg, now))
