@@ -188,3 +188,21 @@ def test_due_one_matches_vector(sched):
     for i in idx[:-1]:
         assert d.due_one(i) == v[i]
     assert d.due_one(idx[-1]) == d.due(idx[-1], 1)[0]
+
+
+@pytest.mark.parametrize("idt", ["exponential", "normal"])
+def test_drawn_gaps_hold_the_mean_rate_over_every_block(idt):
+    """Each block of MEAN_BLOCK gaps sums to exactly MEAN_BLOCK mean gaps (to the tick),
+    so the mean rate of a run is the asked one, and the gaps keep their law."""
+    from tgen_tui.packets.schedule import MEAN_BLOCK, TICKS_PER_S
+
+    d = DueTimes(Schedule(pps=10000.0, idt=idt, key=7))
+    t = d.due(0, 3 * MEAN_BLOCK + 1)
+    ends = t[:: MEAN_BLOCK]  # frames 0, B, 2B, 3B
+    np.testing.assert_allclose(np.diff(ends), MEAN_BLOCK / 10000.0, atol=MEAN_BLOCK / TICKS_PER_S)
+    if idt == "exponential":
+        x = np.sort(np.diff(t)) * 10000.0  # in mean gaps
+        n = len(x)
+        law = 1.0 - np.exp(-x)
+        ks = max(np.max(np.arange(1, n + 1) / n - law), np.max(law - np.arange(n) / n))
+        assert ks < 0.02

@@ -356,6 +356,7 @@ class SimWorkers:
                     f"{pn}: simulated (--fake)" for pn in plan.ports if self.setup.ports[pn].streams
                 )
                 or None,  # a receiving worker chose no send path (as the real one)
+                pacing="qdisc" if any(self.setup.ports[pn].streams for pn in plan.ports) else None,
                 proc_cpu_pct=0.9 * self.load_pct(plan.id),
             )
             for plan in self.setup.plans
