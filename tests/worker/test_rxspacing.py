@@ -91,6 +91,14 @@ def test_duplicate_does_not_make_a_gap():
     assert r[C.R_IAT_COUNT] == 1 and r[C.R_IAT_SUM] == 990 and r[C.R_IAT_WITHIN] == 1
 
 
+def test_layout_iat_slots_are_contiguous_and_histograms_in_order():
+    # RxStats adds the five sums as one block: count, sum, asked count, |err|, within
+    five = (C.R_IAT_COUNT, C.R_IAT_SUM, C.R_IAT_ASKED_COUNT, C.R_IAT_ABS_ERR, C.R_IAT_WITHIN)
+    assert five == tuple(range(C.R_IAT_COUNT, C.R_IAT_COUNT + 5))
+    assert C.R_IAT_HIST == C.RX_FIXED and C.R_HIST == C.RX_FIXED + C.HIST_BUCKETS
+    assert C.RX_STRIDE == C.R_HIST + C.HIST_BUCKETS  # row[R_HIST:] is the latency histogram
+
+
 def test_stamp_table_gap_layout():
     a = StampTable.private(3, window=256)
     a.set_gap(2, 12345)
@@ -98,3 +106,17 @@ def test_stamp_table_gap_layout():
     assert a.gap_ns.tolist() == [0, 0, 12345]
     a.begin_stream(2, 4)
     assert a.every.tolist() == [0, 0, 4] and a.gap_ns[2] == 12345
+
+
+def test_lat_bucket_agrees_with_the_bucket_edges():
+    """lat_bucket (bit arithmetic, shared by latency and spacing) puts every value in the
+    bucket whose [edge, next edge) holds it."""
+    from tgen_tui.worker.rxstats import hist_edges_ns
+
+    rng = np.random.default_rng(3)
+    v = np.concatenate(
+        [np.arange(0, 5000), rng.integers(0, 1 << 32, 200_000), (1 << np.arange(32)) - 1]
+    )
+    want = np.searchsorted(hist_edges_ns(), v, side="right") - 1
+    assert np.array_equal(lat_bucket(v), want)
+    assert lat_bucket(np.array([-5, 1 << 40])).tolist() == [0, C.HIST_BUCKETS - 1]

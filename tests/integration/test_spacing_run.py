@@ -1,0 +1,46 @@
+"""Spacing in every run (root, a NAT lab): ``tgen run`` of lab.yaml puts each stream's
+receive spacing into the JSON result and the NDJSON samples (no timing thresholds: the
+share depends on the send path and the machine; BASELINES.md "Spacing at the wire")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.root
+
+ROOT = Path(__file__).resolve().parents[2]
+TGEN = [sys.executable, "-m", "tgen_tui"]
+KEYS = {"asked_gap_ns", "gaps", "mean_gap_ns", "mae_ns", "within_10pct", "p50_ns", "p99_ns"}
+KEYS |= {"ks", "law"}
+
+
+def test_run_result_and_ndjson_carry_spacing(nat_lab, tmp_path):
+    text = (ROOT / "profiles/lab.yaml").read_text().replace("tgen-", f"{nat_lab}-")
+    prof = tmp_path / "lab.yaml"
+    prof.write_text(text.replace("duration: 10s", "duration: 2s"))
+    out, nd = tmp_path / "r.json", tmp_path / "r.ndjson"
+    cp = subprocess.run(
+        [*TGEN, "run", str(prof), "--json", str(out), "--ndjson", str(nd), "-q", "--no-store"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert cp.returncode in (0, 1), cp.stderr
+    res = json.loads(out.read_text())
+    for name in ("up", "down"):
+        s = res["streams"][name]
+        sp = s["spacing"]
+        assert set(sp) == KEYS, sp
+        assert sp["law"] == "constant" and sp["ks"] is None
+        # every frame but the first (and one per lost or reordered frame) closes a gap
+        assert 0 < sp["gaps"] < s["rx_frames"]
+        assert sp["mean_gap_ns"] > 0 and sp["p50_ns"] <= sp["p99_ns"]
+        if sp["asked_gap_ns"] is not None:  # the sender wrote its asked gap
+            assert sp["asked_gap_ns"] == pytest.approx(1e9 / 20_000, rel=1e-3)
+            assert 0.0 <= sp["within_10pct"] <= 1.0 and sp["mae_ns"] >= 0
+    snaps = [json.loads(x) for x in nd.read_text().splitlines()]
+    live = [x for x in snaps if "seq" in x and x["streams"]["up"]["spacing"]["gaps"] > 0]
+    assert live and set(live[-1]["streams"]["up"]["spacing"]) == KEYS
