@@ -32,7 +32,7 @@ from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.spaced import qdisc_step, timer_step
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
-from tgen_tui.worker.txstamps import StampTable, sample_every, tags_at
+from tgen_tui.worker.txstamps import TAG_SEQ_BITS, TAG_SEQ_MASK, StampTable, sample_every, tags_at
 
 MAX_TURN_BATCHES = 8  # batches per stream per loop turn before rx and commands get a look
 STATS_EVERY_NS = 100_000_000  # PACKET_STATISTICS read interval
@@ -236,17 +236,11 @@ class Port:
         with netns(self.netns):  # at the streams' rate from the start (changes are cheap)
             self.pacer.set_rate(sum(p.schedule.pps for p in progs))
 
-    def set_pacer_rate(self, pps: float) -> None:
-        """The TBF follows the port's sending frame rate (a subprocess of tc when it changes)."""
-        if self.pacer is not None and pps > 0 and abs(pps - self.pacer.pps) > 1e-9 * pps:
-            with netns(self.netns):
-                self.pacer.set_rate(pps)
-
     def _follow(self, tags: np.ndarray, mono: np.ndarray, now_ns: int) -> None:
         """pacing: qdisc: the lag of the stamped frames behind their due times trims the
         TBF's rate (tgen_tui.worker.pacing.QdiscPacer.trim), every TRIM_EVERY_NS."""
-        sig = (tags >> np.uint64(40)).astype(np.int64)
-        seq = (tags & np.uint64((1 << 40) - 1)).astype(np.int64)
+        sig = (tags >> np.uint64(TAG_SEQ_BITS)).astype(np.int64)
+        seq = (tags & np.uint64(TAG_SEQ_MASK)).astype(np.int64)
         for st in self.streams:
             k = (sig == st.sig) & (seq >= st.idx_base)
             if k.any():

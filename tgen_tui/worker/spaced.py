@@ -75,8 +75,8 @@ def qdisc_step(port: Port, now_ns: int) -> tuple[int, bool]:
             buf, lens = st.builder.build(st.sent, n)
             due_s = st.t_base + st.dt.due(st.sent - st.idx_base, n)
             parts.append((st, buf, lens, due_s))
-    if port.pacer is not None:
-        port.set_pacer_rate(sending_pps(port, rel_h))
+    if port.pacer is not None:  # installed at open; a change is a line to its tc child
+        port.pacer.set_rate(sending_pps(port, rel_h))
     if parts:
         _send_merged(port, parts)
     for st in live:
