@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from tgen_tui.diagnostics import BadInput
 
 if TYPE_CHECKING:
+    from tgen_tui.engine.capture import CaptureSpec, CaptureView
     from tgen_tui.engine.snapshot import StatsSnapshot
     from tgen_tui.packets.compile import CompiledProfile
     from tgen_tui.results.models import RunResult
@@ -311,6 +312,20 @@ class EngineAPI(Protocol):
     ) -> None: ...
 
     async def reload(self, compiled: CompiledProfile) -> None: ...
+
+    async def start_capture(self, spec: CaptureSpec) -> CaptureView:
+        """Start a packet capture (engine/capture.py); BadInput for a bad spec or filter."""
+        ...
+
+    async def stop_capture(
+        self, cid: int, reason: str = "stopped", comment: str | None = None
+    ) -> CaptureView:
+        """Stop capture ``cid``; its final view (counts, file)."""
+        ...
+
+    def capture_views(self) -> list[CaptureView]:
+        """Every capture of this engine with its newest counts and last few frames."""
+        ...
 
 
 @runtime_checkable

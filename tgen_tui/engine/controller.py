@@ -33,6 +33,7 @@ import trio
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.engine.api import EngineDescription, EngineEvent, PortState
 from tgen_tui.engine.assignment import WorkerPlan
+from tgen_tui.engine.capture import Captures, CaptureSpec, CaptureView
 from tgen_tui.engine.events import EventLog
 from tgen_tui.engine.flowplan import FlowPlan
 from tgen_tui.engine.options import EngineOptions
@@ -71,6 +72,7 @@ class Engine:
         self.setup = Setup.build(compiled, options)
         self.control = PortControl(self.setup, self._log, options.drain_ms, options.stop_timeout)
         self.sampler = Sampler(self.setup, self.transport, self.control)
+        self.captures = Captures(nursery, lambda: self.setup, self.latest_snapshot)
 
     # ------------------------------------------------------------------ views of the rooms
     @property
@@ -151,6 +153,8 @@ class Engine:
                 await self.stop(running)
         with contextlib.suppress(Exception):
             await self.sampler.publish(final=True)
+        with contextlib.suppress(Exception):  # after the drain: the last frames are in
+            await self.captures.stop_all()
         self._closed = True
         await self.control.quit_workers()
         with trio.CancelScope(shield=True):  # a remote host's agent kills what is left
@@ -187,6 +191,21 @@ class Engine:
     async def clear(self, ports: list[str] | None = None, streams: list[str] | None = None) -> None:
         """Zero counters of ``ports``, of ``streams``, or of everything (both None)."""
         await self.control.clear(ports, streams, self.sampler.rebase)
+
+    # ------------------------------------------------------------------ captures
+    async def start_capture(self, spec: CaptureSpec) -> CaptureView:
+        """Start a capture (engine/capture.py): BadInput for a bad spec or filter."""
+        return await self.captures.start(spec)
+
+    async def stop_capture(
+        self, cid: int, reason: str = "stopped", comment: str | None = None
+    ) -> CaptureView:
+        """Stop capture ``cid`` (its last frames drained); its final view."""
+        return await self.captures.stop(cid, reason, comment)
+
+    def capture_views(self) -> list[CaptureView]:
+        """Every capture of this engine, newest state (counts, the last frames)."""
+        return self.captures.views()
 
     def requested_pps(self, stream_i: int) -> float:
         return self.control.requested_pps(stream_i)
