@@ -453,6 +453,6 @@ class Captures:
         out = []
         for cid in list(self._waiting):
             out.append(await self.stop(cid, reason))
-        for cid, p in list(self._procs.items()):
+        for p in list(self._procs.values()):
             out.append(await p.stop(reason, comment) if not p.done.is_set() else p.view)
         return sorted(out, key=lambda v: v.id)
