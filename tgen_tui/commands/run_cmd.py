@@ -18,6 +18,7 @@ import time
 
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.engine.cli_options import (
+    add_capture_options,
     add_cluster_option,
     add_cores_option,
     add_dut_options,
@@ -25,6 +26,7 @@ from tgen_tui.engine.cli_options import (
     add_pacing_option,
     add_preflight_option,
     add_quiet_option,
+    parse_capture_options,
     parse_cores_option,
     parse_lanes_option,
     write_json_output,
@@ -148,6 +150,7 @@ def _add_run_parser(sub: argparse._SubParsersAction, verb: str, helptext: str) -
     )
     add_preflight_option(p)
     add_quiet_option(p, "no progress line, no table, no preflight table")
+    add_capture_options(p)
     add_store_options(p)
     p.set_defaults(func=cmd_run)
 
@@ -200,6 +203,7 @@ def run_options(args: argparse.Namespace):
         preflight=args.preflight,
         quiet=args.quiet,
         store=StoreOptions.from_args(args),
+        captures=parse_capture_options(args, list(_ports(args.ports) or ())),
     )
 
 
@@ -235,6 +239,8 @@ def _finish(args: argparse.Namespace, owner, result) -> int:
     if not args.quiet:
         dest = sys.stderr if (args.ndjson == "-" or args.json == "-") else sys.stdout
         print(summary_table(result), file=dest)
+    for v in owner.record.captures:  # what each capture kept, and what it could not
+        print(f"tgen: {v.line()}", file=sys.stderr)
     if owner.record.hook_failure is not None:
         raise owner.record.hook_failure
     status = owner.status(result)

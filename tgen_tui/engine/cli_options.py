@@ -188,3 +188,107 @@ PACING_HELP = (
 def add_pacing_option(p, help: str = PACING_HELP) -> None:
     """--pacing METHOD for every port (the profile's ``ports.X.pacing``)."""
     p.add_argument("--pacing", choices=("auto", "qdisc", "timer", "burst"), help=help)
+
+
+CAPTURE_HELP = """\
+capture (tgen run, tgen tui):
+  --capture PORT[,PORT][:FILTER]   capture what the ports send and receive into -w FILE
+      (pcapng: one interface per port and direction, ns kernel stamps, a comment per
+      frame with its stream, sequence number and lane). FILTER: a tcpdump expression
+      ('udp and dst port 7', 'vlan 35', 'not arp'), or 'stream NAME', 'other' (frames
+      without a signature), 'arpnd' (ARP and Neighbour Discovery). Repeatable: with
+      several, -w cap.pcapng becomes cap-p0.pcapng, cap-p1.pcapng, ...
+  --capture-lost   keep the tx copies of exactly the frames that never arrived, with the
+      run's loss line as the file's comment (-w FILE when there is no --capture, else
+      FILE-lost.pcapng; default lost-frames.pcapng)
+  The send path is untouched: a capture is a separate tap; what it could not keep
+  (ring full, over --capture-budget) is counted in the result's "captures"."""
+
+
+def add_capture_options(p) -> None:
+    """--capture, -w, --capture-lost and the capture's bounds (parse_capture_options)."""
+    g = p.add_argument_group("capture", CAPTURE_HELP)
+    g.add_argument(
+        "--capture",
+        action="append",
+        metavar="PORT[:FILTER]",
+        help="capture PORT(s), filtered (repeatable)",
+    )
+    g.add_argument(
+        "-w", "--write", metavar="FILE", help="the capture's pcapng file (default: capture.pcapng)"
+    )
+    g.add_argument(
+        "--capture-lost", action="store_true", help="keep the tx copies of the lost frames"
+    )
+    g.add_argument(
+        "--capture-direction", choices=("both", "rx", "tx"), default="both", help="default: both"
+    )
+    g.add_argument(
+        "--capture-count",
+        type=int,
+        default=0,
+        metavar="N",
+        help="stop after N frames (default: no limit)",
+    )
+    g.add_argument(
+        "--capture-snaplen",
+        type=int,
+        default=262144,
+        metavar="BYTES",
+        help="bytes kept per frame (default: all)",
+    )
+    g.add_argument(
+        "--capture-budget",
+        type=int,
+        default=200_000,
+        metavar="FPS",
+        help="frames kept per second at most (default: 200000; 0: no limit)",
+    )
+    g.add_argument(
+        "--capture-ring",
+        type=int,
+        default=32,
+        metavar="MiB",
+        help="kernel ring per port (default: 32 MiB)",
+    )
+    g.add_argument(
+        "--capture-trigger",
+        choices=("loss",),
+        help="start capturing when a port first loses a frame",
+    )
+
+
+def parse_capture_options(args, ports: list[str]) -> tuple:
+    """The capture options as CaptureSpecs (checked later against the profile)."""
+    from tgen_tui.engine.capture import CaptureSpec, parse_capture_arg
+
+    caps = list(getattr(args, "capture", None) or [])
+    lost = bool(getattr(args, "capture_lost", False))
+    write = getattr(args, "write", None)
+    if write and not caps and not lost:
+        raise BadInput(
+            "-w/--write: nothing to capture (give --capture PORT[:FILTER] or --capture-lost)"
+        )
+    kw = dict(
+        direction=args.capture_direction,
+        count=args.capture_count,
+        snaplen=args.capture_snaplen,
+        budget_pps=args.capture_budget,
+        ring_mb=args.capture_ring,
+        trigger=args.capture_trigger,
+    )
+    base = write or "capture.pcapng"
+    stem, dot, ext = base.rpartition(".") if "." in Path(base).name else (base, "", "")
+    ext = dot + ext if dot else ".pcapng"
+    specs = []
+    for text in caps:
+        file = base if len(caps) == 1 else f"{stem}-{text.partition(':')[0].replace(',', '-')}{ext}"
+        specs.append(parse_capture_arg(text, file, **kw))
+    if len({s.file for s in specs}) < len(specs):
+        raise BadInput("--capture: two captures of the same ports; give each port once")
+    if lost:
+        file = (write if not caps else f"{stem}-lost{ext}") if write else "lost-frames.pcapng"
+        specs.append(
+            CaptureSpec(ports=tuple(ports), file=file, lost=True, ring_mb=args.capture_ring)
+        )
+    return tuple(specs)

@@ -216,6 +216,8 @@ class RunResult(Doc):
     session: dict[str, Any] | None = None  # the console's run: clears, time sending
     transport: TransportResult | None = None  # socket flows (profile transport:)
     tcp: dict[str, Any] | None = None  # tcp.handshake: the connections opened and closed
+    # --capture / --capture-lost: each capture's file, counts and what it could not keep
+    captures: list[dict[str, Any]] | None = None
 
 
 # ---------------------------------------------------------------- trials

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from tgen_tui.engine.capture import CaptureSpec
 from tgen_tui.engine.dut_events import DutEvent
 from tgen_tui.engine.options import TransportFactory
 from tgen_tui.engine.thresholds import Threshold
@@ -45,6 +46,7 @@ class RunOptions:
     test: str = "run"  # the store's test name: run (tgen run), tui (the console)
     front_end: str = "tgen run"  # what the result's session says ran it
     extra_params: Mapping[str, Any] = field(default_factory=dict)  # a verb's own options
+    captures: tuple[CaptureSpec, ...] = ()  # --capture, --capture-lost (engine/capture.py)
 
     def params(self) -> dict[str, Any]:
         """The options as the results store files them (plain, JSON-able)."""
@@ -62,6 +64,8 @@ class RunOptions:
             v = getattr(self, f.name)
             if f.name == "thresholds":
                 v = [t.text for t in v]
+            elif f.name == "captures":
+                v = [c.describe() + (" (lost)" if c.lost else "") for c in v]
             elif f.name == "dut_events":
                 v = [f"{e.at_s:g}s: {e.command}" for e in v]
             elif isinstance(v, tuple):

@@ -56,6 +56,7 @@ class RunRecord:
     dut_events: list[dict] = field(default_factory=list)
     tcp: dict | None = None
     preflight: list = field(default_factory=list)
+    captures: list = field(default_factory=list)  # the captures' final views (engine/capture.py)
     hook_failure: HookFailed | None = None  # the after_run hook's, raised once stored
 
 
@@ -92,6 +93,7 @@ class RunOwner:
             raise BadInput(
                 f"{what} needs a DUT: dut.netns in the profile, --dut-netns or --dut-ssh"
             )
+        self._check_captures()
         self.on_preflight = on_preflight
         self.record = RunRecord()
         self.signal: str | None = None  # the stop signal that ended the run
@@ -100,6 +102,23 @@ class RunOwner:
         self._interruptible: list[trio.CancelScope] = []
 
     # ------------------------------------------------------------------ checks
+    def _check_captures(self) -> None:
+        """Each --capture refused up front (BadInput): ports, streams, the filter, the file."""
+        from tgen_tui.engine.capture import check_spec
+
+        used = list(self.opts.ports or self.compiled.ports)
+        progs = [p for p in self.compiled.streams if p.port in used]
+        names = [p.name for p in progs]
+        self.captures = []
+        for spec in self.opts.captures:
+            if spec.lost and not spec.ports:  # every port that sends or receives a stream
+                seen = [x for p in progs for x in (p.port, p.rx_port) if x in used]
+                spec = replace(spec, ports=tuple(dict.fromkeys(seen)))
+                if not spec.ports:
+                    raise BadInput("--capture-lost: the run has no frame streams")
+            check_spec(spec, used, names)
+            self.captures.append(spec)
+
     def check_environment(self, needs_root: str | None = None) -> None:
         """Root, every port's namespace (EnvironmentProblem: exit 3), the --cluster option."""
         from tgen_tui.engine.cli_options import check_cluster_option, check_environment
@@ -164,11 +183,15 @@ class RunOwner:
         async with open_engine(self.compiled, self.engine_options()) as eng:
             s = Session(eng, self.opts.profile, [t.text for t in self.opts.thresholds])
             self.session = s
+            ids = [(await eng.start_capture(c)).id for c in self.captures]
             try:
                 yield s
             finally:
                 with trio.CancelScope(shield=True):
                     await s.conclude(partial=self.signal is not None)
+                    for cid in ids:  # after the drain: every frame that came is in
+                        v = await eng.stop_capture(cid, "run ended", loss_comment(s.report))
+                        self.record.captures.append(v)
 
     @contextlib.asynccontextmanager
     async def open(self) -> AsyncIterator[Session]:
@@ -274,6 +297,11 @@ class RunOwner:
             dut_events=self.record.dut_events if self.opts.dut_events else None,
             tcp=self.record.tcp,
             hooks=self.hooks.to_doc(),
+            **(
+                {"captures": [v.to_doc() for v in self.record.captures]}
+                if self.record.captures
+                else {}
+            ),
             **fields,
         )
 
@@ -298,4 +326,22 @@ class RunOwner:
         return store_result(result, self.opts.store, test=self.opts.test, params=self.opts.params())
 
 
-__all__ = ["RunOwner", "RunRecord"]
+def loss_comment(report: RunResult | None) -> str | None:
+    """The run's loss in one line, for the lost frames' capture file: per stream the
+    frames lost and the counters that explain them."""
+    if report is None:
+        return None
+    parts = []
+    for name, st in report.streams.items():
+        if not st.lost:
+            continue
+        why = ", ".join(f"{c.cause} ({c.where}): {c.frames}" for c in st.loss_causes or [])
+        unexplained = f", unexplained {st.loss_unexplained}" if st.loss_unexplained else ""
+        parts.append(
+            f"{name}: {st.lost} of {st.tx_frames} lost"
+            + (f" [{why}{unexplained}]" if why else unexplained)
+        )
+    return "tgen-tui lost frames. " + ("; ".join(parts) if parts else "the run lost no frames")
+
+
+__all__ = ["RunOwner", "RunRecord", "loss_comment"]

@@ -77,6 +77,8 @@ class CapBatch:
     stream: np.ndarray  # int64, signature stream index (lane-strided)
     seq: np.ndarray  # int64
 
+    ROWS = ("caplen", "origlen", "ts_ns", "tx", "signed", "stream", "seq")
+
     def __len__(self) -> int:
         return len(self.caplen)
 
@@ -95,6 +97,19 @@ class CapBatch:
         )
 
 
+def concat(parts: list[CapBatch]) -> CapBatch:
+    """One batch of several (the frames' bytes copied once into one buffer)."""
+    if len(parts) == 1:
+        return parts[0]
+    lens = [len(p.data) for p in parts]
+    base = np.cumsum(lens) - lens
+    return CapBatch(
+        np.concatenate([p.data for p in parts]),
+        np.concatenate([p.at + b for p, b in zip(parts, base, strict=True)]),
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in CapBatch.ROWS),
+    )
+
+
 class CaptureRing:
     """A filtered tap on ``interface`` (create it in the port's namespace)."""
 
@@ -108,8 +123,10 @@ class CaptureRing:
         frame_size: int = 2048,
         retire_ms: int = 10,
     ):
-        self.block_size = 1 << 20
-        self.block_nr = max(2, int(ring_mb))
+        # small blocks, many of them: a block retires after ``retire_ms`` however full,
+        # so the ring holds block_nr x retire_ms of traffic at low rates
+        self.block_size = 1 << 18
+        self.block_nr = max(8, int(ring_mb) * 4)
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
         try:
             self.fd = self.sock.fileno()
@@ -197,7 +214,7 @@ class CaptureRing:
         )
         return out if keep.all() else out.take(np.flatnonzero(keep))
 
-    def poll(self, max_blocks: int = 64) -> list[CapBatch]:
+    def poll(self, max_blocks: int = 256) -> list[CapBatch]:
         """Every retired block, parsed and given back to the kernel."""
         out = []
         for _ in range(max_blocks):

@@ -45,7 +45,7 @@ from tgen_tui.packets.pcapng import (
     ragged_copy,
     section_header,
 )
-from tgen_tui.worker.capring import CapBatch, CaptureRing
+from tgen_tui.worker.capring import CapBatch, CaptureRing, concat
 from tgen_tui.worker.kernel import arm_parent_death
 from tgen_tui.worker.netns import netns
 
@@ -282,7 +282,10 @@ class Capture:
     def step(self) -> int:
         got = 0
         for tap in self.taps:
-            for b in tap.ring.poll():
+            parts = tap.ring.poll()
+            if not parts:
+                continue
+            for b in [concat(parts)]:
                 if self.lost:
                     rx = b.take(np.flatnonzero(~b.tx & b.signed))
                     if len(rx):
