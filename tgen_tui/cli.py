@@ -41,6 +41,7 @@ VERB_MODULES = [
     "tgen_tui.web.cli",
     "tgen_tui.commands.calibrate_cmd",
     "tgen_tui.commands.preflight_cmd",
+    "tgen_tui.commands.capture_cmd",
     "tgen_tui.ui.cli",
 ]
 

@@ -190,3 +190,31 @@ def test_write_into_a_missing_folder_is_exit_2(tmp_path):
     prof = _profile("nolab", tmp_path)
     cp = tgen("run", str(prof), "--capture", "p1", "-w", str(tmp_path / "no" / "x.pcapng"))
     assert cp.returncode == 2 and "no such folder" in cp.stderr, cp.stderr
+
+
+def test_triggers_start_the_capture_at_the_first_loss_or_dut_event(lab, tmp_path):
+    prof = _profile(lab, tmp_path, pps=2000)
+    quiet, out = tmp_path / "quiet.pcapng", tmp_path / "q.json"
+    cp = tgen("run", str(prof), "--capture", "p1:udp", "--capture-trigger", "loss", "-w",
+              str(quiet), "-d", "500ms", "--json", str(out), "--no-store", "--quiet")  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    (c,) = json.loads(out.read_text())["captures"]
+    assert (c["state"], c["reason"], c["kept"]) == ("done", "never triggered", 0)
+    assert not quiet.exists()
+    # a --dut-event at 400 ms starts it: the first frames kept are from after it
+    ev, out2 = tmp_path / "ev.pcapng", tmp_path / "e.json"
+    cp = tgen("run", str(prof), "--capture", "p1:udp", "--capture-trigger", "dut-event",
+              "-w", str(ev), "--dut-event", "400ms: true", "--json", str(out2),
+              "--no-store", "--quiet")  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    doc = json.loads(out2.read_text())
+    (c,) = doc["captures"]
+    assert c["state"] == "done" and 0 < c["kept"] < doc["streams"]["up"]["rx_frames"]
+    first = min(int(r[0].split()[3]) for r in tshark(ev, "frame.comment") if "up" in r[0])
+    assert first > 2000 * 0.3  # nothing from before the event (at 400 ms of 2 kpps)
+
+
+def test_dut_event_trigger_without_a_dut_event_is_exit_2(tmp_path):
+    prof = _profile("nolab", tmp_path)
+    cp = tgen("run", str(prof), "--capture", "p1", "--capture-trigger", "dut-event")
+    assert cp.returncode == 2 and "no --dut-event" in cp.stderr, cp.stderr

@@ -35,7 +35,7 @@ from tgen_tui.diagnostics import BadInput, EnvironmentProblem
 
 SELECTOR_STREAM = "stream "
 DIRECTIONS = ("both", "rx", "tx")
-TRIGGERS = ("loss",)
+TRIGGERS = ("loss", "dut-event")
 DEFAULT_BUDGET_PPS = 200_000
 DEFAULT_RING_MB = 32
 
@@ -55,7 +55,8 @@ class CaptureSpec:
     budget_pps: int = DEFAULT_BUDGET_PPS  # frames kept per second at most (0: no limit)
     ring_mb: int = DEFAULT_RING_MB  # the kernel ring per port, MiB
     stop_on_full: bool = False  # stop when the ring first overflows
-    trigger: str | None = None  # loss: start when a port first loses a frame
+    trigger: str | None = None  # loss: when a port first loses a frame; dut-event: when
+    # the first --dut-event command runs
     lost: bool = False  # keep only the tx copies of the frames that never arrived
 
     @property
@@ -407,11 +408,18 @@ class Captures:
         check_spec(spec, list(setup.port_names), [p.name for p in setup.programs])
         cid = self._next
         self._next += 1
-        if spec.trigger == "loss":
+        if spec.trigger is not None:
             self._waiting[cid] = CaptureView(cid, spec, state="waiting")
-            self._nursery.start_soon(self._on_loss, cid, spec)
+            if spec.trigger == "loss":
+                self._nursery.start_soon(self._on_loss, cid, spec)
             return self._waiting[cid]
         return await self._launch(cid, spec)
+
+    async def fire(self, trigger: str) -> None:
+        """Start every capture waiting for ``trigger`` (the run owner's ``dut-event``)."""
+        for cid, v in list(self._waiting.items()):
+            if v.spec.trigger == trigger:
+                await self._launch(cid, v.spec)
 
     async def _launch(self, cid: int, spec: CaptureSpec) -> CaptureView:
         proc = CaptureProc(cid, spec, self._setup_of())
@@ -440,7 +448,8 @@ class Captures:
         self, cid: int, reason: str = "stopped", comment: str | None = None
     ) -> CaptureView:
         if cid in self._waiting:
-            self._cancel[cid].cancel()
+            if cid in self._cancel:
+                self._cancel[cid].cancel()
             v = replace(self._waiting.pop(cid), state="done", reason="never triggered")
             return v
         if cid not in self._procs:

@@ -253,8 +253,8 @@ def add_capture_options(p) -> None:
     )
     g.add_argument(
         "--capture-trigger",
-        choices=("loss",),
-        help="start capturing when a port first loses a frame",
+        choices=("loss", "dut-event"),
+        help="start capturing when a port first loses a frame (loss) or when the first --dut-event runs",
     )
 
 

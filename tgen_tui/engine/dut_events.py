@@ -66,15 +66,20 @@ def run_event(channel, command: str, t0_s: float, name: str | None = None) -> di
     return rec
 
 
-async def run_events(channel, events: list[DutEvent], t0_s: float, records: list[dict]) -> None:
+async def run_events(
+    channel, events: list[DutEvent], t0_s: float, records: list[dict], before=None
+) -> None:
     """Run ``events`` at their times (from ``t0_s``, CLOCK_MONOTONIC s), in order; append
-    each record to ``records`` as it finishes. Cancel the task to stop early."""
+    each record to ``records`` as it finishes. ``before``: awaited just before each event
+    runs (a capture's ``dut-event`` trigger). Cancel the task to stop early."""
     import trio
 
     for ev in sorted(events, key=lambda e: e.at_s):
         wait = t0_s + ev.at_s - time.monotonic()
         if wait > 0:
             await trio.sleep(wait)
+        if before is not None:
+            await before(ev)
         rec = await trio.to_thread.run_sync(run_event, channel, ev.command, t0_s, ev.name)
         rec["scheduled_s"] = ev.at_s
         records.append(rec)

@@ -116,6 +116,8 @@ class RunOwner:
                 spec = replace(spec, ports=tuple(dict.fromkeys(seen)))
                 if not spec.ports:
                     raise BadInput("--capture-lost: the run has no frame streams")
+            if spec.trigger == "dut-event" and not self.opts.dut_events:
+                raise BadInput("--capture-trigger dut-event: the run has no --dut-event")
             check_spec(spec, used, names)
             self.captures.append(spec)
 
@@ -231,7 +233,14 @@ class RunOwner:
         from tgen_tui.engine.dut_events import run_events
 
         channel = DutChannel.of(*self.dut)
-        await run_events(channel, list(self.opts.dut_events), t0, self.record.dut_events)
+        eng = self.session.engine if self.session is not None else None
+        fire = getattr(getattr(eng, "captures", None), "fire", None)
+
+        async def before(ev) -> None:  # --capture-trigger dut-event starts with the first
+            if fire is not None:
+                await fire("dut-event")
+
+        await run_events(channel, list(self.opts.dut_events), t0, self.record.dut_events, before)
 
     # ------------------------------------------------------------------ headless
     @contextlib.contextmanager

@@ -383,6 +383,12 @@ def run(cfg: dict, stdin_fd: int = 0, pending: bytes = b"") -> int:
     next_status = t0 + STATUS_S
     stop_comment = None
     buf = pending
+
+    def on_signal(signum: int, frame: object) -> None:  # a SIGTERM to the whole group
+        cap.reason = cap.reason or f"stopped by {signal.Signals(signum).name}"
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
     while not cap.reason:
         events = poller.poll(20)
         for fd, ev in events:
