@@ -42,6 +42,7 @@ VERB_MODULES = [
     "tgen_tui.commands.calibrate_cmd",
     "tgen_tui.commands.preflight_cmd",
     "tgen_tui.commands.capture_cmd",
+    "tgen_tui.commands.campaign_cmd",
     "tgen_tui.ui.cli",
 ]
 

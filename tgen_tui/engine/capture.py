@@ -295,7 +295,7 @@ class CaptureProc:
                 "bytes",
             )
         }
-        v = replace(self.view, recent=_recent(ev.get("recent") or []), **counts)
+        v = replace(self.view, recent=_recent(ev.get("recent") or []), **counts)  # type: ignore[arg-type]
         if kind == "done":
             lost = ev.get("lost_frames")
             v = replace(
