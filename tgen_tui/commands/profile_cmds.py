@@ -120,12 +120,12 @@ def _summary(profile) -> list[str]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from tgen_tui.profiles.loader import load_profile
+    from tgen_tui.profiles.loader import load_profile_checked
 
     failed = False
     for f in args.files:
         try:
-            prof = load_profile(f)
+            prof, warnings = load_profile_checked(f)
         except BadInput as e:
             failed = True
             for line in e.lines():
@@ -138,7 +138,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
             )
             for line in _summary(prof):
                 print(line)
-        for line in _lane_warnings(prof):  # never silenced, not even by --quiet
+        for w in warnings:  # never silenced, not even by --quiet
+            print(w.render(), file=sys.stderr)
+        for line in _lane_warnings(prof):
             print(f"{f}: warning: {line}", file=sys.stderr)
     return int(ExitCode.BAD_INPUT) if failed else 0
 

@@ -20,16 +20,31 @@ from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.flowprogram import FlowProgram
 from tgen_tui.packets.program import StreamProgram
 
-FLOW_FIELDS = ("ip.src", "ip.dst", "l4.src_port", "l4.dst_port")  # packets/compile.py names
+FLOW_FIELDS = (
+    "ip.src",
+    "ip.dst",
+    "l4.src_port",
+    "l4.dst_port",
+    "icmp.id",
+)  # packets/compile.py names
 
 
 def distinct_flows(p: StreamProgram) -> int:
-    """Distinct flows of a stream: the product of the spans of its varying address fields."""
-    n = 1
+    """Distinct flows of a stream, as its field program emits them: the inc/dec address
+    and port fields (period span / gcd(step, span)) and the unique group repeat together
+    after the least common multiple of their periods; a random field multiplies by its
+    span (the model's Stream.distinct_flows, from the program)."""
+    period, unique, drawn = 1, 1, 1
     for f in p.fields:
-        if f.mode != "fixed" and f.name in FLOW_FIELDS:
-            n *= f.span
-    return n
+        if f.name not in FLOW_FIELDS or f.mode == "fixed" or f.span <= 1:
+            continue
+        if f.mode == "unique":
+            unique *= f.span
+        elif f.mode in ("inc", "dec"):
+            period = math.lcm(period, f.span // math.gcd(f.step % f.span, f.span))
+        else:  # random, or a learned table's column
+            drawn *= f.span
+    return math.lcm(period, unique) * drawn
 
 
 def resolve_rate(rate: str | float, mean_bytes: float, speed: float, target: str) -> float:

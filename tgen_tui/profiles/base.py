@@ -12,6 +12,16 @@ from tgen_tui.profiles.units import parse_duration
 Seconds = Annotated[float, BeforeValidator(parse_duration), Field(ge=0)]
 
 
+def check_netns_name(v: object) -> object:
+    """A network namespace name (a file in /run/netns): no '/', not . or .., no NUL."""
+    if isinstance(v, str) and ("/" in v or "\0" in v or v in ("", ".", "..")):
+        raise ValueError(f"{v!r} is not a network namespace name (a name in /run/netns)")
+    return v
+
+
+NetnsName = Annotated[str, BeforeValidator(check_netns_name)]
+
+
 class Strict(BaseModel):
     """Base: unknown keys are errors; values are validated on assignment (editor)."""
 
@@ -35,4 +45,4 @@ class Schedule(Strict):
         return self
 
 
-__all__ = ["Schedule", "Seconds", "Strict"]
+__all__ = ["NetnsName", "Schedule", "Seconds", "Strict", "check_netns_name"]

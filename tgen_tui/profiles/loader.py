@@ -529,3 +529,23 @@ def read_bounded(path: str | Path, limit: int = MAX_PROFILE_BYTES) -> str:
 def load_profile(path: str | Path) -> Profile:
     """Load a profile file. Unreadable files are bad input (exit 2) too."""
     return load_profile_text(read_bounded(path), str(path))
+
+
+def load_profile_checked(path: str | Path) -> tuple[Profile, list[Problem]]:
+    """Load a profile file and its warnings (:mod:`tgen_tui.profiles.lint`), each
+    positioned like an error, its message starting ``warning:``."""
+    from tgen_tui.profiles.lint import profile_warnings
+
+    text, name = read_bounded(path), str(path)
+    prof = load_profile_text(text, name)
+    found = profile_warnings(prof)
+    if not found:
+        return prof, []
+    tree = parse_yaml(text, name)
+    out = []
+    for w in found:
+        m = _PATH_IN_MSG.match(w)
+        loc, msg = (_path_loc(m.group(1)), m.group(2)) if m else ((), w)
+        line, col, field = _pos_of(tree, loc)
+        out.append(Problem(name, line, col, field, f"warning: {msg}"))
+    return prof, out

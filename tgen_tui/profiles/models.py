@@ -11,6 +11,7 @@ line rate, address families) live here too; the loader turns their errors into
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from typing import Annotated, Any, Literal
 
@@ -23,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from tgen_tui.profiles.base import Schedule, Seconds, Strict
+from tgen_tui.profiles.base import NetnsName, Schedule, Seconds, Strict
 from tgen_tui.profiles.transport import TransportHost, TransportStream, check_transport
 from tgen_tui.profiles.units import (
     line_rate_fps,
@@ -46,6 +47,15 @@ MIN_FRAME = 64
 
 
 # --------------------------------------------------------------------------- ranges
+def check_step(step: int, span: int, mode: str, what: str) -> None:
+    """A step larger than the range it steps over is a typo (and would not fit the
+    field program's 64-bit arithmetic): ValueError naming ``step``."""
+    if step > span and (mode in ("inc", "dec") or step >= 1 << 64):
+        raise ValueError(
+            f"step: {step} is larger than the range {what} ({span:,} values): give 1 to {span:,}"
+        )
+
+
 def _scalar_to_range(v: Any) -> Any:
     """``7`` or ``"198.18.0.1"`` means a fixed value: {min: v, max: v, mode: fixed}."""
     if isinstance(v, dict):
@@ -73,7 +83,18 @@ class _RangeRules(Strict):
             raise ValueError(
                 "mode fixed needs min == max (or a single value); use inc, dec, random or unique"
             )
+        check_step(self.step, self.span, self.mode, f"{self.min}..{self.max}")
         return self
+
+    @property
+    def period(self) -> int | None:
+        """Frames after which the field's value repeats (inc/dec: span / gcd(step, span));
+        None for random and unique (drawn, or a permutation shared by the unique fields)."""
+        if self.mode == "fixed" or self.span == 1:
+            return 1
+        if self.mode in ("inc", "dec"):
+            return self.span // math.gcd(self.step % self.span, self.span)
+        return None
 
     def _ints(self) -> tuple[int, int]:
         return int(self.min), int(self.max)
@@ -277,6 +298,7 @@ class RangeSize(Strict):
     def _order(self):
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) must be ≤ max ({self.max})")
+        check_step(self.step, self.max - self.min + 1, self.mode, f"{self.min}..{self.max}")
         return self
 
 
@@ -285,9 +307,20 @@ class ImixEntry(Strict):
     weight: int = Field(ge=1, le=1000)
 
 
+def _imix_preset(v: Any) -> Any:
+    if isinstance(v, str) and v not in IMIX_PRESETS:
+        raise ValueError(
+            f"{v!r} is not an IMIX preset: give {' or '.join(IMIX_PRESETS)}, or a list of "
+            "{size, weight}, e.g. [{size: 64, weight: 7}, {size: 1518, weight: 1}]"
+        )
+    return v
+
+
 class ImixSize(Strict):
-    imix: Literal["classic", "ipv6"] | list[ImixEntry] = Field(
-        description="A preset name (classic = 64/594/1518 at 7:4:1) or a list of {size, weight}"
+    imix: Annotated[Literal["classic", "ipv6"] | list[ImixEntry], BeforeValidator(_imix_preset)] = (
+        Field(
+            description="A preset name (classic = 64/594/1518 at 7:4:1) or a list of {size, weight}"
+        )
     )
 
     @property
@@ -599,18 +632,35 @@ class Stream(Strict):
             cands.append(self.icmp.id)
         return [r for r in cands if r.mode == "unique"]
 
-    def distinct_flows(self) -> int:
-        """Distinct 5-tuples the stream cycles through (product of all varying address/port spans)."""
-        n = 1
+    def flow_ranges(self) -> list[tuple[str, Any]]:
+        """The (path, range) of every address, port and ICMP id field of the stream."""
+        out: list[tuple[str, Any]] = []
+        l3name = "ipv4" if self.ipv4 is not None else "ipv6"
         l3 = self.ipv4 or self.ipv6
         if l3 is not None:
-            n *= l3.src.span * l3.dst.span
+            out += [(f"{l3name}.src", l3.src), (f"{l3name}.dst", l3.dst)]
+        l4name = "udp" if self.udp is not None else "tcp"
         l4 = self.udp or self.tcp
         if l4 is not None:
-            n *= l4.src_port.span * l4.dst_port.span
+            out += [(f"{l4name}.src_port", l4.src_port), (f"{l4name}.dst_port", l4.dst_port)]
         if self.icmp is not None:
-            n *= self.icmp.id.span
-        return n
+            out.append(("icmp.id", self.icmp.id))
+        return out
+
+    def distinct_flows(self) -> int:
+        """Distinct tuples the stream sends, as its field program emits them: the inc/dec
+        fields (each of period span / gcd(step, span)) and the unique group (one
+        permutation of its product) repeat together after the least common multiple of
+        their periods; each random field multiplies by its span (it draws from all of it)."""
+        period, unique, drawn = 1, 1, 1
+        for _, r in self.flow_ranges():
+            if r.mode == "unique":
+                unique *= r.span
+            elif r.mode == "random":
+                drawn *= r.span
+            else:
+                period = math.lcm(period, r.period or 1)
+        return math.lcm(period, unique) * drawn
 
 
 def _iface(cls: type, example: str) -> Any:
@@ -631,13 +681,34 @@ _iface_v4 = _iface(ipaddress.IPv4Interface, "198.18.0.2/24")
 _iface_v6 = _iface(ipaddress.IPv6Interface, "2001:2::2/64")
 
 
+IFNAMSIZ = 16  # the kernel's interface name buffer: 15 bytes and the NUL
+
+
+def check_ifname(v: Any) -> Any:
+    """A Linux interface name: 1 to 15 bytes (UTF-8), no '/', ':' or whitespace, not . or .."""
+    if not isinstance(v, str):
+        return v
+    n = len(v.encode("utf-8", "surrogatepass"))
+    if n >= IFNAMSIZ:
+        raise ValueError(
+            f"{v!r} is {n} bytes; Linux interface names are at most {IFNAMSIZ - 1} bytes (UTF-8)"
+        )
+    bad = sorted({c for c in v if c in "/:" or c.isspace()})
+    if bad or v in (".", ".."):
+        shown = ", ".join(repr(c) for c in bad) if bad else repr(v)
+        raise ValueError(f"{v!r}: an interface name may not contain {shown}")
+    return v
+
+
 class Port(Strict):
     """A tester port: a Linux interface, optionally inside a network namespace."""
 
-    interface: str = Field(
-        min_length=1, max_length=15, description="Interface name, e.g. p0 or eth1"
+    interface: Annotated[str, BeforeValidator(check_ifname)] = Field(
+        min_length=1,
+        max_length=15,
+        description="Interface name, e.g. p0 or eth1 (at most 15 bytes)",
     )
-    netns: str | None = Field(
+    netns: NetnsName | None = Field(
         None, description="Network namespace holding the interface (the lab's is tgen-tester)"
     )
     speed: BitRate = Field(
@@ -696,6 +767,24 @@ class Port(Strict):
 
     @model_validator(mode="after")
     def _gateways(self):
+        own4 = self.ipv4
+        if own4 is not None and own4.network.prefixlen <= 30:
+            net = own4.network
+            for special, what in (
+                (net.network_address, "network"),
+                (net.broadcast_address, "broadcast"),
+            ):
+                if own4.ip == special:
+                    host = ipaddress.IPv4Address(int(net.network_address) + 2)
+                    raise ValueError(
+                        f"ipv4: {own4} is the {what} address of {net}: give the port a host "
+                        f"address, e.g. {host}/{net.prefixlen}"
+                    )
+                if self.gateway == special:
+                    raise ValueError(
+                        f"gateway: {self.gateway} is the {what} address of {net}, not a host: "
+                        "give the DUT's address"
+                    )
         for gw, own, name, own_name in (
             (self.gateway, self.ipv4, "gateway", "ipv4"),
             (self.gateway6, self.ipv6, "gateway6", "ipv6"),
@@ -749,7 +838,9 @@ class DutHooks(Strict):
 class Dut(Strict):
     """How to probe the device under test's conntrack table during a run."""
 
-    netns: str | None = Field(None, description="DUT network namespace (the lab's is tgen-dut)")
+    netns: NetnsName | None = Field(
+        None, description="DUT network namespace (the lab's is tgen-dut)"
+    )
     ssh: str | None = Field(
         None, description="Command prefix to reach a remote DUT, e.g. 'ssh root@dut'"
     )

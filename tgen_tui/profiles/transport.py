@@ -14,13 +14,16 @@ makes one namespace per side: ``tgen lab status`` lists them as transport hosts)
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import os
 import re
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from tgen_tui.profiles.base import Schedule, Strict
+from tgen_tui.profiles.base import NetnsName, Schedule, Strict
 from tgen_tui.profiles.units import parse_bitrate
 
 BitRate = Annotated[float, BeforeValidator(parse_bitrate), Field(ge=1.0)]
@@ -33,7 +36,9 @@ MAX_MESSAGE = 1 << 20
 class TransportHost(Strict):
     """Where a tester port's kernel sockets live, and their address."""
 
-    netns: str | None = Field(None, description="Namespace of the sockets (the lab's: tgen-h0)")
+    netns: NetnsName | None = Field(
+        None, description="Namespace of the sockets (the lab's: tgen-h0)"
+    )
     ipv4: str = Field(description="Address to bind, e.g. 198.18.100.2")
 
     @field_validator("ipv4")
@@ -75,6 +80,18 @@ class TransportStream(Strict):
     def _rules(self):
         if not _CC.match(self.cc):
             raise ValueError(f"cc: {self.cc!r} is not a congestion control name")
+        if self.protocol == "tcp":
+            offered = kernel_congestion_controls()
+            if offered and self.cc not in offered and not _cc_module_exists(self.cc):
+                raise ValueError(
+                    f"cc: {self.cc!r} is not offered by this kernel (it has: "
+                    f"{', '.join(offered)}; no tcp_{self.cc} module to load)"
+                )
+        if self.dst_port is not None and self.dst_port + self.parallel - 1 > 65535:
+            raise ValueError(
+                f"dst_port: {self.parallel} parallel flows from {self.dst_port} run past 65535 "
+                f"(flow k uses dst_port + k): give dst_port ≤ {65536 - self.parallel}"
+            )
         if self.protocol == "udp" and self.rate is None:
             raise ValueError("rate: a UDP transport stream needs a rate, e.g. rate: 2M")
         if self.protocol == "tcp" and self.rate is not None:
@@ -84,6 +101,29 @@ class TransportStream(Strict):
     @property
     def message_bytes(self) -> int:
         return self.message or (131072 if self.protocol == "tcp" else 1400)
+
+
+CC_AVAILABLE = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+
+@functools.lru_cache(maxsize=1)
+def kernel_congestion_controls() -> tuple[str, ...]:
+    """The congestion controls this kernel has loaded (empty where it cannot be read)."""
+    try:
+        with open(CC_AVAILABLE, encoding="ascii") as f:
+            return tuple(f.read().split())
+    except OSError:
+        return ()
+
+
+@functools.lru_cache(maxsize=16)
+def _cc_module_exists(name: str) -> bool:
+    """True when the kernel could load ``tcp_NAME`` on demand (a module of this release)."""
+    base = Path("/lib/modules") / os.uname().release / "kernel" / "net" / "ipv4"
+    try:
+        return any(base.glob(f"tcp_{name}.ko*"))
+    except OSError:
+        return False
 
 
 def check_transport(profile) -> list[str]:
