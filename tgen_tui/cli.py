@@ -43,6 +43,7 @@ VERB_MODULES = [
     "tgen_tui.commands.preflight_cmd",
     "tgen_tui.commands.capture_cmd",
     "tgen_tui.commands.campaign_cmd",
+    "tgen_tui.commands.dut_cmd",
     "tgen_tui.ui.cli",
 ]
 

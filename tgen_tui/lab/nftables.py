@@ -57,42 +57,20 @@ def ruleset(
     filter_rules: int = 0,
     nat_ports: str = "preserve",
 ) -> str:
-    """The complete ``nft -f`` text that replaces the lab's table atomically."""
-    t = NFT_TABLE
-    lines = [
-        f"table ip {t}",  # make sure it exists so that the delete below cannot fail
-        f"delete table ip {t}",
-        f"table ip {t} {{",
-        "  chain fwd_drop {",
-        "    type filter hook forward priority -10; policy accept;",
-    ]
-    k = drop_threshold(drop_percent)
-    if k > 0:
-        lines.append(f"    numgen random mod 10000 < {k} counter drop")
-    if rate_limit_pps:
-        lines.append(
-            f"    limit rate over {rate_limit_pps}/second burst {rate_burst(rate_limit_pps)}"
-            " packets counter drop"
-        )
-    if ct_limit:
-        lines.append(f"    ct state new ct count over {ct_limit} counter drop")
-    lines += [
-        "  }",
-        "  chain fwd_filter {",
-        "    type filter hook forward priority 0; policy accept;",
-    ]
-    lines.extend("    " + filter_rule(i) for i in range(filter_rules))
-    lines += [
-        "    accept",
-        "  }",
-        "  chain nat_post {",
-        "    type nat hook postrouting priority 100; policy accept;",
-        f'    oifname "{D1}" snat to {D1_IP}' + (" fully-random" if nat_ports == "random" else ""),
-        "  }",
-        "}",
-        "",
-    ]
-    return "\n".join(lines)
+    """The complete ``nft -f`` text that replaces the lab's table atomically: the DUT
+    configuration generator's NAT44 (``tgen dut config``), with the lab's names."""
+    from tgen_tui.dut.config import nft_nat44
+
+    return nft_nat44(
+        table=NFT_TABLE,
+        outside_if=D1,
+        public_ip=D1_IP,
+        fully_random=nat_ports == "random",
+        drop_percent=drop_percent,
+        rate_limit_pps=rate_limit_pps,
+        ct_limit=ct_limit,
+        filter_rules=[filter_rule(i) for i in range(filter_rules)],
+    )
 
 
 def apply(netns: str, text: str) -> None:
