@@ -75,3 +75,38 @@ def report(err: TgenError, stream=None) -> int:
     else:
         print(f"tgen: error: {err}", file=out)
     return int(err.code)
+
+
+def check_output_file(path: str | None, option: str) -> None:
+    """Refuse an output path before anything runs (BadInput, exit 2): a directory, a
+    folder that does not exist or is not writable, a file that cannot be written, and
+    /dev/full (every write fails). None and ``-`` (stdout) pass; so do /dev/null, a
+    named pipe and a terminal, which take what is written."""
+    import os
+    import stat
+
+    if path is None or path == "-":
+        return
+    if not path:
+        raise BadInput(f"{option}: give a file name (or - for stdout)")
+    where = f"{option} {path}"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise BadInput(f"{where}: {e.strerror or e}") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise BadInput(f"{where}: is a directory; give a file name in it")
+        if stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 7):
+            raise BadInput(f"{where}: every write to /dev/full fails (no space left)")
+        if not os.access(path, os.W_OK):
+            raise BadInput(f"{where}: not writable")
+        return
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        missing = os.path.dirname(path) or parent
+        raise BadInput(f"{where}: the folder {missing} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInput(f"{where}: the folder {os.path.dirname(path) or '.'} is not writable")

@@ -101,8 +101,14 @@ def _check(a: argparse.Namespace) -> None:
         raise TgenError("--netns needs --interface")
     if a.cpu is not None and a.cpu not in os.sched_getaffinity(0):
         raise TgenError(f"--cpu {a.cpu} is not an allowed CPU ({sorted(os.sched_getaffinity(0))})")
+    if a.netns and ("/" in a.netns or a.netns in (".", "..")):
+        raise TgenError(f"--netns {a.netns!r}: not a network namespace name (a name in /run/netns)")
     if os.geteuid() != 0:
         raise EnvironmentProblem("tgen calibrate needs root (network namespaces, AF_PACKET)")
+    if a.netns and not os.path.exists(f"/run/netns/{a.netns}"):
+        raise EnvironmentProblem(
+            f"--netns {a.netns}: network namespace {a.netns!r} does not exist (ip netns list)"
+        )
 
 
 def table(entry: dict) -> str:

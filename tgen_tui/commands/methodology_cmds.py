@@ -15,7 +15,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from tgen_tui.diagnostics import BadInput, ExitCode
+from tgen_tui.diagnostics import BadInput, ExitCode, check_output_file
 from tgen_tui.engine.cli_options import (
     add_cluster_option,
     add_cores_option,
@@ -23,6 +23,7 @@ from tgen_tui.engine.cli_options import (
     add_pacing_option,
     add_preflight_option,
     add_quiet_option,
+    check_dut_ssh,
     parse_cores_option,
     write_json_output,
 )
@@ -494,6 +495,12 @@ def params_from_args(args: argparse.Namespace) -> Params:
     return p
 
 
+def _retries(n: int) -> int:
+    if n < 0:
+        raise BadInput(f"--retries: {n}: give 0 (no re-runs) or more")
+    return n
+
+
 def _trial_params(args: argparse.Namespace) -> Params:
     """The options every verb has: trial lengths, repeats, rates, validity, the DUT."""
     from tgen_tui.methodology.kit.params import Params
@@ -508,6 +515,10 @@ def _trial_params(args: argparse.Namespace) -> Params:
         raise BadInput("--repeats must be at least 1")
     if not (0 <= args.tolerance < 1):
         raise BadInput("--tolerance must be in [0, 1)")
+    check_dut_ssh(args.dut_ssh)
+    for opt in ("json", "ndjson", "md", "csv"):
+        check_output_file(getattr(args, opt, None), f"--{opt}")
+    _check_plots_dir(getattr(args, "plots", None))
     return Params(
         profile=args.profile,
         duration_s=_dur(duration, "--duration"),
@@ -526,7 +537,7 @@ def _trial_params(args: argparse.Namespace) -> Params:
         tolerance=args.tolerance,
         early_stop=args.early_stop,
         max_late_s=_dur(args.max_late, "--max-late"),
-        retries=max(0, args.retries),
+        retries=_retries(args.retries),
         quick=args.quick,
         rate=_count(args.rate, "--rate"),
         delay_s=_dur(delay, "--delay"),
@@ -546,12 +557,40 @@ def _stateful_params(p: Params, args: argparse.Namespace) -> None:
     p.t_ms = _dur(args.t, "-T") * 1000
     p.d_ms = _dur(args.dd, "-D") * 1000 if args.dd else None
     p.alpha, p.beta, p.gamma = args.alpha, args.beta, args.gamma
+    if not (p.alpha > 0 and math.isfinite(p.alpha)):
+        raise BadInput(f"--alpha: {args.alpha:g}: the phase-2 rate factor must be > 0")
+    if p.d_ms is not None and p.d_ms <= p.t_ms:
+        raise BadInput(
+            f"-D {args.dd}: phase 2 starts after phase 1 has ended, at least 1000 x N/R + T "
+            f"ms after it began: give more than -T ({p.t_ms:g} ms)"
+        )
     p.e = _whole(args.e, "-E")
     p.c0 = _whole(args.c0, "--c0")
     p.phase2, p.responder_order = args.phase2, args.responder_order
     p.proto, p.tcp_teardown = args.proto, args.tcp_teardown
     if not (0 < p.beta < 1 and 0 < p.gamma < 1):
         raise BadInput("--beta and --gamma must be between 0 and 1")
+
+
+def _check_plots_dir(path: str | None) -> None:
+    """--plots DIR: a folder, or one that can be made (its nearest existing parent is
+    a writable folder)."""
+    if not path:
+        return
+    p = os.path.abspath(path)
+    if os.path.exists(p):
+        if not os.path.isdir(p):
+            raise BadInput(f"--plots {path}: not a folder")
+        if not os.access(p, os.W_OK | os.X_OK):
+            raise BadInput(f"--plots {path}: the folder is not writable")
+        return
+    parent = os.path.dirname(p)
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise BadInput(
+            f"--plots {path}: cannot make the folder ({parent} is not a writable folder)"
+        )
 
 
 def _whole(text: str, what: str) -> int:
@@ -632,13 +671,37 @@ def run_procedure(args: argparse.Namespace, test: str, params, **body) -> int:
     signals), the procedure (with ``body`` in its state), the report, the exit code."""
     from tgen_tui.methodology.kit.state import RunState
 
+    owner = method_owner(args, test, params)  # the profile, the DUT: bad input first
+    check_runnable(owner.profile, test, body)
     _need_root(f"tgen {test.replace('-', ' ')}")
-    owner = method_owner(args, test, params)
     state = RunState(test=test, params=params)
     state.body.update(body)
     report = _execute(owner, state, args)
     _finish(args, report, state)
     return _exit(owner)
+
+
+def check_runnable(profile, test: str, body: dict) -> None:
+    """BadInput for a profile the test cannot run, before root or the lab is looked at:
+    a procedure searches the rate of frame streams, so a profile of only ``transport:``
+    flows (kernel sockets) has nothing to search; a sweep's largest session count must
+    fit the Initiator's port space."""
+    verb = f"tgen {test.replace('-', ' ')}"
+    if not any(s.enabled for s in profile.streams):
+        what = (
+            "only transport: flows (kernel TCP/UDP sockets), no frame streams"
+            if profile.transport
+            else "no enabled frame stream"
+        )
+        raise BadInput(
+            f"{profile.name}: {what}: {verb} measures frame streams (run socket flows "
+            "with tgen run)"
+        )
+    sessions = body.get("sessions")
+    if sessions:
+        from tgen_tui.methodology.procedures.sweep.sessions import with_sessions
+
+        with_sessions(profile, max(sessions))
 
 
 def _need_root(what: str) -> None:

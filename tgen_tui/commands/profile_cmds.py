@@ -7,7 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from tgen_tui.diagnostics import BadInput, ExitCode
+from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode, check_output_file
+
+#: frames per stream tgen pcap writes at most, and frames in all
+MAX_PCAP_COUNT = 1_000_000
+MAX_PCAP_FRAMES = 10_000_000
+SCHEMA_DEFAULT = "profiles/schema.json"
 
 VALIDATE_EPILOG = """\
 Each problem is printed once as  FILE:LINE:COL: FIELD: MESSAGE  and the exit code is 2.
@@ -62,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--output",
         "-o",
-        default="profiles/schema.json",
+        default=SCHEMA_DEFAULT,
         help="file to write, or - for stdout (default: %(default)s)",
     )
     p.set_defaults(func=cmd_schema)
@@ -76,7 +81,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("profile", metavar="PROFILE")
     p.add_argument(
-        "--count", "-c", type=int, default=100, help="frames per stream (default: %(default)s)"
+        "--count",
+        "-c",
+        type=int,
+        default=100,
+        help=f"frames per stream (default: %(default)s; at most {MAX_PCAP_COUNT:,}, and "
+        f"{MAX_PCAP_FRAMES:,} in all)",
     )
     p.add_argument("--output", "-o", required=True, metavar="FILE", help="pcap file to write")
     p.add_argument("--streams", help="comma-separated stream names (default: all enabled)")
@@ -93,14 +103,28 @@ def schema_json() -> str:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    if args.output == SCHEMA_DEFAULT:  # the repository's file: its folder is made
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+    check_output_file(args.output, "--output")
     text = schema_json()
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(text, encoding="utf-8")
+        _write(args.output, lambda: Path(args.output).write_text(text, encoding="utf-8"))
         print(f"wrote {args.output}", file=sys.stderr)
     return 0
+
+
+def _write(path: str, write) -> int:
+    """``write()`` to ``path``; a failed write (a full disk) is one line, exit 3, and
+    leaves no partial regular file behind."""
+    try:
+        return write()
+    except OSError as e:
+        p = Path(path)
+        if p.is_file():
+            p.unlink(missing_ok=True)
+        raise EnvironmentProblem(f"{path}: {e.strerror or e}") from None
 
 
 def _summary(profile) -> list[str]:
@@ -161,8 +185,9 @@ def cmd_pcap(args: argparse.Namespace) -> int:
     from tgen_tui.packets.pcap import iter_scheduled_frames, write_pcap
     from tgen_tui.profiles.loader import load_profile
 
-    if args.count < 1:
-        raise BadInput("--count must be ≥ 1")
+    if not 1 <= args.count <= MAX_PCAP_COUNT:
+        raise BadInput(f"--count: {args.count:,}: give 1 to {MAX_PCAP_COUNT:,} frames per stream")
+    check_output_file(args.output, "--output")
     prof = load_profile(args.profile)
     if not prof.streams and prof.transport:
         raise BadInput(
@@ -178,6 +203,13 @@ def cmd_pcap(args: argparse.Namespace) -> int:
                 f"--streams: unknown stream(s) {', '.join(unknown)} (have: {', '.join(compiled.all_stream_names)})"
             )
         streams = [s for s in streams if s.name in want]
-    n = write_pcap(args.output, iter_scheduled_frames(streams, args.count))
+    if args.count * len(streams) > MAX_PCAP_FRAMES:
+        raise BadInput(
+            f"--count: {args.count:,} frames of {len(streams)} streams is more than "
+            f"{MAX_PCAP_FRAMES:,} frames in all: lower --count or pick --streams"
+        )
+    n = _write(
+        args.output, lambda: write_pcap(args.output, iter_scheduled_frames(streams, args.count))
+    )
     print(f"wrote {n} frames from {len(streams)} streams to {args.output}", file=sys.stderr)
     return 0

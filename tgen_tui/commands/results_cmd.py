@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from tgen_tui import fmt
-from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode
+from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode, check_output_file
 from tgen_tui.results import analysis as A
 from tgen_tui.results import metrics as M
 from tgen_tui.results import plot, store
@@ -334,7 +334,14 @@ def _filtered_runs(conn, args: argparse.Namespace, **kw) -> list[dict]:
     )
 
 
+def _at_least(value, least, option: str, what: str) -> None:
+    """BadInput naming ``option`` when ``value`` is below ``least`` (or not a number)."""
+    if not (value >= least):  # NaN too
+        raise _bad(f"{option}: {value:g}: {what}")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    _at_least(args.limit, 0, "--limit", "give 0 (every run) or more")
     conn = _open(args)
     runs = _filtered_runs(conn, args, limit=args.limit or None)
     for r in runs:
@@ -452,6 +459,7 @@ def _side(
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    _at_least(args.spread_factor, 0, "--spread-factor", "give a factor of 0 or more, e.g. 3")
     conn = _open(args)
     a_ids, a_desc, a_run = _side(conn, args.a, args)
     b_ids, b_desc, b_run = _side(conn, args.b, args)
@@ -545,6 +553,9 @@ def _context(conn, args, run_filter: dict) -> dict:
 
 
 def cmd_trend(args: argparse.Namespace) -> int:
+    _at_least(args.height, 3, "--height", "give 3 rows or more")
+    _at_least(args.last, 0, "--last", "give 0 (every build) or more")
+    check_output_file(args.output, "--output")
     conn = _open(args)
     if args.metric not in M.CATALOGUE:
         known = {
@@ -709,6 +720,7 @@ def _print_verdict(head: str, verdict) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    check_output_file(args.output, "--output")
     conn = _open(args)
     runs = _filtered_runs(conn, args, newest_first=False)
     out = open(args.output, "w", newline="") if args.output else sys.stdout  # noqa: SIM115

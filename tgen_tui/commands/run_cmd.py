@@ -16,7 +16,7 @@ import math
 import sys
 import time
 
-from tgen_tui.diagnostics import BadInput
+from tgen_tui.diagnostics import BadInput, check_output_file
 from tgen_tui.engine.cli_options import (
     add_capture_options,
     add_cluster_option,
@@ -26,6 +26,7 @@ from tgen_tui.engine.cli_options import (
     add_pacing_option,
     add_preflight_option,
     add_quiet_option,
+    check_dut_ssh,
     parse_capture_options,
     parse_cores_option,
     parse_lanes_option,
@@ -177,6 +178,15 @@ def run_options(args: argparse.Namespace):
     interval = _seconds(args.interval, "--interval")
     if interval <= 0:
         raise BadInput("--interval must be > 0")
+    duration = _seconds(args.duration, "--duration") if args.duration is not None else None
+    if duration is not None and duration <= 0:
+        raise BadInput(f"tgen run: --duration {args.duration}: must be > 0 (e.g. 10s)")
+    for text in args.fail_on or ():
+        if not any(part.strip() for part in text.split(",")):
+            raise BadInput("--fail-on: empty: give METRIC OP VALUE, e.g. 'loss>0.1%'")
+    check_dut_ssh(args.dut_ssh)
+    check_output_file(args.json, "--json")
+    check_output_file(args.ndjson, "--ndjson")
     transport = None
     if args.cluster:  # the engine reaches other hosts through the cluster's transport
         from tgen_tui.cluster.transport import cluster_transport
@@ -185,7 +195,7 @@ def run_options(args: argparse.Namespace):
     cores = parse_cores_option(args.cores)
     return RunOptions(
         profile=args.profile,
-        duration_s=_seconds(args.duration, "--duration") if args.duration is not None else None,
+        duration_s=duration,
         ports=_ports(args.ports),
         cores=tuple(cores) if cores else None,
         lanes=parse_lanes_option(args.lanes),

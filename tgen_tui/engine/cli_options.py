@@ -33,7 +33,10 @@ def parse_cores_option(text: str | None) -> list[int] | None:
     try:
         return parse_cores(text)
     except ValueError as e:
-        raise BadInput(f"--cores: {e}") from None
+        why = str(e)
+        if "invalid literal" in why:  # int() on a word: say what a core list looks like
+            why = "give core numbers and ranges, e.g. 1, 1-3 or 0,2-3"
+        raise BadInput(f"--cores: {text!r}: {why}") from None
 
 
 LANES_HELP = (
@@ -67,13 +70,31 @@ def add_dut_options(p, *, netns_help: str = DUT_NETNS_HELP, ssh_help: str = DUT_
     p.add_argument("--dut-ssh", help=ssh_help)
 
 
+def check_dut_ssh(text: str | None, option: str = "--dut-ssh") -> None:
+    """--dut-ssh: a command prefix that splits into words (shell quoting), e.g. 'ssh root@dut'."""
+    if text is None:
+        return
+    import shlex
+
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise BadInput(f"{option} {text!r}: {str(e).lower()} (e.g. 'ssh root@dut')") from None
+    if not words:
+        raise BadInput(f"{option}: give a command prefix, e.g. 'ssh root@dut'")
+
+
 def write_json_output(dest: str, doc: dict) -> None:
-    """A --json FILE option's output: ``doc`` indented, to that file or to stdout for ``-``."""
+    """A --json FILE option's output: ``doc`` indented, to that file or to stdout for ``-``.
+    A file that cannot be written (a full disk) is one line, exit 3."""
     body = json.dumps(doc, indent=2, default=str) + "\n"
     if dest == "-":
         sys.stdout.write(body)
-    else:
+        return
+    try:
         Path(dest).write_text(body)
+    except OSError as e:
+        raise EnvironmentProblem(f"--json {dest}: {e.strerror or e}") from None
 
 
 def add_quiet_option(p, help: str) -> None:

@@ -854,6 +854,23 @@ class Dut(Strict):
         "{reload: 'nft -f /etc/nftables.conf', flush: 'conntrack -F'}",
     )
 
+    @field_validator("ssh")
+    @classmethod
+    def _ssh_words(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        import shlex
+
+        try:
+            words = shlex.split(v)
+        except ValueError as e:
+            raise ValueError(
+                f"{v!r}: {str(e).lower()} (a command prefix, e.g. 'ssh root@dut')"
+            ) from None
+        if not words:
+            raise ValueError("give a command prefix, e.g. 'ssh root@dut'")
+        return v
+
 
 def _learn_lane_problems(profile, s, where: str) -> list[str]:
     """A learn: true reply stream's port (it learns) and its rx_port (it verifies the

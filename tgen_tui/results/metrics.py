@@ -136,9 +136,11 @@ def format_value(unit: str, v: float | None) -> str:
 
 def catalogue_help() -> str:
     """The metric list for ``--help``."""
+    width = max(len(m.name) for m in CATALOGUE.values()) + 2  # a name never runs into its text
     lines = []
     for m in CATALOGUE.values():
-        lines.append(f"  {m.name:<15}{m.help} ({m.unit})")
+        unit = f" ({m.unit})" if m.unit else ""
+        lines.append(f"  {m.name:<{width}}{m.help}{unit}")
     return "\n".join(lines)
 
 

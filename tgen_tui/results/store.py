@@ -162,6 +162,11 @@ def connect(db: str | os.PathLike | None = None, *, create: bool = True) -> sqli
     path = resolve(db)
     if not create and not path.exists():
         raise StoreError(f"no results database at {path} (run something first, or give --db)")
+    if not create:  # a reading verb writes nothing into a file that is not a database yet
+        if path.is_dir():
+            raise StoreError(f"{path} is a directory, not a results database")
+        if path.stat().st_size == 0:
+            raise StoreError(f"{path} is empty: not a tgen results database (nothing stored yet)")
     try:
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)

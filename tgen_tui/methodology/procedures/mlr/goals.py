@@ -114,6 +114,8 @@ def parse_goal(text: str, base: Goal | None = None) -> Goal:
             raise BadInput(f"{what}: unknown setting {item!r} (known: {', '.join(GOAL_KEYS)})")
         conv = _seconds if field.endswith("_s") else parse_ratio
         kw[field] = conv(v, f"{what}: {k.strip()}")
+        if field.endswith("_s") and kw[field] <= 0:
+            raise BadInput(f"{what}: {k.strip()}={v.strip()}: a duration must be > 0")
     if "final_trial_duration_s" in kw and "initial_trial_duration_s" not in kw:
         kw["initial_trial_duration_s"] = min(
             g.initial_trial_duration_s, kw["final_trial_duration_s"]
@@ -128,11 +130,17 @@ def goals_for(preset: str | None, specs: list[str], width: float | None) -> list
         raise BadInput(f"--preset: {preset!r}; known: {', '.join(PRESETS)}")
     base = list(PRESETS[preset or "csit"][0]) if (preset or not specs) else []
     by_name = {g.name: g for g in base}
+    given: set[str] = set()
     for s in specs:
         g = parse_goal(s)
+        if g.name in given:
+            raise BadInput(f"--goal {g.name}: given twice (one --goal per name)")
+        given.add(g.name)
         by_name[g.name] = g
     goals = list(by_name.values())
     if width is not None:
+        if not 0 < width < 1:
+            raise BadInput(f"--width: {width:g}: give a ratio in (0, 1), e.g. 0.005 or 0.5%")
         goals = [dataclasses.replace(g, width=width).check() for g in goals]
     return goals
 
