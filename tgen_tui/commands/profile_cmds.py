@@ -181,13 +181,13 @@ def _lane_warnings(profile) -> list[str]:
 
 
 def cmd_pcap(args: argparse.Namespace) -> int:
+    if not 1 <= args.count <= MAX_PCAP_COUNT:
+        raise BadInput(f"--count: {args.count:,}: give 1 to {MAX_PCAP_COUNT:,} frames per stream")
+    check_output_file(args.output, "--output")
     from tgen_tui.packets.compile import compile_profile
     from tgen_tui.packets.pcap import iter_scheduled_frames, write_pcap
     from tgen_tui.profiles.loader import load_profile
 
-    if not 1 <= args.count <= MAX_PCAP_COUNT:
-        raise BadInput(f"--count: {args.count:,}: give 1 to {MAX_PCAP_COUNT:,} frames per stream")
-    check_output_file(args.output, "--output")
     prof = load_profile(args.profile)
     if not prof.streams and prof.transport:
         raise BadInput(

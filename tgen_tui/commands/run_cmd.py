@@ -168,11 +168,8 @@ def _seconds(text: str, what: str) -> float:
 
 
 def run_options(args: argparse.Namespace):
-    """The command line as typed RunOptions (BadInput: one line, exit 2)."""
-    from tgen_tui.engine.dut_events import parse_dut_event
-    from tgen_tui.engine.thresholds import parse_thresholds
-    from tgen_tui.session.options import RunOptions
-
+    """The command line as typed RunOptions (BadInput: one line, exit 2); the plain
+    checks come before the engine's modules are imported, so a typo is refused at once."""
     if not (args.rate_scale > 0 and math.isfinite(args.rate_scale)):
         raise BadInput("--rate-scale must be > 0")
     interval = _seconds(args.interval, "--interval")
@@ -187,6 +184,10 @@ def run_options(args: argparse.Namespace):
     check_dut_ssh(args.dut_ssh)
     check_output_file(args.json, "--json")
     check_output_file(args.ndjson, "--ndjson")
+    from tgen_tui.engine.dut_events import parse_dut_event
+    from tgen_tui.engine.thresholds import parse_thresholds
+    from tgen_tui.session.options import RunOptions
+
     transport = None
     if args.cluster:  # the engine reaches other hosts through the cluster's transport
         from tgen_tui.cluster.transport import cluster_transport
