@@ -164,6 +164,7 @@ CASES = [
     C("scaleup-transport", "scaleup rfc2544-throughput transport.yaml --quick --cores 1",
       ONLY_TRANSPORT, absent=("scaleup-plots",)),
     C("dut-ssh-quote", "run base.yaml -d 1 --dut-ssh \"ssh 'x\"", "--dut-ssh \"ssh 'x\": no closing"),
+    C("preflight-dut-ssh", "preflight base.yaml --dut-ssh \"ssh 'x\"", "no closing quotation"),
     C("ndjson-dir", "run base.yaml -d 1 --ndjson outdir", "--ndjson outdir: is a directory"),
     C("ndjson-no-folder", "run base.yaml -d 1 --ndjson nodir/x.ndjson",
       "the folder nodir does not exist", absent=("nodir",)),

@@ -67,7 +67,13 @@ def parse_lanes_option(text: str | None) -> int | None:
 def add_dut_options(p, *, netns_help: str = DUT_NETNS_HELP, ssh_help: str = DUT_SSH_HELP) -> None:
     """--dut-netns and --dut-ssh: where the DUT is (a lab namespace, or a remote prefix)."""
     p.add_argument("--dut-netns", help=netns_help)
-    p.add_argument("--dut-ssh", help=ssh_help)
+    p.add_argument("--dut-ssh", type=_dut_ssh_arg, help=ssh_help)
+
+
+def _dut_ssh_arg(text: str) -> str:
+    """argparse type of --dut-ssh: BadInput (not argparse's usage text) is one line, exit 2."""
+    check_dut_ssh(text)
+    return text
 
 
 def check_dut_ssh(text: str | None, option: str = "--dut-ssh") -> None:
