@@ -49,8 +49,8 @@ a build name. Every non-interrupted run of each build, with the same DUT, test a
 profile hash, is a sample; repeating a run under one build gives a spread.
 
 A metric regresses when it moves the bad way beyond its bound (rates and counts:
---max-change %%; metrics in %%: --max-points, the share of gaps spaced within 10 %%
-of the asked gap: --spacing-points; latency: --latency-change %% and at least
+--max-change %; metrics in %: --max-points, the share of gaps spaced within 10 %
+of the asked gap: --spacing-points; latency: --latency-change % and at least
 --latency-floor), and, when both builds have repeats, beyond --spread-factor x the
 spread (sample standard deviation). With repeats, a variance that grew more than
 --variance-growth times is a regression too.
@@ -59,7 +59,7 @@ exit codes: 0 no regression, 1 regression (one sentence each), 2 bad input or no
 to compare against, 3 no database.
 example:
   tgen results check --build b3 --against b2
-  rx pps median fell 10.2 %% since build b2 (beyond the 5 %% bound; no repeats, so no spread)
+  rx pps median fell 10.2 % since build b2 (beyond the 5 % bound; no repeats, so no spread)
 """
 
 
