@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import sqlite3
+import statistics
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from tgen_tui.diagnostics import BadInput, EnvironmentProblem, ExitCode, check_o
 from tgen_tui.results import analysis as A
 from tgen_tui.results import metrics as M
 from tgen_tui.results import plot, store
+from tgen_tui.results import trending as T
 from tgen_tui.results.record import add_db_option
 
 EPILOG = """\
@@ -55,11 +57,56 @@ of the asked gap: --spacing-points; latency: --latency-change % and at least
 spread (sample standard deviation). With repeats, a variance that grew more than
 --variance-growth times is a regression too.
 
+trend (jumpavg): then every checked metric's history, the newest --history builds up
+to the checked one, is grouped as in tgen results trend (see its --help): jumpavg
+(FD.io CSIT's trending) splits the builds into groups with one average each, opening
+a group only where the numbers moved more than their noise. Per metric a line says
+whether the newest group is a regression or a progression against the group before
+(by the metric's direction), its size (the change of the group averages) and its
+confidence; one line per change in the history follows. The exit code stays the
+fixed bound's unless --fail-on-trend, which also fails a regressed newest group.
+
 exit codes: 0 no regression, 1 regression (one sentence each), 2 bad input or nothing
 to compare against, 3 no database.
 example:
   tgen results check --build b3 --against b2
   rx pps median fell 10.2 % since build b2 (beyond the 5 % bound; no repeats, so no spread)
+  ...
+  trend (jumpavg) over 3 builds, b1..b3: per metric the newest group, then each change
+    rx pps: last group b3: regression -10.2 % against b1..b2 (gain 12.0 bits, confidence 99.98 %)
+      regression at build b3: -10.2 % (10.0 kpps → 9.0 kpps), gain 12.0 bits, confidence 99.98 %
+    tx pps: no change over 3 builds (one group)
+"""
+
+
+TREND_EPILOG = """\
+The plot: one point per build (its median), a bar from its lowest to its highest sample.
+
+trend (jumpavg): FD.io CSIT's jumpavg splits the history into groups of consecutive
+builds whose samples look like one normal distribution; it picks the split with the
+shortest description (minimum description length), so a new group starts only where
+the numbers moved by more than their noise. A build's samples (its runs, or the
+repeats inside a run) go in together; builds keep the order they were first run in.
+One row per group:
+  change      the group's average against the group before: relative, or in
+              points (pt) for metrics in %
+  verdict     regression or progression by the metric's direction (rates: higher is
+              better; loss and latency: lower is better); 'change' if it has none
+  gain        bits the boundary saves in jumpavg's description: the history is
+              2^gain times likelier with the change than without it
+  confidence  2^gain / (1 + 2^gain): 10 bits ~ 99.9 %; near 0 bits, a coin toss.
+              jumpavg keeps any boundary that saves a bit; one under
+              --min-confidence (default 99 %) shows as 'unsure' and flags nothing
+The line after the table: the newest group against the group before.
+fixed bound: tgen results check's default bounds (rates 5 %, metrics in % 0.5 points,
+...), each build against the build before: what check would have said at each build.
+
+example: 12 builds, b8 6 % slower, b11 back:
+  b1..b7        21   10.0 kpps   44 pps        -  -
+  b8..b10        9    9.4 kpps   59 pps   -5.7 %  regression    55.3 bits  >99.99 %
+  b11..b12       6   10.0 kpps   37 pps   +6.5 %  progression   22.3 bits  >99.99 %
+
+metrics:
 """
 
 
@@ -146,16 +193,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     sp = add(
         "trend",
-        "plot a metric over the builds of a DUT (terminal, or --output x.svg|x.png)",
+        "plot a metric over the builds of a DUT (terminal, or --output x.svg|x.png) and "
+        "find its changes with jumpavg",
         cmd_trend,
-        epilog="One point per build (its median), a bar from its lowest to its highest sample.\n"
-        "metrics:\n" + M.catalogue_help(),
+        epilog=TREND_EPILOG + M.catalogue_help(),
     )
     sp.add_argument("metric", metavar="METRIC", help="e.g. rx_pps, tx_pps, loss_pct, p99_ns")
     sp.add_argument(
         "--dut", metavar="NAME", help="DUT label (default: the only one, or the newest run's)"
     )
     series(sp)
+    _min_confidence_option(sp)
     sp.add_argument(
         "--output",
         "-o",
@@ -236,6 +284,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with repeats: the change must also exceed K x the spread (default: 3)",
     )
     sp.add_argument(
+        "--history",
+        type=int,
+        default=40,
+        metavar="N",
+        help="trend (jumpavg): group the newest N builds up to the checked one "
+        "(default: 40; 0 = all)",
+    )
+    _min_confidence_option(sp)
+    sp.add_argument(
+        "--fail-on-trend",
+        action="store_true",
+        help="also exit 1 when jumpavg's newest group (the checked build's) is a regression "
+        "against the group before (default: the section is information only)",
+    )
+    sp.add_argument(
         "--variance-growth",
         type=float,
         default=2.0,
@@ -258,6 +321,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _min_confidence_option(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--min-confidence",
+        type=float,
+        default=100.0 * T.MIN_CONFIDENCE,
+        metavar="PCT",
+        help="trend (jumpavg): flag a change only this sure, in %% (default: "
+        f"{100.0 * T.MIN_CONFIDENCE:g}); a boundary below it shows as 'unsure'",
+    )
 
 
 def _bad(msg: str) -> BadInput:
@@ -555,6 +629,7 @@ def _context(conn, args, run_filter: dict) -> dict:
 def cmd_trend(args: argparse.Namespace) -> int:
     _at_least(args.height, 3, "--height", "give 3 rows or more")
     _at_least(args.last, 0, "--last", "give 0 (every build) or more")
+    min_confidence = _min_confidence(args)
     check_output_file(args.output, "--output")
     conn = _open(args)
     if args.metric not in M.CATALOGUE:
@@ -565,15 +640,13 @@ def cmd_trend(args: argparse.Namespace) -> int:
             raise _bad(f"trend: unknown metric {args.metric!r}; known: {', '.join(M.CATALOGUE)}")
     ctx = _context(conn, args, {"dut": args.dut, "profile": args.profile, "test": args.test})
     dut, test, phash = ctx["dut"], args.test or ctx["test"], ctx["profile_hash"]
-    builds = A.builds_in_order(conn, dut=dut, test=test, profile_hash=phash)
     md = M.metric(args.metric)
-    points = []
-    for b in builds:
-        g = A.group_of(conn, dut=dut, build=b, test=test, profile_hash=phash)
-        s = A.group_samples(conn, g.run_ids).get(args.metric)
+    history = []
+    for b, summaries in A.build_history(conn, dut=dut, test=test, profile_hash=phash):
+        s = summaries.get(args.metric)
         if s and s.samples:
-            points.append(plot.Point(b, s.median, min(s.samples), max(s.samples), s.n))
-    if not points:
+            history.append((b, s.samples))
+    if not history:
         raise _bad(
             f"trend: no {args.metric} values for DUT {dut} ({test}, profile {ctx['profile']})"
         )
@@ -581,14 +654,17 @@ def cmd_trend(args: argparse.Namespace) -> int:
         f"{md.label} ({md.unit}) by build: DUT {dut}, test {test}, "
         f"profile {ctx['profile']} [{(phash or '-')[:8]}]"
     )
-    if args.last and len(points) > args.last:
-        points = points[-args.last :]
+    if args.last and len(history) > args.last:
+        history = history[-args.last :]
         title += f", last {args.last} builds"
+    points = [plot.Point(b, statistics.median(xs), min(xs), max(xs), len(xs)) for b, xs in history]
     width = shutil.get_terminal_size((100, 24)).columns
     print(
         plot.text_plot(points, title=title, unit=md.unit, height=max(4, args.height), width=width)
     )
     print("● median, │ lowest to highest sample, n = samples (runs or repeats)")
+    _print_trend_groups(T.detect(args.metric, history, min_confidence))
+    _print_fixed_bound(args.metric, history)
     if args.output:
         path = Path(args.output)
         try:
@@ -605,10 +681,57 @@ def cmd_trend(args: argparse.Namespace) -> int:
     return 0
 
 
+def _min_confidence(args: argparse.Namespace) -> float:
+    """--min-confidence PCT as a fraction (BadInput outside 0..100)."""
+    pct = args.min_confidence
+    if not 0.0 <= pct <= 100.0:  # NaN too
+        raise _bad(f"--min-confidence: {pct:g}: give a percentage from 0 to 100, e.g. 99")
+    return pct / 100.0
+
+
+def _print_trend_groups(t: T.Trend) -> None:
+    """The 'trend (jumpavg)' section of ``trend``: one row per group, then the newest."""
+    n = len(t.builds)
+    print(f"\ntrend (jumpavg): {n} build{'s' if n != 1 else ''} in {len(t.groups)} group(s)")
+    if t.groups:
+        print(
+            f"  {'builds':<14}{'samples':>8}{'average':>12}{'stdev':>10}{'change':>12}"
+            f"  {'verdict':<13}{'gain':>11}  confidence"
+        )
+    for g in t.groups:
+        gain = "-" if g.gain is None else f"{g.gain:.1f} bits"
+        verdict = "-" if g.kind == "first" else g.kind
+        print(
+            f"  {_short(g.span, 13):<14}{g.n:>8}{T.fmt_avg(t.metric, g.avg):>12}"
+            f"{T.fmt_avg(t.metric, g.stdev):>10}{T.size(t.metric, g):>12}"
+            f"  {verdict:<13}{gain:>11}  {T.fmt_confidence(g.confidence, g.gain)}"
+        )
+    print(T.summary(t))
+
+
+def _print_fixed_bound(metric: str, history: list[tuple[str, list[float]]]) -> None:
+    """The fixed bound of ``check`` (its defaults), each build against the one before."""
+    bounds = A.Bounds()
+    hits, unjudged = [], 0
+    for (a, xa), (b, xb) in zip(history, history[1:], strict=False):
+        if metric in M.NEEDS_REPEATS and min(len(xa), len(xb)) < 2:
+            unjudged += 1  # as check: latency only with repeats on both sides
+            continue
+        c = A.Change(metric, A.Summary(list(xa)), A.Summary(list(xb)), bounds.spread_factor)
+        hits += [f"  {b}: {x}" for x in A.regression(c, bounds, a)]
+    print("fixed bound (check's defaults, each build against the one before): ", end="")
+    print(f"{len(hits)} regression(s)" if hits else "no regression", end="")
+    print(f"; {unjudged} pair(s) without repeats not judged" if unjudged else "")
+    for h in hits:
+        print(h)
+
+
 # ---------------------------------------------------------------- check
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    _at_least(args.history, 0, "--history", "give 0 (every build) or more")
+    min_confidence = _min_confidence(args)
     conn = _open(args)
     bounds = _check_bounds(args)
     ctx = _context(
@@ -640,7 +763,43 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"({len(bg.run_ids)} run(s)), test {test}, profile {ctx['profile']}, "
         f"{len(verdict.checked)} metrics"
     )
-    return _print_verdict(head, verdict)
+    rc = _print_verdict(head, verdict)
+    history = A.build_history(
+        conn, dut=dut, test=test, profile_hash=phash, upto=build, last=args.history
+    )
+    trends = _print_check_trends([c.metric for c in verdict.checked], history, min_confidence)
+    regressed = [M.metric(t.metric).label for t in trends if t.regressed]
+    if args.fail_on_trend and regressed:
+        print(
+            f"jumpavg: the newest group regressed ({', '.join(regressed)}): exit 1 "
+            "(--fail-on-trend)"
+        )
+        return int(ExitCode.TEST_FAILED)
+    return rc
+
+
+def _print_check_trends(
+    metrics: list[str], history: list[tuple[str, dict[str, A.Summary]]], min_confidence: float
+) -> list[T.Trend]:
+    """The 'trend (jumpavg)' section of ``check``: per metric, the newest group against the
+    one before, then every change in the history."""
+    builds = [b for b, _ in history]
+    if not builds:
+        return []
+    span = builds[0] if len(builds) == 1 else f"{builds[0]}..{builds[-1]}"
+    print(
+        f"\ntrend (jumpavg) over {len(builds)} build{'s' if len(builds) != 1 else ''}, "
+        f"{span}: per metric the newest group, then each change"
+    )
+    trends = []
+    for metric in metrics:
+        hist = [(b, s[metric].samples) for b, s in history if metric in s]
+        t = T.detect(metric, hist, min_confidence)
+        trends.append(t)
+        print(f"  {T.summary(t)}")
+        for g in t.changes:
+            print(f"    {T.describe(t, g)}")
+    return trends
 
 
 def _check_bounds(args: argparse.Namespace) -> A.Bounds:

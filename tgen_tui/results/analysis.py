@@ -49,7 +49,8 @@ def run_samples(conn: sqlite3.Connection, run_id: int) -> dict[str, list[float]]
     names = set(values)
     for t in trials:
         if isinstance(t, dict) and "repeat" in t:
-            src = t.get("metrics") if isinstance(t.get("metrics"), dict) else t
+            inner = t.get("metrics")
+            src = inner if isinstance(inner, dict) else t
             names |= {k for k, v in src.items() if M._num(v) is not None}
     names.discard("schema_version")  # the document's version, not a measurement
     for name in names:
@@ -97,8 +98,8 @@ def group_of(
     )
     if not include_partial:
         sql += " AND partial = 0"
-    rows = conn.execute(sql + " ORDER BY started_at, id", (dut, build, test, profile_hash))
-    rows = rows.fetchall()
+    cur = conn.execute(sql + " ORDER BY started_at, id", (dut, build, test, profile_hash))
+    rows = cur.fetchall()
     return Group(dut, build, test, profile_hash, rows[0][1] if rows else None, [r[0] for r in rows])
 
 
@@ -116,6 +117,30 @@ def builds_in_order(
         args.append(profile_hash)
     sql += " GROUP BY build ORDER BY t, build"
     return [b for b, _ in conn.execute(sql, args)]
+
+
+def build_history(
+    conn: sqlite3.Connection,
+    *,
+    dut: str,
+    test: str,
+    profile_hash: str | None,
+    upto: str | None = None,
+    last: int = 0,
+) -> list[tuple[str, dict[str, Summary]]]:
+    """``(build, {metric: Summary})`` for the DUT's builds in first-run order (oldest
+    first), each pooling the samples of its complete runs; up to and including build
+    ``upto`` when given, and only the newest ``last`` builds when ``last`` > 0."""
+    builds = builds_in_order(conn, dut=dut, test=test, profile_hash=profile_hash)
+    if upto is not None and upto in builds:
+        builds = builds[: builds.index(upto) + 1]
+    if last > 0:
+        builds = builds[-last:]
+    out = []
+    for b in builds:
+        g = group_of(conn, dut=dut, build=b, test=test, profile_hash=profile_hash)
+        out.append((b, group_samples(conn, g.run_ids)))
+    return out
 
 
 # ---------------------------------------------------------------- compare
