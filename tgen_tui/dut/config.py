@@ -124,16 +124,16 @@ def plan_from_profile(
         _dut_address(net_in, _s(p_in.gateway), set(in_hosts)),
         str(net_in),
         [h for h in in_hosts if ipaddress.IPv4Address(h) in net_in],
-        mac_of(in_port, first.eth.src),
-        first.eth.dst,
+        mac_of(in_port, first.eth.src if first.eth else None),
+        first.eth.dst if first.eth else None,
     )
     outside = Side(
         outside_if,
         _dut_address(net_out, _s(p_out.gateway), set(out_hosts)),
         str(net_out),
         [h for h in out_hosts if ipaddress.IPv4Address(h) in net_out],
-        mac_of(out_port, back[0].eth.src if back else None),
-        back[0].eth.dst if back else None,
+        mac_of(out_port, back[0].eth.src if back and back[0].eth else None),
+        back[0].eth.dst if back and back[0].eth else None,
     )
     conns = sum(int(s.distinct_flows()) for s in ins)
     size = conntrack_size(conns)

@@ -276,6 +276,7 @@ class LocalTransport:
         self._cpu = CpuProbe()
         self._locks: Any = None
         self._stamps_path: str | None = None
+        self._quiet: list = []  # (netns, interface) the engine silenced (engine/quiet.py)
 
     def check(self, setup: Setup) -> None:
         return None
@@ -290,6 +291,10 @@ class LocalTransport:
             self.learn = {**live_learn, **(self.learn or {})}
         missing_interfaces(setup, await self.interfaces())
         self._lock(setup)
+        from tgen_tui.engine import quiet
+
+        local = [(pr.netns, pr.interface) for pr in setup.ports.values() if pr.host is None]
+        self._quiet = await trio.to_thread.run_sync(quiet.silence, local, notice)
         # kernel tx timestamps of sampled frames, shared by the local workers (the sender
         # writes, the receiver joins): mapped by each worker at configure, then unlinked
         self._stamps_path = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-wts-{id(self):x}")
@@ -390,6 +395,12 @@ class LocalTransport:
 
     async def close(self) -> None:
         self._ifprobe.close()
+        if self._quiet:  # the kernel's stack gets the ports back
+            from tgen_tui.engine import quiet
+
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(quiet.restore, self._quiet)
+            self._quiet = []
         await self.release()
         from tgen_tui.engine.stateful import remove_live_tables
 
