@@ -74,7 +74,7 @@ example:
   ...
   trend (jumpavg) over 3 builds, b1..b3: per metric the newest group, then each change
     rx pps: last group b3: regression -10.2 % against b1..b2 (gain 12.0 bits, confidence 99.98 %)
-      regression at build b3: -10.2 % (10.0 kpps → 9.0 kpps), gain 12.0 bits, confidence 99.98 %
+      regression at build b3: -10.2 % (10 kpps → 8.98 kpps), gain 12.0 bits, confidence 99.98 %
     tx pps: no change over 3 builds (one group)
 """
 
@@ -98,13 +98,17 @@ One row per group:
               jumpavg keeps any boundary that saves a bit; one under
               --min-confidence (default 99 %) shows as 'unsure' and flags nothing
 The line after the table: the newest group against the group before.
+Few samples are little evidence: with one run per build over a handful of builds,
+jumpavg may keep a real 10 % change in one group or call it unsure; repeat the run
+under each build (its spread is then known) or test more builds.
 fixed bound: tgen results check's default bounds (rates 5 %, metrics in % 0.5 points,
 ...), each build against the build before: what check would have said at each build.
 
-example: 12 builds, b8 6 % slower, b11 back:
-  b1..b7        21   10.0 kpps   44 pps        -  -
-  b8..b10        9    9.4 kpps   59 pps   -5.7 %  regression    55.3 bits  >99.99 %
-  b11..b12       6   10.0 kpps   37 pps   +6.5 %  progression   22.3 bits  >99.99 %
+example: 12 builds of 3 runs each, b8 6 % slower, b11 back:
+  builds         samples      average       stdev      change  verdict             gain  confidence
+  b1..b7              21   9.973 kpps    43.6 pps           -  -                      -  -
+  b8..b10              9   9.408 kpps   58.93 pps      -5.7 %  regression     55.3 bits  >99.99 %
+  b11..b12             6   10.02 kpps   37.02 pps      +6.5 %  progression    22.3 bits  >99.99 %
 
 metrics:
 """
@@ -695,15 +699,15 @@ def _print_trend_groups(t: T.Trend) -> None:
     print(f"\ntrend (jumpavg): {n} build{'s' if n != 1 else ''} in {len(t.groups)} group(s)")
     if t.groups:
         print(
-            f"  {'builds':<14}{'samples':>8}{'average':>12}{'stdev':>10}{'change':>12}"
+            f"  {'builds':<14}{'samples':>8}{'average':>13}{'stdev':>12}{'change':>12}"
             f"  {'verdict':<13}{'gain':>11}  confidence"
         )
     for g in t.groups:
         gain = "-" if g.gain is None else f"{g.gain:.1f} bits"
         verdict = "-" if g.kind == "first" else g.kind
         print(
-            f"  {_short(g.span, 13):<14}{g.n:>8}{T.fmt_avg(t.metric, g.avg):>12}"
-            f"{T.fmt_avg(t.metric, g.stdev):>10}{T.size(t.metric, g):>12}"
+            f"  {_short(g.span, 13):<14}{g.n:>8}{T.fmt_avg(t.metric, g.avg):>13}"
+            f"{T.fmt_avg(t.metric, g.stdev):>12}{T.size(t.metric, g):>12}"
             f"  {verdict:<13}{gain:>11}  {T.fmt_confidence(g.confidence, g.gain)}"
         )
     print(T.summary(t))

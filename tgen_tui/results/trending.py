@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import jumpavg
 
+from tgen_tui import fmt
 from tgen_tui.results import metrics as M
 
 # The confidence of a boundary whose gain is this many bits or more prints as ">99.99 %".
@@ -201,6 +202,8 @@ def fmt_avg(metric: str, v: float | None) -> str:
     m = M.metric(metric)
     if v is not None and m.unit in ("frames", "entries", "segments"):
         return f"{v:,.4g} {m.unit}"
+    if v is not None and m.unit in ("pps", "bit/s"):
+        return fmt.si(v, m.unit, 4)  # a group's average: one digit more than a run's figure
     return m.fmt(v).strip()
 
 
