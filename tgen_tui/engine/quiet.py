@@ -111,7 +111,7 @@ def _by_ns(ports: Iterable[tuple]) -> dict[str | None, list]:
 def silence(ports: Iterable[tuple[str | None, str]], notice: Callable[[str], None]) -> list:
     """Quiet every (netns, interface), one ``nft`` per namespace; what was done (for
     :func:`restore`)."""
-    done = []
+    done: list[tuple] = []
     for netns, group in _by_ns(ports).items():
         names = [ifname for _, ifname in group]
         try:
