@@ -137,7 +137,9 @@ def test_one_table_builds_bindings_help_palette_and_keymap_ids(tmp_path) -> None
         palette_commands,
     )
 
-    bound = {b.id for scope in (APP, "streams") for b in bindings(scope) if isinstance(b, Binding)}
+    scopes = {APP} | {a.scope for a in ACTIONS}  # the app's, the Streams and Capture screens'
+    assert scopes == {APP, "streams", "capture"}
+    bound = {b.id for scope in scopes for b in bindings(scope) if isinstance(b, Binding)}
     assert bound == {a.id for a in ACTIONS}  # every action is bound in its screen's scope
     assert len(ACTIONS) == len(ACTION_IDS)  # ids are unique
     # every id of the table is a valid keymap id; an id the table lacks is not

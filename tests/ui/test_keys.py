@@ -9,6 +9,7 @@ from textual.widgets import DataTable, Input
 
 from tgen_tui.ui.app import rate_step
 from tgen_tui.ui.screens import (
+    CaptureScreen,
     ConfirmQuit,
     DutScreen,
     FlowsScreen,
@@ -131,6 +132,7 @@ def test_view_keys_switch_screens_and_help_lists_every_key() -> None:
                 ("d", DutScreen),
                 ("w", WorkersScreen),
                 ("l", LogScreen),
+                ("P", CaptureScreen),
                 ("question_mark", HelpScreen),
                 ("m", MainScreen),
             ):
@@ -164,6 +166,8 @@ def test_view_keys_switch_screens_and_help_lists_every_key() -> None:
                 "view.help",
                 "app.quit",
                 "stream.pause",
+                "view.capture",
+                "capture.toggle",
             } <= ids
 
     run(go())

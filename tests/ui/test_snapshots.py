@@ -11,7 +11,8 @@ from tgen_tui.ui.actions import VIEW_KEYS
 
 from .conftest import FrozenClock, make_app
 
-VIEWS = VIEW_KEYS  # main, streams, dut, workers, log, help
+VIEWS = [(k, v) for k, v in VIEW_KEYS if v != "capture"]  # main, streams, ..., help
+# (the Capture screen is shot with a capture running: test_capture)
 
 
 def _scenario(key: str):
@@ -193,3 +194,38 @@ def test_flows(snap_compare, profile: str, key: str, view: str, size: tuple[int,
     port page's flow table, on profiles with socket flows."""
     app, run_before = _flow_scenario(profile, key)
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_capture(snap_compare, tmp_path, monkeypatch) -> None:
+    """The Capture screen at 80x24: both ports send, p1 selected, a capture of p1 with
+    the filter ``udp`` for 1 s (four status lines), the cursor one row above the newest
+    frame, whose layers the detail pane shows (the fake's frames: no NAT)."""
+    monkeypatch.chdir(tmp_path)  # the capture file: ./captures/
+    clock = FrozenClock()
+    app, _ = make_app(clock=clock, tick_s=3600)
+
+    async def run_before(pilot) -> None:
+        await pilot.pause(0.1)
+        app.tick()
+        await pilot.press("S")
+        await pilot.pause(0.05)
+        for _ in range(4):
+            clock.t += 0.5
+            app.tick()
+        app.get_screen("capture").now = lambda: 1_790_000_000.0  # the file's name
+        await pilot.press("1", "P")
+        await pilot.pause(0.1)
+        app.tick()
+        await pilot.press("slash", *"udp", "enter")
+        await pilot.pause(0.1)
+        for _ in range(4):
+            clock.t += 0.25
+            app.tick()
+            await pilot.pause(0.05)
+        await pilot.press("up")
+        await pilot.pause(0.1)
+        for inp in app.screen.query(Input):
+            inp.cursor_blink = False
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)

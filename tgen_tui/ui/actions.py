@@ -99,6 +99,9 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     _view("view.dut", "dut", "d", "DUT", "DUT screen: conntrack gauge and history"),
     _view("view.workers", "workers", "w", "Workers", "Workers screen: cores, CPU, heartbeat"),
     _view("view.log", "log", "l", "Log", "Log screen: engine events"),
+    _view("view.capture", "capture", "P", "Capture",
+          "Capture screen (pcap): capture the selected port's frames to a pcapng file "
+          "with a filter, the last frames decoded, one in full"),
     _view("view.help", "help", "question_mark", "Help", "this help"),
     ConsoleAction("view.port", "view('port')", "o,enter", "Port", palette="show the port page",
                   help="the selected port's page: link, speed, MAC, gateway, workers, "
@@ -117,6 +120,16 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     *(_digit(i) for i in range(10)),
     ConsoleAction("stream.pause", "app.toggle_pause", "p", "Pause/resume", scope="streams",
                   help="pause or resume the highlighted stream (Streams screen)"),
+    ConsoleAction("capture.toggle", "toggle_capture", "space", "Capture", scope="capture",
+                  help="start or stop a capture on the selected port, with the filter "
+                       "typed (Capture screen; enter in the filter starts one too)"),
+    ConsoleAction("capture.filter", "focus_filter", "slash", "Filter", scope="capture",
+                  help="type the capture filter: a tcpdump expression, stream NAME, other "
+                       "or arpnd; enter starts, escape leaves it (Capture screen)"),
+    ConsoleAction("capture.direction", "cycle_direction", "v", "Direction", scope="capture",
+                  help="capture both directions, rx only or tx only (Capture screen)"),
+    ConsoleAction("capture.leave", "leave_filter", "escape", "Leave filter", scope="capture",
+                  show=False, help="leave the filter for the frame list (Capture screen)"),
 )
 # fmt: on
 
@@ -140,7 +153,13 @@ FOOTER_ORDER: dict[str, int] = {
     a.action: i for i, a in enumerate(sorted(ACTIONS, key=lambda a: a.scope == APP))
 }
 
-_SHOWN_AS = {"plus": "+", "equals_sign": "=", "minus": "-", "question_mark": "?"}
+_SHOWN_AS = {
+    "plus": "+",
+    "equals_sign": "=",
+    "minus": "-",
+    "question_mark": "?",
+    "slash": "/",
+}
 
 
 def effective_keys(a: ConsoleAction | Binding, keymap: Mapping[str, str]) -> str:

@@ -47,6 +47,7 @@ from tgen_tui.engine.api import (
     RateChanged,
     StreamPaused,
 )
+from tgen_tui.engine.capture import CaptureSpec, CaptureView
 from tgen_tui.engine.flowrates import flow_target, initial_flow_rates, plan_flow_rate
 from tgen_tui.engine.losscauses import LossCauses, simulated_reading
 from tgen_tui.engine.options import EngineOptions, Neighbours
@@ -57,6 +58,7 @@ from tgen_tui.engine.setup import Setup, distinct_flows
 from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.results.models import RunResult
+from tgen_tui.ui.fake_capture import SimCaptures
 from tgen_tui.ui.fake_flows import SimFlows
 from tgen_tui.ui.fake_spacing import write_iat
 from tgen_tui.ui.fake_stateful import write_flows, write_gap
@@ -390,6 +392,7 @@ class FakeEngine:
         self._t_open = clock()
         self._events: list[EngineEvent] = []
         self.calls: list[tuple] = []  # what the UI asked for, in order (tests read it)
+        self._captures = SimCaptures()  # ui/fake_capture.py
         self._configure(self._setup_of(compiled))
 
     def _setup_of(self, compiled: CompiledProfile) -> Setup:
@@ -677,6 +680,26 @@ class FakeEngine:
         names = tuple(self.setup.programs[i].name for i in sorted(pos))
         self._emit(CountersCleared(self._now(), tuple(sorted(pnames)), names, wall=self.wall()))
 
+    # ------------------------------------------------------------- protocol: captures
+    async def start_capture(self, spec: CaptureSpec) -> CaptureView:
+        """As the real engine: the spec checked (BadInput for a bad filter, port or
+        stream), then frames of the simulated workers (ui/fake_capture.py)."""
+        self.calls.append(("start_capture", spec.ports, spec.filter, spec.direction))
+        self.latest_snapshot()
+        return self._captures.start(spec, self.setup, self._sim, self.clock())
+
+    async def stop_capture(
+        self, cid: int, reason: str = "stopped", comment: str | None = None
+    ) -> CaptureView:
+        self.calls.append(("stop_capture", cid))
+        self.latest_snapshot()
+        return self._captures.stop(cid, reason, self.setup, self._sim, self.clock(), self.wall())
+
+    def capture_views(self) -> list[CaptureView]:
+        """Every capture, a new status every 250 ms of the fake's clock."""
+        self.latest_snapshot()
+        return self._captures.views(self.setup, self._sim, self.clock(), self.wall())
+
     async def reload(self, compiled: CompiledProfile) -> None:
         """As the real engine: new rates only are applied live; anything else stops the
         ports and re-spawns the (simulated) workers, ports idle."""
@@ -694,6 +717,10 @@ class FakeEngine:
         running = [n for n, s in self._states.items() if s == PortState.RUNNING]
         if running:
             self._stop(running)
+        # the simulated workers are re-spawned: their captures end (the real taps go on)
+        self._captures.stop_all(
+            "profile reloaded", self.setup, self._sim, self.clock(), self.wall()
+        )
         self._acc.close()
         self._configure(setup)
         self._notice(f"profile {compiled.name} reloaded: workers re-spawned, ports idle")

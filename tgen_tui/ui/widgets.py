@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from collections import deque
 from functools import lru_cache
+from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
-from textual.geometry import Region
+from textual.binding import Binding, BindingType
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Footer
@@ -103,7 +109,7 @@ class ConntrackGauge(TextWidget):
         self.update(t)
 
 
-__all__ = ["ConntrackGauge", "STATE_STYLE", "bar", "state_text"]
+__all__ = ["ConntrackGauge", "RowList", "STATE_STYLE", "bar", "state_text"]
 
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -264,3 +270,194 @@ class OrderedFooter(Footer):
             w for w in items if w not in palette and w not in ours
         ]  # the screen's own (editor)
         yield from others + ours + palette
+
+
+class RowList(ScrollView, can_focus=True):
+    """A bounded list of fixed-width rows with a cursor, drawn with the Line API: a header
+    line, then the rows; each row's Strip is built once when it is added (a DataTable
+    re-renders every visible cell through Rich after each added or removed row: ~40 ms a
+    update for a 200-row list that scrolls). ``add`` appends rows and removes the oldest
+    beyond ``max_rows``; while the cursor is on the last row it follows new rows, else it
+    stays on its row. :class:`RowList.Highlighted` says which row the cursor is on."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+    ]
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "rowlist--header",
+        "rowlist--cursor",
+        "rowlist--even",
+    }
+    DEFAULT_CSS = """
+    RowList { height: 1fr; background: $surface; }
+    RowList > .rowlist--header { text-style: bold; background: $panel; color: $foreground; }
+    RowList > .rowlist--even { background: $surface-lighten-1 50%; }
+    RowList > .rowlist--cursor {
+        background: $block-cursor-blurred-background;
+        color: $block-cursor-blurred-foreground;
+    }
+    RowList:focus > .rowlist--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: $block-cursor-text-style;
+    }
+    """
+
+    class Highlighted(Message):
+        """The cursor is on another row (moved, or a new row came under it)."""
+
+        def __init__(self, row_list: RowList, key: str) -> None:
+            super().__init__()
+            self.row_list = row_list
+            self.key = key
+
+        @property
+        def control(self) -> RowList:
+            return self.row_list
+
+    def __init__(self, max_rows: int = 200, **kw) -> None:
+        super().__init__(**kw)
+        self.max_rows = max_rows
+        self.columns: list[tuple[str, str, int]] = []  # key, label, width
+        self._keys: deque[str] = deque()
+        self._rows: dict[str, tuple[list[tuple[str, str]], int]] = {}  # key -> cells, serial
+        self._strips: dict[str, Strip] = {}
+        self._serial = 0
+        self.cursor_row = 0
+        self._announced: str | None = None
+
+    # ------------------------------------------------------------------ contents
+    def define(self, columns: list[tuple[str, str, int]]) -> None:
+        """New columns (key, label, width incl. a leading space); the rows stay."""
+        self.columns = list(columns)
+        self._strips.clear()
+        self._resize()
+
+    def clear(self) -> None:
+        """No rows (a new layout refills it: never on a tick)."""
+        self._keys.clear()
+        self._rows.clear()
+        self._strips.clear()
+        self.cursor_row = 0
+        self._announced = None
+        self._resize()
+
+    @property
+    def row_count(self) -> int:
+        return len(self._keys)
+
+    def key_at(self, row: int) -> str | None:
+        return self._keys[row] if 0 <= row < len(self._keys) else None
+
+    def texts(self, row: int) -> list[str]:
+        """The row's cells as plain text."""
+        key = self.key_at(row)
+        return [t for t, _ in self._rows[key][0]] if key is not None else []
+
+    def add(self, rows: list[tuple[str, list[tuple[str, str]]]]) -> None:
+        """Append rows (key, cells as (text, style)); the oldest beyond ``max_rows`` go."""
+        if not rows:
+            return
+        follow = not self._keys or self.cursor_row >= len(self._keys) - 1
+        for key, cells in rows:
+            self._keys.append(key)
+            self._rows[key] = (cells, self._serial)
+            self._serial += 1
+        removed = 0
+        while len(self._keys) > self.max_rows:
+            old = self._keys.popleft()
+            del self._rows[old]
+            self._strips.pop(old, None)
+            removed += 1
+        self._resize()
+        if follow:
+            self.cursor_row = len(self._keys) - 1
+        else:  # the same row under the cursor, and the same rows in view
+            self.cursor_row = max(0, self.cursor_row - removed)
+            self.scroll_to(y=max(0, self.scroll_offset.y - removed), animate=False, immediate=True)
+        self._cursor_moved()
+
+    def move_cursor(self, row: int) -> None:
+        self.cursor_row = min(max(0, row), max(0, len(self._keys) - 1))
+        self._cursor_moved()
+
+    def _resize(self) -> None:
+        width = sum(w for _, _, w in self.columns)
+        self.virtual_size = Size(width, len(self._keys) + 1)  # + the header line
+        self.refresh()
+
+    def _cursor_moved(self) -> None:
+        """Keep the cursor's row in view; say so when another row is under it."""
+        view = max(1, self.size.height - 1)
+        top = self.scroll_offset.y
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
+        elif self.cursor_row >= top + view:
+            self.scroll_to(y=self.cursor_row - view + 1, animate=False, immediate=True)
+        self.refresh()
+        key = self.key_at(self.cursor_row)
+        if key is not None and key != self._announced:
+            self._announced = key
+            self.post_message(self.Highlighted(self, key))
+
+    # ------------------------------------------------------------------ keys, mouse
+    def action_cursor(self, step: int) -> None:
+        self.move_cursor(self.cursor_row + step)
+
+    def action_page(self, step: int) -> None:
+        self.move_cursor(self.cursor_row + step * max(1, self.size.height - 2))
+
+    def action_first(self) -> None:
+        self.move_cursor(0)
+
+    def action_last(self) -> None:
+        self.move_cursor(len(self._keys) - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y >= 1:
+            self.move_cursor(self.scroll_offset.y + event.y - 1)
+
+    # ------------------------------------------------------------------ drawing
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    def on_resize(self) -> None:
+        self._strips.clear()
+        self._cursor_moved()
+
+    def _strip(self, cells: list[tuple[str, str]], base: Style) -> Strip:
+        segs = []
+        for (text, style), (_, _, w) in zip(cells, self.columns, strict=False):
+            segs.append(Segment(text[:w].ljust(w), base + _style(style)))
+        return Strip(segs)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        scroll_x, top = self.scroll_offset
+        if y == 0:
+            base = self.get_component_rich_style("rowlist--header")
+            head = [(label, "") for _, label, _ in self.columns]
+            return self._strip(head, base).crop_extend(scroll_x, scroll_x + width, base)
+        row = top + y - 1
+        key = self.key_at(row)
+        if key is None:
+            return Strip.blank(width, self.rich_style)
+        cells, serial = self._rows[key]
+        if row == self.cursor_row:
+            base = self.get_component_rich_style("rowlist--cursor")
+            strip = self._strip([(t, "") for t, _ in cells], base)
+        else:
+            cached = self._strips.get(key)
+            if cached is None:
+                base = self.rich_style
+                if serial % 2:
+                    base = base + self.get_component_rich_style("rowlist--even")
+                cached = self._strips[key] = self._strip(cells, base)
+            strip, base = cached, self.rich_style
+        return strip.crop_extend(scroll_x, scroll_x + width, base)

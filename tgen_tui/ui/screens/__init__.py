@@ -6,6 +6,7 @@
 - :mod:`.streams`, :mod:`.dut`, :mod:`.workers`, :mod:`.log`, :mod:`.help`: the pages of
   those names;
 - :mod:`.port`: the port page (``o``/enter);
+- :mod:`.capture`: the Capture screen (``P``: a capture of the selected port, its frames);
 - :mod:`.modals`: quit while traffic runs, an exact rate, the profile picker.
 
 :data:`VIEW_SCREENS` is the registry the app installs, by view name (the names that
@@ -16,6 +17,7 @@ registry: they import :mod:`.base`.
 from __future__ import annotations
 
 from tgen_tui.ui.screens.base import ViewScreen, narrow
+from tgen_tui.ui.screens.capture import CaptureScreen
 from tgen_tui.ui.screens.dut import DutScreen
 from tgen_tui.ui.screens.flows import FlowsScreen
 from tgen_tui.ui.screens.help import HelpScreen
@@ -35,6 +37,7 @@ VIEW_SCREENS: dict[str, type[ViewScreen]] = {
         DutScreen,
         WorkersScreen,
         LogScreen,
+        CaptureScreen,
         HelpScreen,
         PortScreen,
     )
@@ -42,6 +45,7 @@ VIEW_SCREENS: dict[str, type[ViewScreen]] = {
 
 __all__ = [
     "VIEW_SCREENS",
+    "CaptureScreen",
     "ConfirmQuit",
     "DutScreen",
     "FlowsScreen",
