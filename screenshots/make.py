@@ -4,6 +4,7 @@ brings up (unique prefix, with its transport hosts) and removes.
 
     sudo .venv/bin/python screenshots/make.py            # writes screenshots/*.svg
     sudo .venv/bin/python screenshots/make.py --seconds 5
+    sudo .venv/bin/python screenshots/make.py --only capture   # the Capture screen only
 
 Each size runs ``profiles/lab.yaml`` (its namespaces renamed to the script's lab), starts
 both ports from the keyboard (``S``), lets them send, stops p0 (``0`` ``t``), selects p1,
@@ -12,6 +13,11 @@ then saves Main, Streams, DUT, Workers, Log, Help, the port page, Results and th
 while p1 sends, removed after the DUT shot), so the Streams "why" line (cursor on ``down``) and
 the DUT's drop counters show a real cause: the nft rule. The Results screen shows three short ``tgen run``s of the same lab stored as builds
 b1, b2 and b3 (b3 with 10 % random drop on the DUT, so it is marked worse).
+
+The Capture screen is shot on its own run of the lab: both ports start, p1 is selected, ``P``
+opens the screen, a capture of p1 with the filter ``udp`` runs CAPTURE_SECONDS (its file in a
+temporary folder), the cursor goes to the newest received frame but the last row (its source
+translated by the DUT) and the shot is taken; space stops the capture.
 
 The Flows screen is shot on ``profiles/tcp-under-load.yaml`` (renamed to the lab): both ports
 start, and after FLOW_SECONDS the TCP flow has sent alone for 5 s and then under the frame load.
@@ -31,7 +37,10 @@ sys.path.insert(0, str(ROOT))
 
 from tgen_tui.ui.actions import VIEW_KEYS  # noqa: E402
 
-VIEWS = [(k, v) for k, v in VIEW_KEYS if v != "flows"]  # main, streams, dut, workers, log, help
+# main, streams, dut, workers, log, help (Flows and Capture have runs of their own)
+VIEWS = [(k, v) for k, v in VIEW_KEYS if v not in ("flows", "capture")]
+SCREENS = ("all", "capture")  # --only
+CAPTURE_SECONDS = 2.0
 FLOW_PROFILE = "tcp-under-load.yaml"  # a TCP flow, and a frame load from 5 s to 15 s
 FLOW_SECONDS = 10.0
 SIZES = [(80, 24), (120, 36), (160, 48)]
@@ -181,6 +190,44 @@ async def shoot_flows(prefix: str, size: tuple[int, int], out: Path, db: Path) -
     return [name]
 
 
+async def shoot_capture(prefix: str, size: tuple[int, int], out: Path, db: Path) -> list[str]:
+    """The Capture screen: a capture of p1 (filter udp) while both ports send."""
+    import tempfile
+
+    from tgen_tui.ui.widgets import RowList
+
+    tmp = lab_profile(prefix, "lab.yaml")
+    app = console(tmp, db)
+    name = f"capture-{size[0]}x{size[1]}.svg"
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix=f"{prefix}-captures-") as d:
+        os.chdir(d)  # the capture's file: ./captures/, shown as such
+        try:
+            async with app.run_test(size=size) as pilot:
+                await started(pilot, app)
+                await pilot.pause(1.5)
+                await pilot.press("1", "P")
+                await pilot.pause(0.5)
+                await pilot.press("slash", *"udp", "enter")
+                await pilot.pause(CAPTURE_SECONDS)
+                t = app.screen.query_one("#cap-frames", RowList)
+                wheres = [t.texts(i)[1].strip() for i in range(t.row_count)]
+                # the newest received frame but the last row (on the last row the
+                # cursor follows the new ones)
+                rx = [i for i, w in enumerate(wheres[:-1]) if w == "p1 rx"]
+                if rx:
+                    t.move_cursor(row=rx[-1])
+                await pilot.pause(0.6)
+                app.save_screenshot(filename=name, path=str(out))
+                await pilot.press("space")
+                await pilot.pause(1.0)
+                await quit_console(pilot)
+        finally:
+            os.chdir(here)
+    tmp.unlink(missing_ok=True)
+    return [name]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -192,6 +239,12 @@ def main() -> int:
         help="how long both ports send before the shots (the charts show this much history)",
     )
     ap.add_argument("--out", default=str(ROOT / "screenshots"))
+    ap.add_argument(
+        "--only",
+        choices=SCREENS,
+        default="all",
+        help="only these screens' shots (capture: the Capture screen's, at every size)",
+    )
     ap.add_argument(
         "--size",
         action="append",
@@ -211,12 +264,16 @@ def main() -> int:
     topology.up(LabConfig(prefix=prefix, topology="nat", transport_hosts=True))
     db = Path(f"/tmp/{prefix}-results.db")
     try:
-        seed_results(prefix, db)
+        if args.only == "all":
+            seed_results(prefix, db)
         for size in SIZES:
             if args.size and f"{size[0]}x{size[1]}" not in args.size:
                 continue
-            names = asyncio.run(shoot(prefix, size, out, args.seconds, db))
-            names += asyncio.run(shoot_flows(prefix, size, out, db))
+            names = []
+            if args.only == "all":
+                names += asyncio.run(shoot(prefix, size, out, args.seconds, db))
+                names += asyncio.run(shoot_flows(prefix, size, out, db))
+            names += asyncio.run(shoot_capture(prefix, size, out, db))
             print(f"{size[0]}x{size[1]}: " + ", ".join(names))
     finally:
         topology.down(prefix)
