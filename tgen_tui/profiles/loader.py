@@ -273,15 +273,20 @@ def build_tree(root: Any) -> Any:
 def _compose(text: str) -> Any:
     """The document's root node (None for an empty one), by the C parser where
     ruamel.yaml.clibz (or the older ruamel.yaml.clib) is installed, else the pure one."""
-    if _CLoader is None:
-        y = YAML(typ="safe", pure=True)
-        y.Resolver = _Resolver
-        return y.compose(text)
-    loader = _CLoader(text)
-    try:
-        return loader.get_single_node()
-    finally:
-        loader.dispose()
+    if _CLoader is not None:
+        loader = _CLoader(text)
+        try:
+            return loader.get_single_node()
+        except MarkedYAMLError:
+            # libyaml follows YAML 1.1 where 1.2 is wider: an unquoted IPv6 address or MAC
+            # in a flow mapping ({ipv6: 2001:2::2/64}) is valid 1.2 that it refuses. The
+            # pure parser decides (and gives the error, if it is one).
+            pass
+        finally:
+            loader.dispose()
+    y = YAML(typ="safe", pure=True)
+    y.Resolver = _Resolver
+    return y.compose(text)
 
 
 def _c_loader() -> Any:
