@@ -193,6 +193,9 @@ def test_capture_screen_on_the_real_engine(ui_nat_lab, tmp_path, monkeypatch) ->
             await pilot.pause(0.3)
             detail = str(app.screen.query_one("#cap-detail", Static).render())
             assert "stream up seq " in detail and "src       = 198.19.0.1" in detail
+            # next to it, the frame as the tester sent it: before the NAT (seq N: port 10000 + N % 256)
+            seq = int(rx_up[0][2].split("#")[1].split("/")[0])
+            assert f"as sent: 198.18.0.2:{10000 + seq % 256} > 198.19.0.2:7 udp" in detail, detail
             await pilot.press("space")
             await settle(pilot, app, lambda: "done (stopped)" in status(), timeout=30)
             seen["status"] = status()

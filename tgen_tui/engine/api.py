@@ -327,6 +327,10 @@ class EngineAPI(Protocol):
         """Every capture of this engine with its newest counts and last few frames."""
         ...
 
+    def sent_frame(self, stream: str, seq: int, lane: int = 0) -> bytes | None:
+        """The frame a stream sent as ``seq`` (rebuilt; None when it cannot be)."""
+        ...
+
 
 @runtime_checkable
 class EngineFeed(Protocol):

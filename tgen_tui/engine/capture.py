@@ -262,6 +262,36 @@ def _recent(items: list[dict]) -> tuple[RecentFrame, ...]:
     )
 
 
+class SentFrames:
+    """The frame a stream sent as sequence number ``seq``, rebuilt by its batch builder
+    (the frames are a function of the frame index: the same bytes but the timestamp), so
+    a received frame can be shown next to what it was before the DUT rewrote it. A
+    stream split over lanes, or without that frame, gives None."""
+
+    def __init__(self) -> None:
+        self._builders: dict[tuple[int, str], Any] = {}
+
+    def frame(self, setup: Any, stream: str, seq: int, lane: int = 0) -> bytes | None:
+        from tgen_tui.packets.batch import BatchBuilder
+
+        prog = next((p for p in setup.programs if p.name == stream), None)
+        if prog is None or lane != 0 or seq < 0:
+            return None
+        ps = setup.ports.get(prog.port)
+        if ps is not None and getattr(ps, "lanes", 1) > 1:
+            return None
+        key = (id(setup), stream)
+        b = self._builders.get(key)
+        if b is None:
+            if len(self._builders) > 64:
+                self._builders.clear()
+            b = self._builders[key] = BatchBuilder(prog, max_batch=1)
+        try:
+            return b.frames(int(seq), 1, 0)[0]
+        except (ValueError, IndexError, OverflowError):
+            return None
+
+
 class CaptureProc:
     """One capture process under trio (see the module docstring)."""
 

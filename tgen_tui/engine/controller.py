@@ -33,7 +33,7 @@ import trio
 from tgen_tui.diagnostics import BadInput
 from tgen_tui.engine.api import EngineDescription, EngineEvent, PortState
 from tgen_tui.engine.assignment import WorkerPlan
-from tgen_tui.engine.capture import Captures, CaptureSpec, CaptureView
+from tgen_tui.engine.capture import Captures, CaptureSpec, CaptureView, SentFrames
 from tgen_tui.engine.events import EventLog
 from tgen_tui.engine.flowplan import FlowPlan
 from tgen_tui.engine.options import EngineOptions
@@ -73,6 +73,7 @@ class Engine:
         self.control = PortControl(self.setup, self._log, options.drain_ms, options.stop_timeout)
         self.sampler = Sampler(self.setup, self.transport, self.control)
         self.captures = Captures(nursery, lambda: self.setup, self.latest_snapshot)
+        self._sent_frames = SentFrames()
 
     # ------------------------------------------------------------------ views of the rooms
     @property
@@ -206,6 +207,10 @@ class Engine:
     def capture_views(self) -> list[CaptureView]:
         """Every capture of this engine, newest state (counts, the last frames)."""
         return self.captures.views()
+
+    def sent_frame(self, stream: str, seq: int, lane: int = 0) -> bytes | None:
+        """The frame ``stream`` sent as ``seq``, rebuilt (engine/capture.py SentFrames)."""
+        return self._sent_frames.frame(self.setup, stream, seq, lane)
 
     def requested_pps(self, stream_i: int) -> float:
         return self.control.requested_pps(stream_i)

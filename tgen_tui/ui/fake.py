@@ -47,7 +47,7 @@ from tgen_tui.engine.api import (
     RateChanged,
     StreamPaused,
 )
-from tgen_tui.engine.capture import CaptureSpec, CaptureView
+from tgen_tui.engine.capture import CaptureSpec, CaptureView, SentFrames
 from tgen_tui.engine.flowrates import flow_target, initial_flow_rates, plan_flow_rate
 from tgen_tui.engine.losscauses import LossCauses, simulated_reading
 from tgen_tui.engine.options import EngineOptions, Neighbours
@@ -393,6 +393,7 @@ class FakeEngine:
         self._events: list[EngineEvent] = []
         self.calls: list[tuple] = []  # what the UI asked for, in order (tests read it)
         self._captures = SimCaptures()  # ui/fake_capture.py
+        self._sent_frames = SentFrames()  # engine/capture.py, as the real engine
         self._configure(self._setup_of(compiled))
 
     def _setup_of(self, compiled: CompiledProfile) -> Setup:
@@ -699,6 +700,10 @@ class FakeEngine:
         """Every capture, a new status every 250 ms of the fake's clock."""
         self.latest_snapshot()
         return self._captures.views(self.setup, self._sim, self.clock(), self.wall())
+
+    def sent_frame(self, stream: str, seq: int, lane: int = 0) -> bytes | None:
+        """As the real engine: the stream's frame ``seq`` rebuilt."""
+        return self._sent_frames.frame(self.setup, stream, seq, lane)
 
     async def reload(self, compiled: CompiledProfile) -> None:
         """As the real engine: new rates only are applied live; anything else stops the

@@ -372,6 +372,16 @@ class CaptureScreen(ViewScreen):
         if event.row_list.id == "cap-frames":
             self._show_detail(event.key)
 
+    def _as_sent(self, r: RecentFrame, sig: Any) -> str | None:
+        """A received test frame as its stream sent it (rebuilt by the engine), decoded;
+        None for a sent frame, one without a signature, or one the engine cannot rebuild."""
+        if r.direction != "rx" or not sig.stream or sig.seq is None:
+            return None
+        eng = self._engine()
+        fn = getattr(eng, "sent_frame", None)
+        data = fn(sig.stream, sig.seq, sig.lane) if fn is not None else None
+        return summary(data) if data else None
+
     def selected_frame(self) -> RecentFrame | None:
         """The frame under the list's cursor."""
         key = self._detail_key
@@ -388,6 +398,9 @@ class CaptureScreen(ViewScreen):
         t.append(f"{r.port} {r.direction}  {stamp(r.ts_ns, 9)}  {r.length} bytes", style="bold")
         t.append(f"\n{r.comment}" if sig.stream else f"\n{r.comment or 'other'}")
         t.append(f"\n{summ}\n")
+        sent = self._as_sent(r, sig)
+        if sent is not None and sent != summ:  # what the DUT rewrote: the NAT's translation
+            t.append(f"as sent: {sent}\n", style="yellow")
         if len(r.data) < r.length:
             t.append(f"(the first {len(r.data)} of its {r.length} bytes)\n", style="dim")
         t.append(layers(r.data) + "\n")
