@@ -292,3 +292,24 @@ def test_the_fake_capture_counts_budget_and_writes_a_pcapng(tmp_path) -> None:
     assert len(got) == 16
     assert [bytes(p) for p in got] == [r.data for r in v.recent]
     assert Path(f).read_bytes()[:4] == b"\x0a\x0d\x0d\x0a"
+
+
+def test_L_keeps_the_lost_frames_of_every_port_and_L_again_stops_it() -> None:
+    async def go():
+        app, eng = make_app()
+        async with app.run_test(size=(120, 36)) as pilot:
+            await settle(pilot, app, lambda: app.snap is not None)
+            await pilot.press("S", "P")
+            await settle(pilot, app, lambda: isinstance(app.screen, CaptureScreen))
+            await pilot.press("L")
+            await settle(pilot, app, lambda: any(c[0] == "start_capture" for c in eng.calls))
+            (start,) = [c for c in eng.calls if c[0] == "start_capture"]
+            assert set(start[1]) == {"p0", "p1"}  # every port a stream uses
+            (v,) = eng.capture_views()
+            assert (
+                v.spec.lost and v.spec.lost_guard_s == 0.5 and "captures/tgen-lost-" in v.spec.file
+            )
+            await pilot.press("L")
+            await settle(pilot, app, lambda: ("stop_capture", v.id) in eng.calls)
+
+    run(go())

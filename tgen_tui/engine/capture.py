@@ -58,6 +58,9 @@ class CaptureSpec:
     trigger: str | None = None  # loss: when a port first loses a frame; dut-event: when
     # the first --dut-event command runs
     lost: bool = False  # keep only the tx copies of the frames that never arrived
+    # lost, while the ports still send (the console): frames sent this long before the
+    # stop may still be on their way and are not judged (0: the ports had stopped)
+    lost_guard_s: float = 0.0
 
     @property
     def bpf(self) -> str:
@@ -170,6 +173,7 @@ def capture_config(spec: CaptureSpec, setup: Any) -> dict:
         "ring_mb": spec.ring_mb,
         "stop_on_full": spec.stop_on_full,
         "lost": spec.lost,
+        "lost_guard_s": spec.lost_guard_s,
         "comment": f"tgen-tui capture {spec.describe()}; timestamps: the kernel's "
         "CLOCK_REALTIME stamps (the ones the latency figures use, on CLOCK_MONOTONIC)",
     }

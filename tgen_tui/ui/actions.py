@@ -126,6 +126,10 @@ ACTIONS: tuple[ConsoleAction, ...] = (
     ConsoleAction("capture.filter", "focus_filter", "slash", "Filter", scope="capture",
                   help="type the capture filter: a tcpdump expression, stream NAME, other "
                        "or arpnd; enter starts, escape leaves it (Capture screen)"),
+    ConsoleAction("capture.lost", "toggle_lost", "L", "Lost frames", scope="capture",
+                  help="start or stop keeping the tx copies of the frames that never arrive, "
+                       "on every port (Capture screen; frames of the last 0.5 s before the "
+                       "stop are not judged)"),
     ConsoleAction("capture.direction", "cycle_direction", "v", "Direction", scope="capture",
                   help="capture both directions, rx only or tx only (Capture screen)"),
     ConsoleAction("capture.leave", "leave_filter", "escape", "Leave filter", scope="capture",

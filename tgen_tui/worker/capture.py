@@ -162,6 +162,9 @@ class Capture:
         self.spool_keys: list[np.ndarray] = []
         self.spool_at: list[np.ndarray] = []
         self.spool_len: list[np.ndarray] = []
+        self.spool_ts: list[np.ndarray] = []
+        self.guard_ns = int(float(cfg.get("lost_guard_s") or 0) * 1e9)
+        self.stop_wall_ns: int | None = None
         self.rx_keys: list[np.ndarray] = []
         self.spool_off = 0
 
@@ -258,6 +261,7 @@ class Capture:
             self.spool_keys.append((b.stream << 32) | b.seq)
             self.spool_at.append(self.spool_off + np.cumsum(total) - total)
             self.spool_len.append(total)
+            self.spool_ts.append(b.ts_ns.copy())
             self.spool_off += len(blob)
         self.out.write(blob)
         self.c.bytes += len(blob)
@@ -341,7 +345,12 @@ class Capture:
         at = np.concatenate(self.spool_at) if self.spool_at else np.zeros(0, np.int64)
         ln = np.concatenate(self.spool_len) if self.spool_len else np.zeros(0, np.int64)
         rx = np.concatenate(self.rx_keys) if self.rx_keys else np.zeros(0, np.int64)
-        missing = np.flatnonzero(~np.isin(keys, rx))
+        judged = np.ones(len(keys), dtype=bool)
+        if self.guard_ns and self.stop_wall_ns is not None and self.spool_ts:
+            ts = np.concatenate(self.spool_ts)  # sent too recently: maybe still on the way
+            judged = ts <= self.stop_wall_ns - self.guard_ns
+        self.not_judged = int((~judged).sum())
+        missing = np.flatnonzero(~np.isin(keys, rx) & judged)
         spool = np.fromfile(self.spool_path, dtype=np.uint8)
         body = np.zeros(int(ln[missing].sum()), dtype=np.uint8)
         ragged_copy(body, np.cumsum(ln[missing]) - ln[missing], spool, at[missing], ln[missing])
@@ -357,7 +366,12 @@ class Capture:
         for s, n in zip(*np.unique(keys[missing] >> 32, return_counts=True), strict=True):
             nm = names[int(s) % self.comment.block] if names else str(int(s))
             per[nm] = per.get(nm, 0) + int(n)
-        return {"lost_frames": int(len(missing)), "sent": int(len(keys)), "lost_by_stream": per}
+        return {
+            "lost_frames": int(len(missing)),
+            "sent": int(len(keys)),
+            "lost_by_stream": per,
+            "not_judged": self.not_judged,
+        }
 
     def close(self) -> None:
         for tap in self.taps:
@@ -403,6 +417,7 @@ def run(cfg: dict, stdin_fd: int = 0, pending: bytes = b"") -> int:
                 line, buf = buf.split(b"\n", 1)
                 msg = json.loads(line or b"{}")
                 if msg.get("cmd") == "stop":
+                    cap.stop_wall_ns = time.time_ns()
                     stop_comment = msg.get("comment")
                     cap.reason = msg.get("reason") or "stopped"
         cap.step()
@@ -417,6 +432,8 @@ def run(cfg: dict, stdin_fd: int = 0, pending: bytes = b"") -> int:
                 cap.reason = cap.reason or "ring full"
             emit(cap.status())
             next_status = now + STATUS_S
+    if cap.stop_wall_ns is None:
+        cap.stop_wall_ns = time.time_ns()
     time.sleep(0.02)  # the last retired blocks (retire timeout 10 ms)
     while cap.step():
         pass

@@ -190,6 +190,50 @@ class CaptureScreen(ViewScreen):
         else:
             self._start(port)
 
+    def action_toggle_lost(self) -> None:
+        """A lost-frames capture over every port that sends or receives a stream: on,
+        or off (its file then holds the tx copies of the frames that never came)."""
+        eng = self._engine()
+        if eng is None or "*lost" in self._pending:
+            return
+        running = [v for v in self._views() if v.spec.lost and v.state in ACTIVE]
+        self._pending.add("*lost")
+        if running:
+            v = running[-1]
+            self._say("stopping the lost-frames capture…")
+
+            def stopped(fv: CaptureView) -> None:
+                self._pending.discard("*lost")
+                self._say(fv.line())
+
+            self._call(eng.stop_capture, stopped, v.id, "stopped", self._loss_line())
+            return
+        streams = self.desc.streams if self.desc else ()
+        ports = tuple(dict.fromkeys(p for s in streams for p in (s.port, s.rx_port) if p))
+        if not ports:
+            self._pending.discard("*lost")
+            self._say("no stream to watch for lost frames", error=True)
+            return
+        spec = CaptureSpec(ports=ports, file=default_file("lost", self.now()), lost=True,
+                           lost_guard_s=0.5)  # fmt: skip
+        try:
+            Path(spec.file).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            self._pending.discard("*lost")
+            self._say(f"lost-frames capture: {e}", error=True)
+            return
+        self._say(f"keeping the tx copies of lost frames on {', '.join(ports)} → {spec.file}")
+        self._call(eng.start_capture, lambda v: self._pending.discard("*lost"), spec)
+
+    def _loss_line(self) -> str:
+        """The loss of the streams as the console shows it now, for the file's comment."""
+        eng = self._engine()
+        snap = eng.latest_snapshot() if eng is not None else None
+        if snap is None:
+            return "tgen-tui lost frames (console)"
+        parts = [f"{s.name}: {s.lost} of {s.tx_frames} lost" for s in snap.streams if s.lost]
+        return "tgen-tui lost frames (console). " + ("; ".join(parts) or "no stream counted a loss")
+
     def action_focus_filter(self) -> None:
         # at once (Widget.focus waits for the queue): keys typed right after "/" are
         # the filter's, even when they were queued behind a busy moment
