@@ -65,3 +65,119 @@ def test_link_info_reads_mtu_and_flags_as_iproute2(direct_lab):
         assert "LOWER_UP" in info["flags"] and "UP" in info["flags"]
     finally:
         subprocess.run(["ip", "-n", ns, "link", "set", "p0", "mtu", "1500"], check=True)
+
+
+# ---------------------------------------------------------------------- link changes as events
+class _Spec:
+    def __init__(self, netns, interface, host=None):
+        self.netns, self.interface, self.host = netns, interface, host
+
+
+class _Port:
+    def __init__(self, netns, interface):
+        self.spec = _Spec(netns, interface)
+        self.link = "unknown"
+
+
+def _watch(ports):
+    from tgen_tui.engine.events import EventLog
+    from tgen_tui.engine.linkwatch import LinkWatch
+
+    log = EventLog()
+    return LinkWatch(lambda: ports, log), log
+
+
+def test_a_carrier_loss_and_its_return_are_two_events_with_the_time_away():
+    from tgen_tui.engine.api import LinkChanged
+
+    ports = {"p1": _Port("ns", "p1")}
+    w, log = _watch(ports)
+    t0 = log.t_open
+    assert w.observe("p1", "up", t0 + 1.0) is None  # the first reading, up: nothing said
+    ev = w.observe("p1", "no carrier", t0 + 2.0)
+    assert isinstance(ev, LinkChanged) and ev.kind == "link"
+    assert ev.text() == "p1: carrier lost" and abs(ev.t - 2.0) < 1e-9
+    assert ports["p1"].link == "down"  # PortStats.link keeps the coarse word
+    assert w.observe("p1", "no carrier", t0 + 2.5) is None  # no change, no event
+    back = w.observe("p1", "up", t0 + 3.02)
+    assert back is not None and back.away_s == 1.02
+    assert back.text() == "p1: carrier back after 1.02 s" and ports["p1"].link == "up"
+    assert [e.kind for e in log.all()] == ["link", "link"]
+    assert back.to_dict()["event"] == "link" and back.to_dict()["new"] == "up"
+
+
+def test_other_changes_say_what_happened():
+    ports = {"p0": _Port("ns", "p0")}
+    w, log = _watch(ports)
+    t = log.t_open
+    assert w.observe("p0", "no carrier", t).text() == "p0: no carrier at open"
+    assert w.observe("p0", "down", t + 1).text() == "p0: link down (the interface is set down)"
+    up = w.observe("p0", "up", t + 4)
+    assert up.text() == "p0: link up again after 4.00 s"  # away since it first left up
+    assert w.observe("p0", "missing", t + 5).text() == "p0: interface gone"
+    assert w.observe("p0", "up", t + 6).text() == "p0: interface back after 1.00 s"
+
+
+def test_netlink_messages_are_read_as_link_states():
+    import socket
+    import struct
+
+    from tgen_tui.dut.netlink import NLMSG, attr
+    from tgen_tui.engine.linkwatch import RTM_DELLINK, parse_link_messages
+    from tgen_tui.engine.probes import IFF_LOWER_UP, IFINFO, IFLA_IFNAME, IFLA_OPERSTATE
+
+    def msg(typ, name, flags, oper):
+        body = IFINFO.pack(socket.AF_UNSPEC, 1, 7, flags, 0) + attr(IFLA_IFNAME, name + b"\0")
+        body += attr(IFLA_OPERSTATE, bytes([oper]))
+        return NLMSG.pack(NLMSG.size + len(body), typ, 0, 0, 0) + body
+
+    data = msg(16, b"p1", IFF_UP, 2) + msg(16, b"p0", IFF_UP | IFF_LOWER_UP, 6)
+    data += msg(16, b"p2", 0, 2) + msg(RTM_DELLINK, b"p3", 0, 2)
+    assert parse_link_messages(data) == [
+        ("p1", "no carrier"), ("p0", "up"), ("p2", "down"), ("p3", "missing"),
+    ]  # fmt: skip
+    assert struct.calcsize("=BxHiII") == IFINFO.size
+
+
+def test_the_watcher_hears_a_peer_go_down_at_once(direct_lab):
+    """On a real veth pair: the far end set down is "no carrier" on the near end, heard on
+    the namespace's rtnetlink socket within a fraction of a second (no poll)."""
+    import time
+
+    import trio
+
+    ns = f"{direct_lab}-tester"
+    ports = {"p0": _Port(ns, "p0")}
+    w, log = _watch(ports)
+
+    async def main():
+        async with trio.open_nursery() as n:
+            await w.poll()
+            n.start_soon(w.run, lambda: False)
+            await trio.sleep(0.2)  # the listener's socket is open
+            t_down = time.monotonic()
+            await trio.to_thread.run_sync(
+                lambda: subprocess.run(["ip", "-n", ns, "link", "set", "p1", "down"], check=True)
+            )
+            with trio.fail_after(1.0):
+                while not log.all():
+                    await trio.sleep(0.005)
+            lost = log.all()[0]
+            t_up = time.monotonic()
+            await trio.to_thread.run_sync(
+                lambda: subprocess.run(["ip", "-n", ns, "link", "set", "p1", "up"], check=True)
+            )
+            with trio.fail_after(1.0):
+                while len(log.all()) < 2:
+                    await trio.sleep(0.005)
+            n.cancel_scope.cancel()
+        return t_down, lost, t_up, log.all()[1]
+
+    try:
+        t_down, lost, t_up, back = trio.run(main)
+    finally:
+        subprocess.run(["ip", "-n", ns, "link", "set", "p1", "up"], check=False)
+    assert lost.text() == "p0: carrier lost"
+    assert 0 <= lost.t + log.t_open - t_down < 0.5  # heard, not polled (the poll is 1 s)
+    assert back.text().startswith("p0: carrier back after ")
+    assert abs(back.away_s - (t_up - t_down)) < 0.5

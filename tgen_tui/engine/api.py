@@ -169,6 +169,40 @@ class EngineNotice(EngineEvent):
 
 
 @dataclass(frozen=True)
+class LinkChanged(EngineEvent):
+    """A port's link changed (engine/linkwatch.py): ``old``/``new`` are "up", "no
+    carrier" (the interface is up, its link partner is not), "down" (the interface is
+    set down), "missing" or "unknown"; ``old`` None: the first reading, at open.
+    ``away_s``: on coming back up, how long the link was not up."""
+
+    port: str
+    old: str | None
+    new: str
+    away_s: float | None = None
+
+    def text(self) -> str:
+        p, old, new = self.port, self.old, self.new
+        back = f" after {self.away_s:.2f} s" if self.away_s is not None else ""
+        if old is None:
+            first = {"no carrier": "no carrier", "missing": "interface missing"}
+            return f"{p}: {first.get(new, 'link ' + new)} at open"
+        if new == "up":
+            what = {
+                "no carrier": "carrier back",
+                "down": "link up again",
+                "missing": "interface back",
+            }
+            return f"{p}: {what.get(old, 'link up')}{back}"
+        if new == "no carrier":
+            return f"{p}: carrier lost" if old == "up" else f"{p}: link {old} -> no carrier"
+        if new == "down":
+            return f"{p}: link down (the interface is set down)"
+        if new == "missing":
+            return f"{p}: interface gone"
+        return f"{p}: link {old} -> {new}"
+
+
+@dataclass(frozen=True)
 class EngineWarning(EngineEvent):
     message: str
 
@@ -186,6 +220,7 @@ _KIND: dict[type, str] = {
     CountersCleared: "cleared",
     EngineNotice: "notice",
     EngineWarning: "warning",
+    LinkChanged: "link",
 }
 
 
@@ -407,6 +442,7 @@ __all__ = [
     "EngineWarning",
     "FlowInfo",
     "FlowRateChanged",
+    "LinkChanged",
     "PortInfo",
     "PortState",
     "PortStateChanged",

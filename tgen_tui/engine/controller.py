@@ -36,6 +36,7 @@ from tgen_tui.engine.assignment import WorkerPlan
 from tgen_tui.engine.capture import Captures, CaptureSpec, CaptureView, SentFrames
 from tgen_tui.engine.events import EventLog
 from tgen_tui.engine.flowplan import FlowPlan
+from tgen_tui.engine.linkwatch import LinkWatch
 from tgen_tui.engine.options import EngineOptions
 from tgen_tui.engine.portcontrol import PortControl, PortRuntime
 from tgen_tui.engine.sampler import Sampler
@@ -71,7 +72,8 @@ class Engine:
         self.transport: WorkerTransport = (options.transport or LocalTransport)(options)
         self.setup = Setup.build(compiled, options)
         self.control = PortControl(self.setup, self._log, options.drain_ms, options.stop_timeout)
-        self.sampler = Sampler(self.setup, self.transport, self.control)
+        self.links = LinkWatch(lambda: self.control.ports, self._log, self.transport)
+        self.sampler = Sampler(self.setup, self.transport, self.control, self.links)
         self.captures = Captures(nursery, lambda: self.setup, self.latest_snapshot)
         self._sent_frames = SentFrames()
 
@@ -242,6 +244,7 @@ class Engine:
             self.control.configure(setup)
             self.setup = setup
             self.sampler.configure(setup, self.control)
+            self.links.forget()  # the new ports' namespaces
             await self._spawn()
         self._log.notice(f"profile {compiled.name} reloaded: workers re-spawned, ports idle")
 
@@ -395,6 +398,7 @@ async def open_engine(
         try:
             await eng._spawn()
             nursery.start_soon(eng.sampler.run, options.interval, lambda: eng._closed)
+            nursery.start_soon(eng.links.run, lambda: eng._closed)  # link changes: events
             yield eng
         finally:
             with trio.CancelScope(shield=True):

@@ -19,8 +19,9 @@ import trio
 
 from tgen_tui.dut.settings import dut_settings
 from tgen_tui.engine import stats
-from tgen_tui.engine.events import fan_out
+from tgen_tui.engine.events import EventLog, fan_out
 from tgen_tui.engine.flowplan import FlowPlan
+from tgen_tui.engine.linkwatch import LinkWatch
 from tgen_tui.engine.losscauses import LossCauses
 from tgen_tui.engine.portcontrol import PortControl
 from tgen_tui.engine.probes import DutProbe
@@ -36,8 +37,16 @@ class Sampler:
     """Snapshots of the workers, ports and DUT of a set-up (a reload configures it anew;
     ``latest`` and the subscribers stay)."""
 
-    def __init__(self, setup: Setup, transport: WorkerTransport, control: PortControl) -> None:
+    def __init__(
+        self,
+        setup: Setup,
+        transport: WorkerTransport,
+        control: PortControl,
+        links: LinkWatch | None = None,
+    ) -> None:
         self.transport = transport
+        # link states and their changes (the engine's watcher: its events go to the log)
+        self.links = links or LinkWatch(lambda: self.control.ports, EventLog(), transport)
         self.latest: StatsSnapshot | None = None
         self.subscribers: list[trio.MemorySendChannel] = []
         self.configure(setup, control)
@@ -83,8 +92,7 @@ class Sampler:
 
     async def _read_links(self) -> None:
         self._last_link = time.monotonic()
-        for pr in self.control.ports.values():
-            pr.link = await self.transport.link_state(pr.spec)
+        await self.links.poll()
 
     def _read_dut_settings(self) -> tuple[tuple[str, str], ...]:
         if self.dut is None:

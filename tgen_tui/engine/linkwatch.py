@@ -1,0 +1,260 @@
+"""Link and carrier changes of the tester ports, as events at the moment they happen.
+
+Per network namespace of the engine's own ports, one rtnetlink socket joins the link
+group (``RTNLGRP_LINK``): the kernel sends an ``RTM_NEWLINK`` to it when an interface's
+flags or operstate change (a veth whose peer is set down loses its carrier at once),
+and ``RTM_DELLINK`` when it goes. A trio task per namespace waits on its socket, so a
+change becomes a :class:`~tgen_tui.engine.api.LinkChanged` event (console log, NDJSON,
+the result's events) within milliseconds, its time taken when the message was read.
+
+The poll (:meth:`LinkWatch.poll`, every ``sampler.LINK_EVERY`` s from the sampler, and
+at open) reads every port's link as well: ports on other hosts (``--cluster``, through
+the transport's ``link_state``), and a change the socket missed (its buffer overflowed,
+or it could not be opened) are found there, a second late at most.
+
+A port's link is one of :data:`STATES`: "up"; "no carrier" (the interface is up, its
+link partner is not: the DUT's side was set down, a cable pulled); "down" (the
+interface itself is set down); "missing"; "unknown" (netlink could not be asked).
+``PortStats.link`` keeps the coarse word (:func:`coarse`: "no carrier" is "down").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import socket
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import trio
+
+from tgen_tui.engine.api import LinkChanged
+from tgen_tui.engine.events import EventLog
+from tgen_tui.engine.probes import (
+    IFF_UP,
+    IFINFO,
+    IFLA_IFNAME,
+    IFLA_OPERSTATE,
+    RTM_NEWLINK,
+    link_info,
+    link_state_of,
+)
+
+UP, NO_CARRIER, DOWN, MISSING, UNKNOWN = "up", "no carrier", "down", "missing", "unknown"
+STATES = (UP, NO_CARRIER, DOWN, MISSING, UNKNOWN)
+RTM_DELLINK = 17
+RTMGRP_LINK = 1  # the bit of RTNLGRP_LINK (1) in the bind mask
+RCVBUF = 1 << 20
+
+
+def detail_of(flags: int, operstate: int | None) -> str:
+    """ "down" when the interface is set down; else "up" or "no carrier" (by operstate,
+    :func:`~tgen_tui.engine.probes.link_state_of`)."""
+    if not flags & IFF_UP:
+        return DOWN
+    return UP if link_state_of(flags, operstate) == "up" else NO_CARRIER
+
+
+def coarse(detail: str) -> str:
+    """The word ``PortStats.link`` shows: up, down, missing or unknown."""
+    return "down" if detail == NO_CARRIER else detail
+
+
+def read_detail(netns: str | None, interface: str) -> str:
+    """A local interface's link now (blocking: rtnetlink on the namespace's kept socket)."""
+    try:
+        info = link_info(netns, interface)
+    except OSError:
+        return UNKNOWN
+    if info is None:
+        return MISSING
+    return detail_of(info["flags_word"], info["operstate_code"])
+
+
+def parse_link_messages(data: bytes) -> list[tuple[str, str]]:
+    """(interface, state) of every RTM_NEWLINK / RTM_DELLINK in one netlink read."""
+    from tgen_tui.dut.netlink import NLMSG, attrs, cstr
+
+    out = []
+    off = 0
+    while off + NLMSG.size <= len(data):
+        ln, typ, _, _, _ = NLMSG.unpack_from(data, off)
+        if ln < NLMSG.size:
+            break
+        body = data[off + NLMSG.size : off + ln]
+        off += (ln + 3) & ~3
+        if typ not in (RTM_NEWLINK, RTM_DELLINK) or len(body) < IFINFO.size:
+            continue
+        a = attrs(body, IFINFO.size)
+        name = cstr(a.get(IFLA_IFNAME))
+        if not name:
+            continue
+        if typ == RTM_DELLINK:
+            out.append((name, MISSING))
+            continue
+        op = a.get(IFLA_OPERSTATE)
+        out.append((name, detail_of(IFINFO.unpack_from(body)[3], op[0] if op else None)))
+    return out
+
+
+def open_link_socket(netns: str | None) -> socket.socket:
+    """A non-blocking rtnetlink socket in ``netns`` that receives the link group."""
+    from tgen_tui.worker.netns import in_thread_netns
+
+    def make() -> socket.socket:
+        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, 0)
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, RCVBUF)
+            s.bind((0, RTMGRP_LINK))
+        except OSError:
+            s.close()
+            raise
+        return s
+
+    s = in_thread_netns(netns, make) if netns else make()
+    s.setblocking(False)
+    return s
+
+
+class LinkWatch:
+    """Each port's link as last seen, and the events of its changes.
+
+    ``ports()``: the engine's port runtimes now (name -> ``PortRuntime``: ``spec`` and a
+    ``link`` it sets); ``transport``: asked for ports on other hosts."""
+
+    def __init__(
+        self,
+        ports: Callable[[], Mapping[str, Any]],
+        log: EventLog,
+        transport: Any = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ports = ports
+        self.log = log
+        self.transport = transport
+        self.clock = clock
+        self.state: dict[str, str] = {}
+        self.left_up: dict[str, float] = {}  # port -> monotonic s it stopped being up
+        self._scope: trio.CancelScope | None = None
+        self._told: set[str] = set()  # namespaces whose socket failed (said once)
+
+    # ------------------------------------------------------------------ the one rule
+    def observe(self, name: str, detail: str, at: float | None = None) -> LinkChanged | None:
+        """Port ``name``'s link is ``detail`` (seen at ``at``, monotonic s; default now):
+        set the port's ``link``; a change is an event (returned)."""
+        at = self.clock() if at is None else at
+        pr = self.ports().get(name)
+        if pr is not None:
+            pr.link = coarse(detail)
+        old = self.state.get(name)
+        if old == detail:
+            return None
+        self.state[name] = detail
+        if old is None and detail == UP:
+            return None  # the first reading, as expected: nothing to say
+        away = None
+        if detail != UP and (old == UP or old is None):
+            self.left_up[name] = at
+        elif detail == UP and name in self.left_up:
+            away = round(at - self.left_up.pop(name), 3)
+        ev = LinkChanged(at - self.log.t_open, port=name, old=old, new=detail, away_s=away)
+        self.log.emit(ev)
+        return ev
+
+    def forget(self) -> None:
+        """A reload: ports may be other ones now; listen in their namespaces."""
+        known = set(self.ports())
+        for n in list(self.state):
+            if n not in known:
+                self.state.pop(n, None)
+                self.left_up.pop(n, None)
+        if self._scope is not None:
+            self._scope.cancel()
+
+    # ------------------------------------------------------------------ the poll
+    async def poll(self) -> None:
+        """Read every port's link now (local ports by rtnetlink, others by the transport)."""
+        for name, pr in list(self.ports().items()):
+            spec = pr.spec
+            if spec.host is None:
+                detail = await trio.to_thread.run_sync(read_detail, spec.netns, spec.interface)
+            elif self.transport is not None:
+                detail = await self.transport.link_state(spec)
+            else:
+                continue
+            self.observe(name, detail if detail in STATES else UNKNOWN)
+
+    # ------------------------------------------------------------------ the listeners
+    def _namespaces(self) -> set[str | None]:
+        return {pr.spec.netns for pr in self.ports().values() if pr.spec.host is None}
+
+    async def run(self, closed: Callable[[], bool]) -> None:
+        """Listen in every namespace of the local ports until cancelled (a reload restarts
+        the listeners in the new set of namespaces)."""
+        while not closed():
+            with trio.CancelScope() as scope:
+                self._scope = scope
+                async with trio.open_nursery() as n:
+                    for ns in self._namespaces():
+                        n.start_soon(self._listen, ns)
+                    await trio.sleep_forever()
+
+    async def _listen(self, netns: str | None) -> None:
+        try:
+            sock = await trio.to_thread.run_sync(open_link_socket, netns)
+        except OSError as e:
+            if (netns or "") not in self._told:
+                self._told.add(netns or "")
+                self.log.notice(
+                    f"link changes in {netns or 'this namespace'} are polled once a second "
+                    f"(no rtnetlink link socket: {e})"
+                )
+            return
+        try:
+            while True:
+                await trio.lowlevel.wait_readable(sock)
+                missed = self._drain(sock, netns)
+                if missed:
+                    await self.poll()  # the socket overflowed: read every port now
+        finally:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def _drain(self, sock: socket.socket, netns: str | None) -> bool:
+        """Every message waiting on ``sock``; True when some were lost (ENOBUFS)."""
+        missed = False
+        while True:
+            try:
+                data = sock.recv(1 << 16)
+            except (BlockingIOError, InterruptedError):
+                return missed
+            except OSError as e:
+                if e.errno == errno.ENOBUFS:
+                    missed = True
+                    continue
+                raise
+            at = self.clock()
+            by_if: dict[str, list[str]] = {}
+            for name, pr in self.ports().items():
+                if pr.spec.host is None and pr.spec.netns == netns:
+                    by_if.setdefault(pr.spec.interface, []).append(name)
+            for ifname, detail in parse_link_messages(data):
+                for port in by_if.get(ifname, ()):
+                    self.observe(port, detail, at)
+
+
+__all__ = [
+    "DOWN",
+    "MISSING",
+    "NO_CARRIER",
+    "STATES",
+    "UNKNOWN",
+    "UP",
+    "LinkWatch",
+    "coarse",
+    "detail_of",
+    "open_link_socket",
+    "parse_link_messages",
+    "read_detail",
+]
