@@ -100,7 +100,8 @@ def stateful_lines(r: RunResult) -> list[str]:
                 f"learned {s.learned:,} tuples, e.g. {', '.join((s.learned_samples or [])[:2])}"
             )
         if s.outage_ms is not None and s.lost:
-            parts.append(f"longest receive gap {s.outage_ms:.1f} ms at {s.outage_at_s} s")
+            gone = " (not recovered)" if getattr(s, "outage_recovered", None) is False else ""
+            parts.append(f"longest receive gap {s.outage_ms:.1f} ms at {s.outage_at_s} s{gone}")
         if parts:
             out.append(f"stream {name}: " + "; ".join(parts))
     return out

@@ -104,11 +104,14 @@ def attach_outages(records: list[dict], streams: dict[str, dict]) -> None:
             elif gap > best[0]:
                 best = (float(gap), name)
         rec.pop("outage_at_most_ms", None)
+        rec.pop("outage_recovered", None)
         if best[1] is None and bound > 0:
             rec["outage_ms"], rec["outage_at_most_ms"] = None, bound
         else:
             rec["outage_ms"] = best[0]
         rec["outage_stream"] = best[1]
+        if best[1] is not None and streams[best[1]].get("outage_recovered") is False:
+            rec["outage_recovered"] = False  # that stream never came back
 
 
 def event_line(rec: dict) -> str:
@@ -117,7 +120,8 @@ def event_line(rec: dict) -> str:
     status = "ok" if rec.get("ok") else f"FAILED rc={rec.get('rc')} {rec.get('error', '')}".strip()
     out = f"DUT event at {rec['at_s']:.2f} s ({rec['took_ms']:.0f} ms, {status}): {what}"
     if rec.get("outage_ms"):
-        out += f"; outage {rec['outage_ms']:.1f} ms ({rec['outage_stream']})"
+        out += f"; outage {rec['outage_ms']:.1f} ms ({rec['outage_stream']}"
+        out += ", not recovered)" if rec.get("outage_recovered") is False else ")"
     elif rec.get("outage_at_most_ms"):
         out += (
             f"; outage at most {rec['outage_at_most_ms']:.1f} ms (not measured: each stream "

@@ -150,6 +150,9 @@ class StreamStats:
     setup_latency_ns: SetupLatency | None = None
     outage_ms: float | None = None
     outage_at_s: float | None = None
+    # False: the longest gap lasts to the end (the stream never came back: "not
+    # recovered"); True: frames came back after it; None: no outage measured
+    outage_recovered: bool | None = None
     spacing: Spacing = field(default_factory=Spacing)  # inter-arrival spacing at the receiver
 
     @property

@@ -101,6 +101,7 @@ class Accumulator:
         self.dut = F.DutTrack()
         self.cpu_acc: dict[int, list[float]] = {}  # worker -> [n, core sum, proc sum]
         self.flows = FlowSampler(ctx.flows)  # socket flows (flow workers' blocks)
+        self._hosts = {p.name: p.host for p in ctx.ports}
         # before the last sample: recent, cpu_acc
         self._undo: tuple[list[_Prev], dict[int, list[float]]] | None = None
 
@@ -326,7 +327,12 @@ class Accumulator:
             a = prev.stream[i]
             rates = (F.per_s(txf, a[0], dt), F.per_s(rxf, a[1], dt))
         st = F.stream_stats(i, sc, tv, rx, rates, live, final)
-        return r.flow.apply(st, sc, self.ctx.block, self.ctx.lanes, live.t0) if r.flow else st
+        if r.flow is None:
+            return st
+        settled = final or live.port_state.get(sc.port, "idle") in F.STOPPED_STATES
+        if sc.rx_port is not None and self._hosts.get(sc.port) != self._hosts.get(sc.rx_port):
+            tv = None  # sent and received on two hosts: their monotonic clocks differ
+        return r.flow.apply(st, sc, self.ctx.block, self.ctx.lanes, live.t0, tv, settled)
 
     def _worker(
         self,
