@@ -89,3 +89,67 @@ def test_the_dut_event_line_says_not_recovered():
     )
     assert recs[0]["outage_recovered"] is False
     assert event_line(recs[0]).endswith("outage 7000.0 ms (up, not recovered)")
+
+
+# ---------------------------------------------------------------------- tester-side loss
+def test_frames_sent_without_carrier_are_the_sending_ports_cause_never_the_duts():
+    """The issue's soak: p1 sent 101,712 frames with no carrier (its interface never
+    counted them) and the DUT's arp_cache discards were blamed; they are down's
+    (sent by p1), matched first; the DUT's neighbour discards go to up."""
+    from tgen_tui.dut.attribution import CAUSE_WORDS, StreamPath, attribute, why_line
+    from tgen_tui.dut.counters import CounterReading
+    from tgen_tui.engine.losscauses import LossCauses
+    from tgen_tui.engine.snapshot import DutStats, PortStats, StatsSnapshot
+
+    arp = ("neighbour_unresolved", "arp_cache unresolved_discards", "host")
+    paths = {
+        "up": StreamPath("up", dut_in="d0", dut_out="d1", rx_port="p1", tx_port="p0"),
+        "down": StreamPath("down", dut_in="d1", dut_out="d0", rx_port="p0", tx_port="p1"),
+    }
+    unsent = ("tester_tx_unsent", "sent, not transmitted by the interface", "tester p1")
+    att = attribute({"up": 17_777_322, "down": 101_712}, {arp: 17_879_034, unsent: 101_712}, paths)
+    assert {c.cause: c.frames for c in att.causes["down"]} == {"tester_tx_unsent": 101_712}
+    assert {c.cause: c.frames for c in att.causes["up"]} == {"neighbour_unresolved": 17_777_322}
+    assert att.unexplained == {"up": 0, "down": 0} and att.excess[arp] == 101_712
+    assert "not put on the wire by the tester" in CAUSE_WORDS["tester_tx_unsent"]
+    line = why_line(101_712, att.causes["down"], 0)
+    assert line.startswith("lost 101,712: 101,712 not put on the wire by the tester")
+
+    class _Prog:
+        def __init__(self, name, port, rx_port):
+            self.name, self.port, self.rx_port, self.l3 = name, port, rx_port, 4
+
+    lc = LossCauses(
+        (_Prog("up", "p0", "p1"), _Prog("down", "p1", "p0")), [], None, through_dut=True
+    )  # type: ignore[arg-type]
+    assert lc.paths["down"].tx_port == "p1"
+    lc.base = lc.prev = CounterReading(0.0, {}, ())
+    ports = (
+        PortStats("p0", "p0", "t", "stopped"),
+        PortStats("p1", "p1", "t", "stopped", tx_frames=500, if_tx_frames=300, tx_unsent=200),
+    )
+    streams = (
+        StreamStats("up", 0, "p0", "p1", lost=0),
+        StreamStats("down", 1, "p1", "p0", lost=250),
+    )
+    snap = lc.apply(StatsSnapshot(1.0, 1, ports, streams, (), DutStats("netns:x")), lc.base)
+    down = snap.stream("down")
+    assert [(c.cause, c.where, c.frames) for c in down.loss_causes] == [
+        ("tester_tx_unsent", "tester p1", 200)
+    ]
+    assert down.loss_unexplained == 50 and snap.stream("up").loss_causes == ()
+
+
+def test_unsent_is_sent_minus_the_interfaces_tx_once_it_is_known():
+    from tgen_tui.engine.figures import IfDelta, if_delta, tx_unsent
+    from tgen_tui.engine.probes import IfCounters
+
+    ifd = if_delta(IfCounters(0, 0, 0, 0, 900, 50), (100, 0, 0, 0, 0, 0))
+    assert ifd.tx == 800 and ifd.tx_dropped == 50 and ifd.known
+    assert tx_unsent(1000, ifd, settled=False, link_lost=False) == 200  # tx_dropped rose
+    calm = if_delta(IfCounters(0, 0, 0, 0, 990, 0), None)
+    assert tx_unsent(1000, calm, settled=False, link_lost=False) == 0  # queued, maybe
+    assert tx_unsent(1000, calm, settled=True, link_lost=False) == 10
+    assert tx_unsent(1000, calm, settled=False, link_lost=True) == 10
+    assert tx_unsent(1000, IfDelta(), settled=True, link_lost=True) == 0  # not read: unknown
+    assert tx_unsent(900, if_delta(IfCounters(0, 0, 0, 0, 990, 0), None), True, True) == 0

@@ -12,7 +12,8 @@ The rule (:data:`SPLIT_RULE`, recorded with every result):
    counter of the DUT on the stream's ingress (rx) or egress (tx, qdisc) interface, a
    tester counter on the stream's receiving port, and a whole-DUT or host counter
    (conntrack, nftables, SNMP, neighbour tables, softnet) on every stream through the
-   DUT. An interface whose streams are unknown (no mapping, e.g. over ssh) is on every
+   DUT. A tester port's frames that never left it (``tester_tx_unsent``) are on the
+   paths of the streams it sends. An interface whose streams are unknown (no mapping, e.g. over ssh) is on every
    path. Local-delivery counters (UdpNoPorts, UdpInErrors) are on the path of streams
    addressed to the DUT itself, when that is known. A counter of one IP version only
    (arp_cache, Ip*/Udp* vs ndisc_cache, Ip6*/Udp6*) is on that version's streams only.
@@ -41,6 +42,7 @@ SPLIT_RULE = (
 
 #: tie-break between counters on as many paths: the earlier in the data path first
 CAUSE_ORDER = (
+    "tester_tx_unsent",
     "tester_ring_drop",
     "tester_if_drop",
     "dut_rx_error",
@@ -62,10 +64,13 @@ CAUSE_ORDER = (
     "dut_tx_error",
 )
 LOCAL_DELIVERY = ("delivered_to_dut_no_port", "udp_in_error")
+#: a tester port's frames that the worker sent and its interface did not transmit
+TESTER_UNSENT = "tester_tx_unsent"
 EGRESS_CAUSES = ("qdisc_drop", "qdisc_overlimit")
 
 #: words for a cause in a "why" line
 CAUSE_WORDS = {
+    "tester_tx_unsent": "not put on the wire by the tester (no carrier, tx drop)",
     "tester_ring_drop": "tester rx ring full",
     "tester_if_drop": "tester interface drop",
     "dut_rx_error": "DUT rx error",
@@ -126,6 +131,7 @@ class StreamPath:
     through_dut: bool = True
     to_dut: bool | None = None
     family: int | None = None  # 4 or 6: the IP version (None: unknown or not IP)
+    tx_port: str | None = None  # the tester port that sends it (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,8 @@ def on_path(key: Key, path: StreamPath) -> bool:
     if where == "tester host":  # the tester host's own (softnet backlog): every stream
         return True
     if where.startswith("tester "):
-        return path.rx_port == where.removeprefix("tester ")
+        port = where.removeprefix("tester ")
+        return (path.tx_port if cause == TESTER_UNSENT else path.rx_port) == port
     if not path.through_dut:
         return False
     if cause in LOCAL_DELIVERY:

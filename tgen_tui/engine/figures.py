@@ -151,13 +151,15 @@ class IfDelta:
     tx_bytes: int = 0
     rx_bytes: int = 0
     rx_dropped: int = 0
+    tx_dropped: int = 0
+    known: bool = False  # the interface's counters were read
 
 
-def if_delta(counters: Any, base: tuple[int, int, int, int, int] | None) -> IfDelta:
+def if_delta(counters: Any, base: tuple[int, ...] | None) -> IfDelta:
     """Interface counters (probes.IfCounters, or None) minus their baseline."""
     if counters is None:
         return IfDelta()
-    b = base or (0, 0, 0, 0, 0)
+    b = base or (0, 0, 0, 0, 0, 0)
     c = counters
     return IfDelta(
         c.tx_packets - b[0],
@@ -165,7 +167,20 @@ def if_delta(counters: Any, base: tuple[int, int, int, int, int] | None) -> IfDe
         c.tx_bytes - b[2],
         c.rx_bytes - b[3],
         c.rx_dropped - b[4],
+        c.tx_dropped - b[5] if len(b) > 5 else 0,
+        known=True,
     )
+
+
+def tx_unsent(sent: int, ifd: IfDelta, settled: bool, link_lost: bool) -> int:
+    """Frames the worker handed to the kernel that the interface never transmitted (its
+    carrier was off: the qdisc or the driver dropped them, ``tx_dropped``): sent minus
+    the interface's tx count. Known once the port is settled (frames still queued in a
+    pacing qdisc are not unsent), or while its link failed or its tx_dropped rose; else
+    0. Frames the responder sends are not in ``sent``: they can hide as many unsent ones."""
+    if not ifd.known or not (settled or link_lost or ifd.tx_dropped > 0):
+        return 0
+    return max(0, sent - ifd.tx)
 
 
 def port_stats(
@@ -207,6 +222,13 @@ def port_stats(
         if_tx_bytes=ifd.tx_bytes,
         if_rx_bytes=ifd.rx_bytes,
         if_rx_dropped=ifd.rx_dropped,
+        if_tx_dropped=ifd.tx_dropped,
+        tx_unsent=tx_unsent(
+            txf,
+            ifd,
+            live.port_state.get(pc.name, "idle") in STOPPED_STATES,
+            pc.name in getattr(live, "link_lost", ()),
+        ),
         if_tx_pps=if_rates[0],
         if_rx_pps=if_rates[1],
         speed_bps=pc.speed_bps,
@@ -414,6 +436,7 @@ __all__ = [
     "RxTotals",
     "DutTrack",
     "IfDelta",
+    "tx_unsent",
     "RxSum",
     "achieved_pct",
     "achieved_pps",

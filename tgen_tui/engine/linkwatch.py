@@ -136,6 +136,7 @@ class LinkWatch:
         self.clock = clock
         self.state: dict[str, str] = {}
         self.left_up: dict[str, float] = {}  # port -> monotonic s it stopped being up
+        self.ever_lost: set[str] = set()  # ports whose link was not up at some time
         self._scope: trio.CancelScope | None = None
         self._told: set[str] = set()  # namespaces whose socket failed (said once)
 
@@ -151,6 +152,8 @@ class LinkWatch:
         if old == detail:
             return None
         self.state[name] = detail
+        if detail != UP:
+            self.ever_lost.add(name)
         if old is None and detail == UP:
             return None  # the first reading, as expected: nothing to say
         away = None

@@ -8,6 +8,9 @@ returns carries ``loss_causes`` and ``loss_unexplained`` per stream, and the cou
 table and per-core CPU in ``dut``. The figures are cumulative since the last full clear,
 like ``lost`` itself; the table also gives each counter's rate over the last interval.
 
+Frames a tester port could not put on the wire (``PortStats.tx_unsent``: no carrier, the
+interface's tx_dropped) are the sending port's cause, on its streams' paths only.
+
 Tester counters that are not loss (frames due but not sent: ``backlog``; send retries:
 ``tx_errors``) appear in the table for the reader, never as a cause.
 """
@@ -57,6 +60,7 @@ def tester_counters(ports: tuple[PortStats, ...]) -> dict[Key, int]:
         w = f"tester {p.name}"
         v[("tester_ring_drop", "rx ring tp_drops", w)] = p.rx_drops
         v[("tester_if_drop", "rx_dropped", w)] = p.if_rx_dropped
+        v[(A.TESTER_UNSENT, "sent, not transmitted by the interface", w)] = p.tx_unsent
         v[("tester_backlog", "frames due, not sent", w)] = p.backlog
         v[("tester_send_retry", "send retries", w)] = p.tx_errors
     return v
@@ -107,6 +111,7 @@ class LossCauses:
             p.name: A.StreamPath(
                 p.name,
                 rx_port=p.rx_port,
+                tx_port=p.port,
                 through_dut=channel is not None if through_dut is None else through_dut,
                 family=p.l3 if p.l3 in (4, 6) else None,
             )
@@ -125,6 +130,7 @@ class LossCauses:
                     dut_in=peers.get(p.port),
                     dut_out=peers.get(p.rx_port or ""),
                     rx_port=p.rx_port,
+                    tx_port=p.port,
                     through_dut=True,
                     to_dut=(dst in local) if (dst is not None and local) else None,
                     family=p.l3 if p.l3 in (4, 6) else None,

@@ -109,6 +109,7 @@ class LiveState:
     paused: frozenset[int] = frozenset()  # stream positions
     seq_floor: dict[int, int] = field(default_factory=dict)  # position -> first seq since clear
     workers: dict[int, WorkerLive] = field(default_factory=dict)
+    link_lost: frozenset[str] = frozenset()  # ports whose link was not up at some time
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,7 @@ class Sampler:
             paused=frozenset(c.paused),
             seq_floor=dict(c.seq_floor),
             workers=workers,
+            link_lost=frozenset(self.links.ever_lost),
         )
 
     def _blocking_reads(self) -> tuple[Any, Any, Any, stats.LiveState]:

@@ -87,6 +87,11 @@ class PortStats:
     if_tx_bytes: int = 0
     if_rx_bytes: int = 0
     if_rx_dropped: int = 0
+    if_tx_dropped: int = 0  # the interface's tx_dropped (e.g. a veth with no carrier)
+    # frames the worker counted sent that the interface never transmitted (no carrier,
+    # tx_dropped): sent minus the interface's tx (engine/figures.py tx_unsent); a
+    # tester-side loss cause of the port's streams, never the DUT's
+    tx_unsent: int = 0
     if_tx_pps: float = 0.0
     if_rx_pps: float = 0.0
     speed_bps: float = 0.0  # the port's configured line rate (profile ``speed``)

@@ -84,8 +84,8 @@ class _Read:
     flow: FS.FlowRead | None = None  # flow rows and receive gaps (not baselined)
 
 
-def _if_tuple(c: Any) -> tuple[int, int, int, int, int]:
-    return (c.tx_packets, c.rx_packets, c.tx_bytes, c.rx_bytes, c.rx_dropped)
+def _if_tuple(c: Any) -> tuple[int, ...]:
+    return (c.tx_packets, c.rx_packets, c.tx_bytes, c.rx_bytes, c.rx_dropped, c.tx_dropped)
 
 
 class Accumulator:
@@ -95,7 +95,7 @@ class Accumulator:
         self.ctx = ctx
         self.clock = clock  # monotonic seconds: the fake engine passes its simulated clock
         self.w: dict[int, _Worker] = {}
-        self.if_base: dict[str, tuple[int, int, int, int, int]] = {}
+        self.if_base: dict[str, tuple[int, ...]] = {}
         self.recent: list[_Prev] = []  # the last samples, oldest first (see MIN_RATE_DT)
         self.seq = 0
         self.dut = F.DutTrack()
