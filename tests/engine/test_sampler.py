@@ -207,3 +207,38 @@ def test_a_sample_right_after_a_command_takes_its_rates_over_a_longer_interval(b
     s = acc.sample(stats.Readings(_ifc(0, 0), []), _live())  # 95 ms later: long enough
     assert s.port("p0").tx_pps == pytest.approx(744 / 0.095)
     assert stats.MIN_RATE_DT <= 0.1  # never longer than the default sampling interval
+
+
+def test_a_stream_counts_on_its_rx_port_only_and_says_what_arrived_elsewhere(block):
+    """The issue's 2,719: the DUT's ICMP errors quote the end of the frame they answer,
+    where the signature is, so p0's ring counted "up" frames sent back to p0 (up is
+    received on p1). They are rx_elsewhere now, and up's counts stay within p1's."""
+    from tgen_tui.engine.result import elsewhere_warnings
+
+    ctx, w = _ctx(block.path)
+    acc = stats.Accumulator(ctx)
+    acc.attach(w)
+    on_p1, on_p0 = RxStats(block.rx[1]), RxStats(block.rx[0])
+    acc.prime(_ifc(0, 0))
+    _send(block, 1000)
+    _receive(block, on_p1, list(range(900)))  # 100 lost: the link went down
+    now = 10_000_000_000
+    on_p0.account(*(np.array(v, dtype=np.int64) for v in (
+        [0, 0, 0], [950, 960, 970], [now & 0xFFFFFFFF] * 3, [now & 0xFFFFFFFF] * 3, [-1] * 3,
+        [60] * 3,
+    )))  # fmt: skip
+    block.ports[0, C.P_RX_FRAMES] += 3
+    s = acc.sample(stats.Readings(_ifc(1000, 900), []), _live("stopped"), final=True)
+    up = s.stream("up")
+    assert (up.rx_frames, up.rx_elsewhere, up.lost) == (900, 3, 100)
+    assert up.rx_frames <= s.port("p1").if_rx_frames
+    assert up.out_of_order == 0 and up.duplicates == 0  # p0's seqs 950.. did not count
+    (line,) = elsewhere_warnings(s)
+    assert line.startswith("stream up: 3 frames with its signature arrived on another port")
+    taken = acc.take()  # blocks copied before the interfaces are read: used as they were
+    _receive(block, on_p1, [900])
+    s2 = acc.sample(stats.Readings(_ifc(1000, 901), []), _live("stopped"), True, pre=taken)
+    assert s2.stream("up").rx_frames == 900  # the copy, not the block now
+    acc.clear(_ifc(1000, 901))
+    s3 = acc.sample(stats.Readings(_ifc(1000, 901), []), _live("stopped"), True, pre=taken)
+    assert s3.stream("up").rx_frames == 0  # a clear since the copy: read now, rebased

@@ -132,7 +132,10 @@ def build_result(
         "dut": dut,
         "environment": environment(),
         "stream_config": stream_description(compiled),
-        "warnings": list(snap.warnings) + rate_warnings(snap) + spacing_warnings(snap.streams),
+        "warnings": list(snap.warnings)
+        + rate_warnings(snap)
+        + spacing_warnings(snap.streams)
+        + elsewhere_warnings(snap),
         "events": events,
         **_latency_fields(snap.streams),
     }
@@ -156,6 +159,18 @@ def _latency_fields(streams) -> dict:
             "latency_floor_ns": None,
             "latency_floor": {"error": str(e)},
         }
+
+
+def elsewhere_warnings(snap: StatsSnapshot) -> list[str]:
+    """Frames with a stream's signature that arrived on another port than its rx_port:
+    said, not counted as received (a stream's counts never exceed its rx_port's)."""
+    return [
+        f"stream {s.name}: {s.rx_elsewhere:,} frames with its signature arrived on another "
+        f"port than its rx_port {s.rx_port} (e.g. the DUT's ICMP errors, which quote the "
+        "end of the frame they answer): not counted as received"
+        for s in snap.streams
+        if s.rx_elsewhere
+    ]
 
 
 def rate_warnings(snap: StatsSnapshot, tolerance_pct: float = 1.0) -> list[str]:

@@ -159,6 +159,7 @@ class Sampler:
 
     async def publish(self, final: bool = False) -> StatsSnapshot:
         """Sample now; the snapshot becomes ``latest`` and goes to every subscriber."""
+        pre = self.acc.take()  # this machine's blocks first, then the interfaces
         ifc = await self.transport.interfaces()
         if time.monotonic() - self._last_link >= LINK_EVERY:
             await self._read_links()
@@ -166,7 +167,7 @@ class Sampler:
         # guest loop and asyncio: five hops a sample cost more than the reads)
         cores, dut_reading, counters, live = await trio.to_thread.run_sync(self._blocking_reads)
         rd = stats.Readings(ifc, cores, dut_reading, self.dut_settings)
-        snap = self.acc.sample(rd, live, final=final)
+        snap = self.acc.sample(rd, live, final=final, pre=pre)
         snap = self.transport.adjust(snap)  # latency notes of streams across hosts
         snap = self.losses.apply(snap, counters)  # loss causes, DUT counters and CPU
         self.latest = snap

@@ -143,6 +143,10 @@ class StreamStats:
     # the lost frames matched to drop counters on the stream's path (dut/attribution.py),
     # and what no counter explains: shown always, never hidden
     loss_causes: tuple[LossCause, ...] = ()
+    # frames with this stream's signature that arrived on another port than its rx_port,
+    # not counted as received (the DUT's ICMP errors quote the end of the frame they
+    # answer, where the signature is; engine/figures.py keep_own_rows)
+    rx_elsewhere: int = 0
     loss_unexplained: int = 0
     # stateful figures (tgen_tui.engine.flowstats), None where they do not apply: a
     # ``learn: true`` stream's tuples learned (and the first few, "NAT a:p -> own a:p"); a

@@ -15,6 +15,7 @@ defined once, in :mod:`tgen_tui.engine.figures`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,15 @@ from tgen_tui.engine.sampleinputs import (
 )
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats, WorkerStats
 from tgen_tui.worker import counters as C
+
+
+@dataclass(frozen=True)
+class Taken:
+    """Blocks copied by :meth:`Accumulator.take`: the baselines' generation, when."""
+
+    gen: int
+    t: float
+    copies: dict[int, np.ndarray]
 
 
 @dataclass
@@ -82,6 +92,7 @@ class _Read:
     busy: dict[int, int]
     wframes: dict[int, tuple[int, int]] = field(default_factory=dict)  # its own port rows
     flow: FS.FlowRead | None = None  # flow rows and receive gaps (not baselined)
+    away: np.ndarray | None = None  # per rx row: frames that arrived on another port
 
 
 def _if_tuple(c: Any) -> tuple[int, ...]:
@@ -102,6 +113,8 @@ class Accumulator:
         self.cpu_acc: dict[int, list[float]] = {}  # worker -> [n, core sum, proc sum]
         self.flows = FlowSampler(ctx.flows)  # socket flows (flow workers' blocks)
         self._hosts = {p.name: p.host for p in ctx.ports}
+        self._own = own_rows(ctx)  # port -> the rx rows of the streams received there
+        self._gen = 0  # baselines or workers changed: blocks copied before are stale
         # before the last sample: recent, cpu_acc
         self._undo: tuple[list[_Prev], dict[int, list[float]]] | None = None
 
@@ -117,6 +130,7 @@ class Accumulator:
     def attach(self, wctx: WorkerCtx, view: C.CounterView | None = None) -> None:
         """Read a worker's counter block (``view``: mapped or copied by the transport; None:
         map ``wctx.shm_path`` read-only). A copied view is refreshed before each sample."""
+        self._gen += 1
         old = self.w.pop(wctx.id, None)
         if old is not None:
             old.view.close()
@@ -148,6 +162,7 @@ class Accumulator:
         """Baselines for the monotonic counters of ``ports`` (their port rows and interface
         counters) and of ``streams`` (stream positions: tx rows and rx rows); None = all.
         Gauges are not baselined."""
+        self._gen += 1
         everything = ports is None and streams is None
         ports = {p.name for p in self.ctx.ports} if ports is None else set(ports)
         streams = set(range(len(self.ctx.streams))) if streams is None else set(streams)
@@ -199,16 +214,41 @@ class Accumulator:
         self.flows.close()
 
     # ------------------------------------------------------------------ sample
-    def _read(self) -> _Read:
-        """Copy every block once and subtract the baselines of the monotonic slots."""
+    def take(self) -> Taken:
+        """Copies of this machine's workers' blocks now, for :meth:`sample` (``pre``):
+        taken before the interface counters are read, a worker never counts a frame
+        that its interface has not counted yet (the sample's time is the copies').
+        Copied views (another host's, refreshed by the transport with its interface
+        counters) are read in the sample."""
+        copies = {
+            wid: np.array(w.view.arr, copy=True)
+            for wid, w in self.w.items()
+            if type(w.view) is C.CounterView
+        }
+        return Taken(self._gen, self.clock(), copies)
+
+    def _read(self, pre: Taken | None = None) -> _Read:
+        """Copy every block once and subtract the baselines of the monotonic slots; a
+        stream counts only on its rx_port (figures.keep_own_rows)."""
         out = _Read({}, {}, F.RxTotals(self.ctx.n_streams), {}, {})
         out.flow = FS.FlowRead(self.ctx.n_streams)
+        out.away = np.zeros(self.ctx.n_streams, dtype=np.int64)
+        copies = pre.copies if pre is not None and pre.gen == self._gen else {}
         for wid, w in self.w.items():
-            raw = np.array(w.view.arr, copy=True)
+            raw = copies[wid] if wid in copies else np.array(w.view.arr, copy=True)
             out.heartbeat[wid] = int(raw[C.H_HEARTBEAT_NS])
             p_raw, t_raw, r_raw = w.view.tables(raw)
             p_b, t_b, r_b = w.view.tables(w.base)
-            out.flow.add(w.view.flow_table(raw), w.ctx.ports, r_raw)
+            tables = {
+                int(p_raw[r, C.P_RX_TABLE]): pn
+                for pn, r in w.port_rows.items()
+                if int(p_raw[r, C.P_RX_TABLE]) >= 0
+            }
+            gauges = r_raw
+            if r_raw.shape[0] and self._own:  # the gap gauges of the own rows only
+                gauges = r_raw.copy()
+                F.keep_own_rows(gauges, tables, self._own)
+            out.flow.add(w.view.flow_table(raw), w.ctx.ports, gauges)
             out.busy[wid] = int(p_raw[:, C.P_BUSY_NS].sum())
             p = p_raw.copy()
             p[:, F.PORT_MONO] -= p_b[:, F.PORT_MONO]
@@ -223,6 +263,8 @@ class Accumulator:
                 rx = r_raw.copy()
                 rx[:, :, F.RX_MONO] -= r_b[:, :, F.RX_MONO]
                 rx[:, :, F.HIST_MONO :] -= r_b[:, :, F.HIST_MONO :]
+                if self._own:
+                    out.away += F.keep_own_rows(rx, tables, self._own)
                 out.rx.add(rx)
         return out
 
@@ -233,8 +275,17 @@ class Accumulator:
                 return p
         return self.recent[0] if self.recent else None
 
-    def sample(self, rd: Readings, live: LiveState, final: bool = False) -> StatsSnapshot:
-        now = self.clock()
+    def sample(
+        self,
+        rd: Readings,
+        live: LiveState,
+        final: bool = False,
+        pre: Taken | None = None,
+    ) -> StatsSnapshot:
+        """A snapshot of the blocks (``pre``: copies from :meth:`take`, else read now)."""
+        if pre is not None and pre.gen != self._gen:
+            pre = None  # a clear or a new worker since: read now
+        now = self.clock() if pre is None else pre.t
         now_ns = round(now * 1e9)
         if self.recent and now == self.recent[-1].t and self._undo is not None:
             # asked again at the same instant (the fake's simulated clock, after a command):
@@ -244,7 +295,7 @@ class Accumulator:
         t = 0.0 if live.t0 is None else max(0.0, now - live.t0)
         prev = self.rate_base(now)
         dt = (now - prev.t) if prev else 0.0
-        r = self._read()
+        r = self._read(pre)
         cur = _Prev(now, busy=r.busy, wframes=r.wframes)
         ports = tuple(self._port(pc, r, rd, live, prev, dt, cur) for pc in self.ctx.ports)
         streams = tuple(
@@ -327,11 +378,15 @@ class Accumulator:
             a = prev.stream[i]
             rates = (F.per_s(txf, a[0], dt), F.per_s(rxf, a[1], dt))
         st = F.stream_stats(i, sc, tv, rx, rates, live, final)
+        if r.away is not None:
+            away = sum(int(r.away[k]) for k in L.rx_rows(sc.index, self.ctx.block, self.ctx.lanes))
+            if away:
+                st = dataclasses.replace(st, rx_elsewhere=away)
         if r.flow is None:
             return st
         settled = final or live.port_state.get(sc.port, "idle") in F.STOPPED_STATES
-        if sc.rx_port is not None and self._hosts.get(sc.port) != self._hosts.get(sc.rx_port):
-            tv = None  # sent and received on two hosts: their monotonic clocks differ
+        if self._hosts.get(sc.port) is not None or self._hosts.get(sc.rx_port or "") is not None:
+            tv = None  # a port on another host: its clock is not the engine's
         return r.flow.apply(st, sc, self.ctx.block, self.ctx.lanes, live.t0, tv, settled)
 
     def _worker(
@@ -376,6 +431,26 @@ class Accumulator:
                 new_ps = max(0.0, F.per_s(reading.count, prev.ct, dt))
             cur.ct = reading.count
         return F.dut_stats(self.dut, reading, self.ctx.dut_source, rd.dut_settings, new_ps, t)
+
+
+def own_rows(ctx: SampleContext) -> dict[str, np.ndarray]:
+    """Port -> a mask of the rx rows (stream index + lane x block) counted there: the rows
+    of streams whose rx_port it is, of streams without one, and rows of no stream."""
+    n = ctx.n_streams
+    where: dict[int, str | None] = {}
+    for sc in ctx.streams:
+        for r in L.rx_rows(sc.index, ctx.block, ctx.lanes):
+            if 0 <= r < n:
+                where[r] = sc.rx_port
+    if all(v is None for v in where.values()):
+        return {}
+    out = {}
+    for pc in ctx.ports:
+        m = np.ones(n, dtype=bool)
+        for r, rp in where.items():
+            m[r] = rp is None or rp == pc.name
+        out[pc.name] = m
+    return out
 
 
 def flow_worker_stats(ctx: SampleContext, rd: Readings, live: LiveState) -> list[WorkerStats]:
