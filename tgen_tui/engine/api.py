@@ -348,23 +348,17 @@ class EngineAPI(Protocol):
 
     async def reload(self, compiled: CompiledProfile) -> None: ...
 
-    async def start_capture(self, spec: CaptureSpec) -> CaptureView:
-        """Start a packet capture (engine/capture.py); BadInput for a bad spec or filter."""
-        ...
+    # captures (engine/capture.py): start (BadInput for a bad spec), stop, views; and a
+    # stream's frame for a seq, rebuilt (None when it cannot be)
+    async def start_capture(self, spec: CaptureSpec) -> CaptureView: ...
 
     async def stop_capture(
         self, cid: int, reason: str = "stopped", comment: str | None = None
-    ) -> CaptureView:
-        """Stop capture ``cid``; its final view (counts, file)."""
-        ...
+    ) -> CaptureView: ...
 
-    def capture_views(self) -> list[CaptureView]:
-        """Every capture of this engine with its newest counts and last few frames."""
-        ...
+    def capture_views(self) -> list[CaptureView]: ...
 
-    def sent_frame(self, stream: str, seq: int, lane: int = 0) -> bytes | None:
-        """The frame a stream sent as ``seq`` (rebuilt; None when it cannot be)."""
-        ...
+    def sent_frame(self, stream: str, seq: int, lane: int = 0) -> bytes | None: ...
 
 
 @runtime_checkable

@@ -17,6 +17,8 @@ interface (``tgen_quiet_p0``; the port lock makes one tgen per port):
 The kernel's own IPv6 timers are stopped too (the tables drop what they send, but the
 kernel counts it first): ``router_solicitations`` 0, ``accept_ra`` 0, ``dad_transmits``
 0 on the port, their old values put back when the engine closes (which sends nothing).
+Every command runs through trio (``trio.run_process``): the engine starts no process
+outside it.
 
 Each table is made in one ``nft -f`` transaction when the engine opens its ports and
 deleted when it closes; a table left by a killed run is replaced by the next one (the
@@ -26,7 +28,6 @@ port stays quiet meanwhile). ``nft`` missing or refusing is a notice, not a fail
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Callable, Iterable
 
 PREFIX = "tgen_quiet_"
@@ -64,41 +65,43 @@ def ruleset(ifname: str) -> str:
     return "\n".join(out)
 
 
-def _nft(netns: str | None, text: str) -> subprocess.CompletedProcess:
-    argv = ["nft", "-f", "-"]
-    if netns:
-        argv = ["ip", "netns", "exec", netns, *argv]
-    return subprocess.run(argv, input=text, capture_output=True, text=True, check=False)
+async def _run(netns: str | None, argv: list[str], text: str | None = None):
+    """``argv`` in ``netns`` (``ip netns exec``), through trio; its CompletedProcess."""
+    import trio
+
+    full = ["ip", "netns", "exec", netns, *argv] if netns else argv
+    return await trio.run_process(
+        full, stdin=text.encode() if text is not None else b"", capture_stdout=True,
+        capture_stderr=True, check=False,
+    )  # fmt: skip
 
 
 SYSCTLS = ("router_solicitations", "accept_ra", "dad_transmits")
 
 
-def _sysctl_path(ifname: str, key: str) -> str:
-    return f"/proc/sys/net/ipv6/conf/{ifname}/{key}"
-
-
-def _swap_sysctls(ifname: str, values: dict[str, str] | None) -> dict[str, str]:
-    """Set the port's IPv6 timers to 0 (``values`` None) or back; the values before."""
-    old = {}
-    for key in SYSCTLS:
-        path = _sysctl_path(ifname, key)
-        try:
-            with open(path) as f:
-                old[key] = f.read().strip()
-            with open(path, "w") as f:
-                f.write((values or {}).get(key, "0") if values is not None else "0")
-        except OSError:  # IPv6 off on the port, or no such key: nothing to stop
-            continue
-    return old
-
-
-def _in_ns(netns: str | None, fn, *args):
-    if not netns:
-        return fn(*args)
-    from tgen_tui.worker.netns import in_thread_netns
-
-    return in_thread_netns(netns, fn, *args)
+async def _sysctls(netns: str | None, ifnames: list[str], values: list[dict] | None) -> list[dict]:
+    """Set the ports' IPv6 timers to 0 (``values`` None) or back; the values before."""
+    keys = [f"net.ipv6.conf.{n}.{k}" for n in ifnames for k in SYSCTLS]
+    cp = await _run(netns, ["sysctl", "-e", *keys])
+    old: dict[str, str] = {}
+    for ln in cp.stdout.decode(errors="replace").splitlines():
+        k, _, v = ln.partition(" = ")
+        if v:
+            old[k.strip()] = v.strip()
+    if values is None:
+        sets = [f"{k}=0" for k in old]
+    else:
+        sets = [
+            f"net.ipv6.conf.{n}.{k}={v}"
+            for n, d in zip(ifnames, values, strict=True)
+            for k, v in d.items()
+        ]
+    if sets:
+        await _run(netns, ["sysctl", "-q", "-e", "-w", *sets])
+    return [
+        {k: old[f"net.ipv6.conf.{n}.{k}"] for k in SYSCTLS if f"net.ipv6.conf.{n}.{k}" in old}
+        for n in ifnames
+    ]
 
 
 def _by_ns(ports: Iterable[tuple]) -> dict[str | None, list]:
@@ -108,58 +111,44 @@ def _by_ns(ports: Iterable[tuple]) -> dict[str | None, list]:
     return out
 
 
-def silence(ports: Iterable[tuple[str | None, str]], notice: Callable[[str], None]) -> list:
+async def silence(ports: Iterable[tuple[str | None, str]], notice: Callable[[str], None]) -> list:
     """Quiet every (netns, interface), one ``nft`` per namespace; what was done (for
     :func:`restore`)."""
     done: list[tuple] = []
     for netns, group in _by_ns(ports).items():
         names = [ifname for _, ifname in group]
         try:
-            cp = _nft(netns, "".join(ruleset(n) for n in names))
-        except FileNotFoundError:
+            cp = await _run(netns, ["nft", "-f", "-"], "".join(ruleset(n) for n in names))
+        except OSError:
             notice("nft is not installed: the tester's kernel may answer on the ports")
             return done
         if cp.returncode != 0:
-            msg = (cp.stderr.strip().splitlines() or ["nft failed"])[-1]
+            msg = (cp.stderr.decode(errors="replace").strip().splitlines() or ["nft failed"])[-1]
             notice(f"cannot silence the kernel on {', '.join(names)}: {msg}")
             continue
         try:
-            olds = _in_ns(netns, lambda ns=names: [_swap_sysctls(n, None) for n in ns])
+            olds = await _sysctls(netns, names, None)
         except OSError:
             olds = [{} for _ in names]
         done += [(netns, n, old) for n, old in zip(names, olds, strict=True)]
     return done
 
 
-def restore(ports: Iterable[tuple]) -> None:
+async def restore(ports: Iterable[tuple]) -> None:
     """The sysctls back, the tables deleted (the kernel's stack has the port back)."""
     for netns, group in _by_ns(ports).items():
+        with_old = [p for p in group if len(p) > 2 and p[2]]
         try:
-            _in_ns(
-                netns, lambda g=group: [_swap_sysctls(p[1], p[2]) for p in g if len(p) > 2 and p[2]]
+            if with_old:
+                await _sysctls(netns, [p[1] for p in with_old], [p[2] for p in with_old])
+            text = "".join(
+                f"table {f} {table_name(p[1])}\ndelete table {f} {table_name(p[1])}\n"
+                for p in group
+                for f in ("netdev", "inet", "arp")
             )
+            await _run(netns, ["nft", "-f", "-"], text)
         except OSError:
-            pass
-        text = "".join(
-            f"table {f} {table_name(p[1])}\ndelete table {f} {table_name(p[1])}\n"
-            for p in group
-            for f in ("netdev", "inet", "arp")
-        )
-        try:
-            _nft(netns, text)
-        except FileNotFoundError:
-            return
+            continue
 
 
-def is_quiet(netns: str | None, ifname: str) -> bool:
-    """Whether the port's tables are in place (tgen preflight, tests)."""
-    argv = ["nft", "list", "table", "netdev", table_name(ifname)]
-    if netns:
-        argv = ["ip", "netns", "exec", netns, *argv]
-    try:
-        return subprocess.run(argv, capture_output=True, check=False).returncode == 0
-    except FileNotFoundError:
-        return False
-
-
-__all__ = ["is_quiet", "restore", "ruleset", "silence", "table_name"]
+__all__ = ["restore", "ruleset", "silence", "table_name"]

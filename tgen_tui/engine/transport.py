@@ -294,7 +294,7 @@ class LocalTransport:
         from tgen_tui.engine import quiet
 
         local = [(pr.netns, pr.interface) for pr in setup.ports.values() if pr.host is None]
-        self._quiet = await trio.to_thread.run_sync(quiet.silence, local, notice)
+        self._quiet = await quiet.silence(local, notice)
         # kernel tx timestamps of sampled frames, shared by the local workers (the sender
         # writes, the receiver joins): mapped by each worker at configure, then unlinked
         self._stamps_path = os.path.join(SHM_DIR, f"{SHM_PREFIX}{os.getpid()}-wts-{id(self):x}")
@@ -399,7 +399,7 @@ class LocalTransport:
             from tgen_tui.engine import quiet
 
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(quiet.restore, self._quiet)
+                await quiet.restore(self._quiet)
             self._quiet = []
         await self.release()
         from tgen_tui.engine.stateful import remove_live_tables
