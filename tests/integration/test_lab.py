@@ -335,3 +335,57 @@ def test_lab_imports_stay_light():
     )
     cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert cp.returncode == 0, cp.stdout + cp.stderr
+
+
+def _neigh_and_routes(d_ns: str) -> tuple[set, set]:
+    neigh = {
+        (n["dst"], n["dev"], n.get("lladdr"), tuple(n.get("state", [])))
+        for n in commands.ip_json(["neigh", "show"], netns=d_ns)
+    }
+    routes = {
+        (r["dst"], r.get("gateway"), r["dev"])
+        for r in commands.ip_json(["route", "show"], netns=d_ns)
+        if r.get("gateway")
+    }
+    return neigh, routes
+
+
+def test_a_link_flap_on_the_dut_keeps_its_neighbours_and_routes(lab_prefix):
+    """``ip link set d1 down`` flushes the DUT's permanent neighbours and the routes via
+    them; the lab's keeper puts them back within a fraction of a second of the ``up``
+    (issue 36: else the DUT never reaches p1 again), and ``down`` stops it."""
+    import time
+
+    from tgen_tui.lab import keeper
+
+    st = lab.up(LabConfig(prefix=lab_prefix))
+    d_ns = lab.dut_netns(lab_prefix)
+    assert st["keeper"]["running"] is True
+    want_neigh = {
+        ("198.18.0.2", "d0", P0_MAC, ("PERMANENT",)),
+        ("198.19.0.2", "d1", P1_MAC, ("PERMANENT",)),
+    }
+    want_routes = {("198.18.0.0/16", P0_IP, "d0"), ("default", P1_IP, "d1")}
+    assert _neigh_and_routes(d_ns) == (want_neigh, want_routes)
+    for dev in ("d1", "d0"):
+        commands.run(["ip", "-n", d_ns, "link", "set", dev, "down"])
+        neigh, routes = _neigh_and_routes(d_ns)
+        assert not any(n[1] == dev for n in neigh) and not any(r[2] == dev for r in routes)
+        t_up = time.monotonic()
+        commands.run(["ip", "-n", d_ns, "link", "set", dev, "up"])
+        while _neigh_and_routes(d_ns) != (want_neigh, want_routes):
+            assert time.monotonic() - t_up < 1.0, _neigh_and_routes(d_ns)
+            time.sleep(0.01)
+    again = lab.up(LabConfig(prefix=lab_prefix))  # idempotent: the same keeper
+    assert again["keeper"]["pid"] == st["keeper"]["pid"]
+    assert again["keeper"]["restores"] >= 4 and again["keeper"]["last"]["errors"] == []
+    lab.down(lab_prefix)
+    assert keeper.running(lab_prefix) == []
+    assert not os.path.exists(keeper.stats_path(lab_prefix))
+
+
+def test_the_router_lab_keeps_its_routes_only():
+    from tgen_tui.lab.topology import _kept
+
+    assert set(_kept("nat")) == {"route", "neigh"}
+    assert set(_kept("router")) == {"route", "route6"}  # the ports answer ARP and ND there

@@ -40,6 +40,8 @@ topology "nat" (default):
   answers or consumes traffic; the DUT has static neighbours for {P0_IP} and {P1_IP}.
   Send from p0 with destination MAC {D0_MAC} (d0); frames reach p1 with source
   {D1_IP}. The DUT also routes 198.18.0.0/16 back to p0 and everything else to p1.
+  A keeper process in PREFIX-dut puts those neighbours and routes back when d0 or d1
+  comes up again (a link down flushes them), so a link-flap test measures the flap.
 
 topology "direct": one veth pair p0 <-> p1 in PREFIX-tester, no DUT.
 
@@ -311,6 +313,13 @@ def format_status(st: dict) -> str:
                 )
         tbf = dut.get("tbf")
         lines.append(f"  DUT d1 egress: {('tbf ' + tbf['spec']) if tbf else 'no qdisc'}")
+    kp = st.get("keeper")
+    if kp:
+        lines.append(
+            f"  DUT keeper (pid {kp.get('pid')}, {'running' if kp.get('running') else 'NOT RUNNING'}):"
+            f" neighbours and routes restored {kp.get('restores') or 0} times (each"
+            " interface once at start, then after each link up)"
+        )
     lines += middlebox.status_lines(st)  # transport hosts and delay line (lab/middlebox.py)
     for w in st.get("warnings", []):
         lines.append(f"  warning: {w}")

@@ -26,6 +26,11 @@ D1_IP6 = "2001:2:0:1::1"
 P1_IP6 = "2001:2:0:1::2"
 PREFIX6_LEN = 64
 RANGE6 = "2001:2::/48"
+#: the routes of both DUT topologies (destination, via, dev): the inside may use any source
+#: in 198.18.0.0/16; anything else lies beyond p1 (the lab's keeper puts them back after a
+#: link flap: lab/keeper.py)
+ROUTES = (("198.18.0.0/16", P0_IP, D0), ("default", P1_IP, D1))
+ROUTES6 = ((RANGE6, P1_IP6, D1),)
 
 
 def build_dut(d_ns: str) -> None:
@@ -50,10 +55,10 @@ def build_dut(d_ns: str) -> None:
         commands.run([*ip, "-6", "addr", "replace", f"{addr}/{PREFIX6_LEN}", "dev", dev, "nodad"])
     for dev in (D0, D1):
         commands.run([*ip, "neigh", "flush", "dev", dev, "nud", "permanent"], check=False)
-    # the inside may use any source in 198.18.0.0/16; anything else lies beyond p1
-    commands.run([*ip, "route", "replace", "198.18.0.0/16", "via", P0_IP, "dev", D0])
-    commands.run([*ip, "route", "replace", "default", "via", P1_IP, "dev", D1])
-    commands.run([*ip, "-6", "route", "replace", RANGE6, "via", P1_IP6, "dev", D1])
+    for dst, via, dev in ROUTES:
+        commands.run([*ip, "route", "replace", dst, "via", via, "dev", dev])
+    for dst, via, dev in ROUTES6:
+        commands.run([*ip, "-6", "route", "replace", dst, "via", via, "dev", dev])
 
 
 def neighbours(d_ns: str) -> list[dict]:
@@ -61,4 +66,4 @@ def neighbours(d_ns: str) -> list[dict]:
     return commands.ip_json(["neigh", "show"], netns=d_ns)
 
 
-__all__ = ["DUT_TOPOLOGIES", "build_dut", "neighbours"]
+__all__ = ["DUT_TOPOLOGIES", "ROUTES", "ROUTES6", "build_dut", "neighbours"]

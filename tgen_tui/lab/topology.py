@@ -1,5 +1,8 @@
 """``up``/``down``/``status``/``set_dut``: build, inspect and remove the lab.
 
+The ``nat`` and ``router`` DUTs get a keeper process (:mod:`.keeper`) that puts their
+static neighbours and routes back when a link flap flushed them.
+
 ``up`` converges: every step is idempotent (create what is missing, replace settings), so
 running it twice with the same config changes nothing, and with a different config it
 reconfigures in place (a topology change rebuilds). ``down`` removes both namespaces (which
@@ -20,7 +23,7 @@ from tgen_tui.diagnostics import BadInput, EnvironmentProblem, TgenError
 from tgen_tui.dut import conntrack as dut_ct
 from tgen_tui.dut import settings as dut_settings
 from tgen_tui.dut.channel import DutChannel
-from tgen_tui.lab import commands, hosts, middlebox, nftables, router
+from tgen_tui.lab import commands, hosts, keeper, middlebox, nftables, router
 from tgen_tui.lab import conntrack as ct
 from tgen_tui.lab.config import DUT_FIELDS, SETTABLE_FIELDS, LabConfig, parse_tbf, validate
 from tgen_tui.lab.naming import (
@@ -244,11 +247,24 @@ def _build(cfg: LabConfig) -> None:
     commands.run([*ip, "addr", "replace", f"{D0_IP}/{PREFIX_LEN}", "dev", D0])
     commands.run([*ip, "addr", "replace", f"{D1_IP}/{PREFIX_LEN}", "dev", D1])
     # tester ports have no IP: static, permanent neighbours stand in for ARP
-    commands.run([*ip, "neigh", "replace", P0_IP, "lladdr", P0_MAC, "dev", D0, "nud", "permanent"])
-    commands.run([*ip, "neigh", "replace", P1_IP, "lladdr", P1_MAC, "dev", D1, "nud", "permanent"])
-    # the inside may use any source in 198.18.0.0/16; anything else lies beyond p1
-    commands.run([*ip, "route", "replace", "198.18.0.0/16", "via", P0_IP, "dev", D0])
-    commands.run([*ip, "route", "replace", "default", "via", P1_IP, "dev", D1])
+    for addr, mac, dev in NAT_NEIGHBOURS:
+        commands.run([*ip, "neigh", "replace", addr, "lladdr", mac, "dev", dev, "nud", "permanent"])
+    for dst, via, dev in router.ROUTES:
+        commands.run([*ip, "route", "replace", dst, "via", via, "dev", dev])
+
+
+#: the nat DUT's static neighbours (address, MAC, dev): the tester ports do not answer ARP
+NAT_NEIGHBOURS = ((P0_IP, P0_MAC, D0), (P1_IP, P1_MAC, D1))
+
+
+def _kept(topology: str) -> dict:
+    """What the lab's keeper puts back after a link flap (lab/keeper.py)."""
+    spec: dict = {"route": router.ROUTES}
+    if topology == "nat":
+        spec["neigh"] = NAT_NEIGHBOURS
+    else:
+        spec["route6"] = router.ROUTES6
+    return spec
 
 
 def _apply_dut(cfg: LabConfig, state: dict) -> None:
@@ -314,6 +330,7 @@ def _apply_and_save(prefix: str, cfg: LabConfig, state: dict) -> None:
     """Apply ``cfg``'s DUT (nat topology), RPS and global settings, then record it in the state file."""
     if cfg.topology in DUT_TOPOLOGIES:
         _apply_dut(cfg, state)
+        keeper.ensure(prefix, dut_netns(prefix), state, _kept(cfg.topology))
     _apply_rps(cfg)
     _apply_globals(cfg, state)
     state["config"] = cfg.to_dict()
@@ -359,6 +376,7 @@ def down(prefix: str = DEFAULT_PREFIX) -> None:
     """Remove everything the lab ``prefix`` made; safe to call when nothing is up."""
     commands.check_environment(("ip",))
     ct.forget(dut_netns(prefix))
+    keeper.stop(prefix, _load_state(prefix) or {})  # before its namespace goes
     middlebox.stop(prefix, _load_state(prefix) or {})
     hosts.remove(prefix)
     commands.netns_delete(dut_netns(prefix))
@@ -499,6 +517,7 @@ def status(prefix: str = DEFAULT_PREFIX) -> dict:
         result["dut"] = _dut_view(d_ns, cfg_d, has_d, d_ifs)
         result["transport_hosts"] = hosts.describe(prefix) if hosts.exists(prefix) else None
         result["delay_line"] = middlebox.status(prefix, state)
+        result["keeper"] = keeper.status(prefix, state)
     result["up"] = bool(has_t and expected_ok and topology)
     return result
 
