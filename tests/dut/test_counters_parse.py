@@ -167,3 +167,22 @@ def test_an_unreachable_prefix_fails_fast_and_backs_off() -> None:
         assert "next try in" in b.errors[0] and r.shell is not None and r.shell.starts == 0
     finally:
         r.close()
+
+
+NETSTAT = """TcpExt: SyncookiesSent SyncookiesRecv
+TcpExt: 0 0
+IpExt: InNoRoutes InTruncatedPkts InMcastPkts
+IpExt: 49716 0 0
+"""
+
+
+def test_forwarded_frames_without_a_route_are_a_loss_cause() -> None:
+    """A DUT whose egress link was set down has no route for what it forwards: the
+    kernel counts IpExt InNoRoutes (/proc/net/netstat), an IPv4 no_route cause."""
+    from tgen_tui.dut.attribution import counter_family
+
+    assert K.parse_snmp(NETSTAT)["IpExtInNoRoutes"] == 49716
+    v, errors = K.counters_from({K.NETSTAT: NETSTAT}, "[]", None, host_scope="host")
+    assert v[("no_route", "IpExtInNoRoutes", "dut")] == 49716 and errors == []
+    assert counter_family("IpExtInNoRoutes") == 4 and counter_family("Ip6InNoRoutes") == 6
+    assert K.NETSTAT in K.NETNS_FILES

@@ -12,8 +12,9 @@ What is read (the names are the kernel's, so a reader can find them with ``nstat
 - qdisc drops and overlimits per interface (``tc -s -j qdisc``);
 - interface rx/tx dropped and errors (``/proc/net/dev``);
 - ``/proc/net/softnet_stat`` dropped (backlog full), summed over CPUs;
-- SNMP (``/proc/net/snmp``, ``snmp6``; what ``nstat`` prints): IpInDiscards,
-  IpOutDiscards, IpOutNoRoutes, IpInAddrErrors, UdpInErrors, UdpNoPorts and the IPv6 ones;
+- SNMP (``/proc/net/snmp``, ``snmp6``, ``netstat``; what ``nstat`` prints): IpInDiscards,
+  IpOutDiscards, IpOutNoRoutes, IpExtInNoRoutes (forwarded frames with no route: an
+  egress link set down), IpInAddrErrors, UdpInErrors, UdpNoPorts and the IPv6 ones;
 - neighbour ``unresolved_discards`` (``/proc/net/stat/arp_cache``, ``ndisc_cache``);
 - per-core CPU (``/proc/stat``).
 
@@ -57,6 +58,7 @@ CT_STAT = "/proc/thread-self/net/stat/nf_conntrack"
 NET_DEV = "/proc/thread-self/net/dev"
 SNMP = "/proc/thread-self/net/snmp"
 SNMP6 = "/proc/thread-self/net/snmp6"
+NETSTAT = "/proc/thread-self/net/netstat"
 SOFTNET = "/proc/thread-self/net/softnet_stat"
 ARP_STAT = "/proc/net/stat/arp_cache"
 NDISC_STAT = "/proc/net/stat/ndisc_cache"
@@ -76,12 +78,14 @@ SNMP_COUNTERS: dict[str, str] = {
     "IpInDiscards": "ip_in_discard",
     "IpOutDiscards": "ip_out_discard",
     "IpOutNoRoutes": "no_route",
+    "IpExtInNoRoutes": "no_route",
     "IpInAddrErrors": "ip_addr_error",
     "UdpInErrors": "udp_in_error",
     "UdpNoPorts": "delivered_to_dut_no_port",
     "Ip6InDiscards": "ip_in_discard",
     "Ip6OutDiscards": "ip_out_discard",
     "Ip6OutNoRoutes": "no_route",
+    "Ip6InNoRoutes": "no_route",
     "Ip6InAddrErrors": "ip_addr_error",
     "Udp6InErrors": "udp_in_error",
     "Udp6NoPorts": "delivered_to_dut_no_port",
@@ -287,7 +291,8 @@ def _dev(files: dict[str, str | None]) -> Counters:
 
 
 def _snmp(files: dict[str, str | None]) -> Counters:
-    s = parse_snmp((files.get(SNMP) or "") + "\n" + (files.get(SNMP6) or ""))
+    texts = (files.get(SNMP), files.get(SNMP6), files.get(NETSTAT))
+    s = parse_snmp("\n".join(t or "" for t in texts))
     return {(cause, name, "dut"): s[name] for name, cause in SNMP_COUNTERS.items() if name in s}
 
 
@@ -369,7 +374,7 @@ def is_loss_cause(key: Key) -> bool:
 
 
 # ---------------------------------------------------------------- the reader
-NETNS_FILES = (CT_STAT, NET_DEV, SNMP, SNMP6, SOFTNET)
+NETNS_FILES = (CT_STAT, NET_DEV, SNMP, SNMP6, NETSTAT, SOFTNET)
 HOST_FILES = (ARP_STAT, NDISC_STAT, PROC_STAT)
 _SEP = "--tgen-counters-part--"
 
@@ -430,7 +435,7 @@ class DutCounters:
                 files[p] = self.channel.read_cached(p)
             except (OSError, EnvironmentProblem) as e:
                 files[p] = None
-                if p != SNMP6:
+                if p not in (SNMP6, NETSTAT):
                     errors.append(f"{p}: {e}")
         for p in HOST_FILES:
             try:
