@@ -424,13 +424,15 @@ class Port:
             self.responder.serve(self.rx.ctl)
         if len(b):
             ctr = self.ctr
-            good, other = self.rxstats.add(b)
-            if self.learn is not None:
-                self.learn.add(b, now_ns)
+            # the port's count first: a reader copying the block between the two writes
+            # never sees a stream with more frames than its port
             ctr[C.P_RX_FRAMES] += len(b)
             ctr[C.P_RX_BYTES] += int(b.length.sum()) + VLAN_TAG_LEN * int(
                 np.count_nonzero(b.vlan >= 0)
             )
+            good, other = self.rxstats.add(b)
+            if self.learn is not None:
+                self.learn.add(b, now_ns)
             if other:
                 ctr[C.P_RX_OTHER] += other
         if self.flows is not None:
