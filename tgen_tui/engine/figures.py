@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tgen_tui.engine.ownrows import tx_unsent
 from tgen_tui.engine.snapshot import DutStats, Latency, PortStats, StreamStats, WorkerStats
 from tgen_tui.engine.spacing import spacing
 from tgen_tui.packets.program import FCS_LEN
@@ -172,17 +173,6 @@ def if_delta(counters: Any, base: tuple[int, ...] | None) -> IfDelta:
     )
 
 
-def tx_unsent(sent: int, ifd: IfDelta, settled: bool, link_lost: bool) -> int:
-    """Frames the worker handed to the kernel that the interface never transmitted (its
-    carrier was off: the qdisc or the driver dropped them, ``tx_dropped``): sent minus
-    the interface's tx count. Known once the port is settled (frames still queued in a
-    pacing qdisc are not unsent), or while its link failed or its tx_dropped rose; else
-    0. Frames the responder sends are not in ``sent``: they can hide as many unsent ones."""
-    if not ifd.known or not (settled or link_lost or ifd.tx_dropped > 0):
-        return 0
-    return max(0, sent - ifd.tx)
-
-
 def port_stats(
     pc: Any,  # stats.PortSetup
     pv: np.ndarray,  # the port's counter row, baselines subtracted
@@ -255,34 +245,6 @@ class RxSum:
     vlan: int  # -1: none seen
     every: int
     iat_asked: int = 0  # the asked gap (ns) the receivers saw last; 0 none
-
-
-def blank_rx_row() -> np.ndarray:
-    """An rx row that adds nothing to :class:`RxTotals` or the gap gauges: counts 0,
-    gauges at their "none" values."""
-    row = np.zeros(C.RX_STRIDE, dtype=np.int64)
-    row[C.R_MAX_SEQ] = row[C.R_LAT_MAX] = row[C.R_VLAN_LAST] = -1
-    row[C.R_LAT_MIN] = C.INT64_MAX
-    return row
-
-
-def keep_own_rows(rx: np.ndarray, tables: dict[int, str], own: dict[str, np.ndarray]) -> np.ndarray:
-    """A stream is received on its ``rx_port`` only: in each of a worker's rx tables
-    (``rx``: n_rx x rows x RX_STRIDE, modified in place), the rows of streams expected on
-    another port are blanked (:func:`blank_rx_row`). ``tables``: table index -> its port;
-    ``own``: port -> a mask of the rows received there (streams with that rx_port or
-    none). Returns, per row, the frames blanked: a stream's signature that arrived on
-    another port (an ICMP error from the DUT quotes the end of the frame it answers, and
-    the signature is the frame's last 12 bytes; or a frame the DUT sent the wrong way)."""
-    away = np.zeros(rx.shape[1], dtype=np.int64)
-    for ti in range(rx.shape[0]):
-        mask = own.get(tables.get(ti, ""))
-        if mask is None or mask.all():
-            continue
-        other = ~mask
-        away[other] += rx[ti, other, C.R_FRAMES]
-        rx[ti, other] = blank_rx_row()
-    return away
 
 
 class RxTotals:
@@ -464,8 +426,6 @@ __all__ = [
     "RxTotals",
     "DutTrack",
     "IfDelta",
-    "blank_rx_row",
-    "keep_own_rows",
     "tx_unsent",
     "RxSum",
     "achieved_pct",

@@ -145,7 +145,7 @@ class StreamStats:
     loss_causes: tuple[LossCause, ...] = ()
     # frames with this stream's signature that arrived on another port than its rx_port,
     # not counted as received (the DUT's ICMP errors quote the end of the frame they
-    # answer, where the signature is; engine/figures.py keep_own_rows)
+    # answer, where the signature is; engine/ownrows.py)
     rx_elsewhere: int = 0
     loss_unexplained: int = 0
     # stateful figures (tgen_tui.engine.flowstats), None where they do not apply: a

@@ -26,7 +26,9 @@ import numpy as np
 from tgen_tui.engine import figures as F
 from tgen_tui.engine import flowstats as FS
 from tgen_tui.engine import lanes as L
-from tgen_tui.engine.flowsample import FlowCtx, FlowSampler
+from tgen_tui.engine import ownrows as OR
+from tgen_tui.engine.flowsample import FlowSampler
+from tgen_tui.engine.flowworkers import flow_worker_stats
 from tgen_tui.engine.sampleinputs import (
     LiveState,
     PortSetup,
@@ -113,7 +115,7 @@ class Accumulator:
         self.cpu_acc: dict[int, list[float]] = {}  # worker -> [n, core sum, proc sum]
         self.flows = FlowSampler(ctx.flows)  # socket flows (flow workers' blocks)
         self._hosts = {p.name: p.host for p in ctx.ports}
-        self._own = own_rows(ctx)  # port -> the rx rows of the streams received there
+        self._own = OR.own_rows(ctx)  # port -> the rx rows of the streams received there
         self._gen = 0  # baselines or workers changed: blocks copied before are stale
         # before the last sample: recent, cpu_acc
         self._undo: tuple[list[_Prev], dict[int, list[float]]] | None = None
@@ -229,7 +231,7 @@ class Accumulator:
 
     def _read(self, pre: Taken | None = None) -> _Read:
         """Copy every block once and subtract the baselines of the monotonic slots; a
-        stream counts only on its rx_port (figures.keep_own_rows)."""
+        stream counts only on its rx_port (engine/ownrows.py)."""
         out = _Read({}, {}, F.RxTotals(self.ctx.n_streams), {}, {})
         out.flow = FS.FlowRead(self.ctx.n_streams)
         out.away = np.zeros(self.ctx.n_streams, dtype=np.int64)
@@ -247,7 +249,7 @@ class Accumulator:
             gauges = r_raw
             if r_raw.shape[0] and self._own:  # the gap gauges of the own rows only
                 gauges = r_raw.copy()
-                F.keep_own_rows(gauges, tables, self._own)
+                OR.keep_own_rows(gauges, tables, self._own)
             out.flow.add(w.view.flow_table(raw), w.ctx.ports, gauges)
             out.busy[wid] = int(p_raw[:, C.P_BUSY_NS].sum())
             p = p_raw.copy()
@@ -264,7 +266,7 @@ class Accumulator:
                 rx[:, :, F.RX_MONO] -= r_b[:, :, F.RX_MONO]
                 rx[:, :, F.HIST_MONO :] -= r_b[:, :, F.HIST_MONO :]
                 if self._own:
-                    out.away += F.keep_own_rows(rx, tables, self._own)
+                    out.away += OR.keep_own_rows(rx, tables, self._own)
                 out.rx.add(rx)
         return out
 
@@ -431,49 +433,3 @@ class Accumulator:
                 new_ps = max(0.0, F.per_s(reading.count, prev.ct, dt))
             cur.ct = reading.count
         return F.dut_stats(self.dut, reading, self.ctx.dut_source, rd.dut_settings, new_ps, t)
-
-
-def own_rows(ctx: SampleContext) -> dict[str, np.ndarray]:
-    """Port -> a mask of the rx rows (stream index + lane x block) counted there: the rows
-    of streams whose rx_port it is, of streams without one, and rows of no stream."""
-    n = ctx.n_streams
-    where: dict[int, str | None] = {}
-    for sc in ctx.streams:
-        for r in L.rx_rows(sc.index, ctx.block, ctx.lanes):
-            if 0 <= r < n:
-                where[r] = sc.rx_port
-    if all(v is None for v in where.values()):
-        return {}
-    out = {}
-    for pc in ctx.ports:
-        m = np.ones(n, dtype=bool)
-        for r, rp in where.items():
-            m[r] = rp is None or rp == pc.name
-        out[pc.name] = m
-    return out
-
-
-def flow_worker_stats(ctx: SampleContext, rd: Readings, live: LiveState) -> list[WorkerStats]:
-    """The flow workers as the Workers screen lists them: core, port, flows, CPU."""
-    by_worker: dict[int, list[FlowCtx]] = {}
-    for c in ctx.flows:
-        by_worker.setdefault(c.worker, []).append(c)
-    out = []
-    for wid, fs in by_worker.items():
-        wl = live.workers.get(wid, WorkerLive(None, False))
-        core = fs[0].core
-        out.append(
-            WorkerStats(
-                id=wid,
-                core=core,
-                pid=wl.pid,
-                ports=(fs[0].port,),
-                streams=tuple(f.name for f in fs),
-                alive=wl.alive,
-                core_cpu_pct=rd.cores[core] if core < len(rd.cores) else 0.0,
-                proc_cpu_pct=wl.proc_cpu_pct if wl.alive else 0.0,
-                exit_reason=wl.exit_reason,
-                kind="flows",
-            )
-        )
-    return out
