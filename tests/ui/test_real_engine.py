@@ -61,7 +61,11 @@ def test_keyboard_start_stop_p0_on_the_real_engine(ui_nat_lab, tmp_path) -> None
             await settle(pilot, app, lambda: app.snap is not None, timeout=20)
             assert app.snap is not None, "the engine did not come up"
             assert all(p.state == "idle" for p in app.snap.ports)  # opens with every port idle
-            seen_workers.update(c.pid for c in me.children(recursive=True))
+            seen_workers.update(  # the engine's processes (not the lab's keeper, made by lab up)
+                c.pid
+                for c in me.children(recursive=True)
+                if "tgen_tui.worker" in " ".join(c.cmdline())
+            )
             p0, p1 = tx_packets(ns, "p0"), tx_packets(ns, "p1")
             counts["base"] = p0
             await pilot.press("0", "s")
