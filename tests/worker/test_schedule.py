@@ -198,7 +198,7 @@ def test_drawn_gaps_hold_the_mean_rate_over_every_block(idt):
 
     d = DueTimes(Schedule(pps=10000.0, idt=idt, key=7))
     t = d.due(0, 3 * MEAN_BLOCK + 1)
-    ends = t[:: MEAN_BLOCK]  # frames 0, B, 2B, 3B
+    ends = t[::MEAN_BLOCK]  # frames 0, B, 2B, 3B
     np.testing.assert_allclose(np.diff(ends), MEAN_BLOCK / 10000.0, atol=MEAN_BLOCK / TICKS_PER_S)
     if idt == "exponential":
         x = np.sort(np.diff(t)) * 10000.0  # in mean gaps
