@@ -116,6 +116,24 @@ def test_other_changes_say_what_happened():
     assert up.text() == "p0: link up again after 4.00 s"  # away since it first left up
     assert w.observe("p0", "missing", t + 5).text() == "p0: interface gone"
     assert w.observe("p0", "up", t + 6).text() == "p0: interface back after 1.00 s"
+    assert w.observe("p0", "unknown", t + 7) is None  # netlink failed: nothing known
+    assert ports["p0"].link == "unknown" and w.observe("p0", "up", t + 8) is None
+
+
+def test_a_carrier_lost_and_back_between_two_readings_is_seen_by_its_down_count():
+    ports = {"p1": _Port("ns", "p1")}
+    w, log = _watch(ports)
+    t = log.t_open
+    assert w.observe("p1", "up", t + 1.0, downs=4) is None
+    assert w.observe("p1", "up", t + 1.1, downs=4) is None
+    ev = w.observe("p1", "up", t + 1.2, downs=5)
+    assert ev is not None and ev.flaps == 1 and ev.away_s == 0.1
+    assert ev.text() == "p1: carrier lost and back within 0.10 s"
+    assert "p1" in w.ever_lost
+    two = w.observe("p1", "up", t + 1.3, downs=7)
+    assert two.text() == "p1: carrier lost and back 2 times within 0.10 s"
+    lost = w.observe("p1", "no carrier", t + 1.4, downs=8)  # a change: the usual event
+    assert lost.text() == "p1: carrier lost" and lost.flaps == 0
 
 
 def test_netlink_messages_are_read_as_link_states():
@@ -124,7 +142,14 @@ def test_netlink_messages_are_read_as_link_states():
 
     from tgen_tui.dut.netlink import NLMSG, attr
     from tgen_tui.engine.linkwatch import RTM_DELLINK, parse_link_messages
-    from tgen_tui.engine.probes import IFF_LOWER_UP, IFINFO, IFLA_IFNAME, IFLA_OPERSTATE
+    from tgen_tui.engine.probes import (
+        IFF_LOWER_UP,
+        IFINFO,
+        IFLA_CARRIER,
+        IFLA_CARRIER_DOWN_COUNT,
+        IFLA_IFNAME,
+        IFLA_OPERSTATE,
+    )
 
     def msg(typ, name, flags, oper):
         body = IFINFO.pack(socket.AF_UNSPEC, 1, 7, flags, 0) + attr(IFLA_IFNAME, name + b"\0")
@@ -134,8 +159,15 @@ def test_netlink_messages_are_read_as_link_states():
     data = msg(16, b"p1", IFF_UP, 2) + msg(16, b"p0", IFF_UP | IFF_LOWER_UP, 6)
     data += msg(16, b"p2", 0, 2) + msg(RTM_DELLINK, b"p3", 0, 2)
     assert parse_link_messages(data) == [
-        ("p1", "no carrier"), ("p0", "up"), ("p2", "down"), ("p3", "missing"),
+        ("p1", "no carrier", None), ("p0", "up", None), ("p2", "down", None),
+        ("p3", "missing", None),
     ]  # fmt: skip
+    # the carrier bit (and its down count) when given: operstate lags it (linkwatch)
+    body = IFINFO.pack(socket.AF_UNSPEC, 1, 7, IFF_UP | IFF_LOWER_UP, 0)
+    body += attr(IFLA_IFNAME, b"p1\0") + attr(IFLA_OPERSTATE, bytes([6]))
+    body += attr(IFLA_CARRIER, b"\0") + attr(IFLA_CARRIER_DOWN_COUNT, struct.pack("=I", 3))
+    one = NLMSG.pack(NLMSG.size + len(body), 16, 0, 0, 0) + body
+    assert parse_link_messages(one) == [("p1", "no carrier", 3)]
     assert struct.calcsize("=BxHiII") == IFINFO.size
 
 
@@ -149,6 +181,11 @@ def test_the_watcher_hears_a_peer_go_down_at_once(direct_lab):
     ns = f"{direct_lab}-tester"
     ports = {"p0": _Port(ns, "p0")}
     w, log = _watch(ports)
+    from tgen_tui.engine.linkwatch import read_local
+
+    ((state, downs),) = read_local({ns: ["p0"]}).values()
+    assert state == "up" and isinstance(downs, int)  # the carrier bit and its down count
+    assert read_local({ns: ["nope0"]}) == {(ns, "nope0"): ("missing", None)}
 
     async def main():
         async with trio.open_nursery() as n:

@@ -179,10 +179,17 @@ class LinkChanged(EngineEvent):
     old: str | None
     new: str
     away_s: float | None = None
+    # up at two readings with the carrier's down count risen by this many: lost and back
+    # in between (``away_s``: within how long)
+    flaps: int = 0
 
     def text(self) -> str:
         p, old, new = self.port, self.old, self.new
         back = f" after {self.away_s:.2f} s" if self.away_s is not None else ""
+        if self.flaps:
+            n = "" if self.flaps == 1 else f" {self.flaps} times"
+            within = f" within {self.away_s:.2f} s" if self.away_s is not None else ""
+            return f"{p}: carrier lost and back{n}{within}"
         if old is None:
             first = {"no carrier": "no carrier", "missing": "interface missing"}
             return f"{p}: {first.get(new, 'link ' + new)} at open"

@@ -7,10 +7,15 @@ and ``RTM_DELLINK`` when it goes. A trio task per namespace waits on its socket,
 change becomes a :class:`~tgen_tui.engine.api.LinkChanged` event (console log, NDJSON,
 the result's events) within milliseconds, its time taken when the message was read.
 
-The poll (:meth:`LinkWatch.poll`, every ``sampler.LINK_EVERY`` s from the sampler, and
-at open) reads every port's link as well: ports on other hosts (``--cluster``, through
-the transport's ``link_state``), and a change the socket missed (its buffer overflowed,
-or it could not be opened) are found there, a second late at most.
+The kernel sends those messages when its linkwatch runs, which is at once unless another
+link changed less than a second before (then up to a second late: on a busy host, or a
+NIC whose ifindex is its own link's). So the sampler also reads every local port's
+carrier bit (``IFLA_CARRIER``, set by the driver at once) at each sample, with its other
+blocking reads (:func:`read_local`, one dump per namespace): a change is seen within a
+sample interval at worst, and a carrier that went down and up between two readings is
+seen by its down count (``IFLA_CARRIER_DOWN_COUNT``). Ports on other hosts
+(``--cluster``) are read through the transport's ``link_state`` every
+``sampler.LINK_EVERY`` s.
 
 A port's link is one of :data:`STATES`: "up"; "no carrier" (the interface is up, its
 link partner is not: the DUT's side was set down, a cable pulled); "down" (the
@@ -23,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import socket
+import struct
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -34,11 +40,13 @@ from tgen_tui.engine.events import EventLog
 from tgen_tui.engine.probes import (
     IFF_UP,
     IFINFO,
+    IFLA_CARRIER,
+    IFLA_CARRIER_DOWN_COUNT,
     IFLA_IFNAME,
     IFLA_OPERSTATE,
     RTM_NEWLINK,
-    link_info,
     link_state_of,
+    links_in,
 )
 
 UP, NO_CARRIER, DOWN, MISSING, UNKNOWN = "up", "no carrier", "down", "missing", "unknown"
@@ -48,11 +56,15 @@ RTMGRP_LINK = 1  # the bit of RTNLGRP_LINK (1) in the bind mask
 RCVBUF = 1 << 20
 
 
-def detail_of(flags: int, operstate: int | None) -> str:
-    """ "down" when the interface is set down; else "up" or "no carrier" (by operstate,
-    :func:`~tgen_tui.engine.probes.link_state_of`)."""
+def detail_of(flags: int, operstate: int | None, carrier: bool | None = None) -> str:
+    """ "down" when the interface is set down; else "up" or "no carrier": by the carrier
+    bit when the kernel gives it (``IFLA_CARRIER``: set by the driver at once; operstate
+    follows when the kernel's linkwatch runs, up to a second later when another link
+    changed just before), else by operstate (:func:`~tgen_tui.engine.probes.link_state_of`)."""
     if not flags & IFF_UP:
         return DOWN
+    if carrier is not None:
+        return UP if carrier else NO_CARRIER
     return UP if link_state_of(flags, operstate) == "up" else NO_CARRIER
 
 
@@ -61,22 +73,36 @@ def coarse(detail: str) -> str:
     return "down" if detail == NO_CARRIER else detail
 
 
-def read_detail(netns: str | None, interface: str) -> str:
-    """A local interface's link now (blocking: rtnetlink on the namespace's kept socket)."""
-    try:
-        info = link_info(netns, interface)
-    except OSError:
-        return UNKNOWN
-    if info is None:
-        return MISSING
-    return detail_of(info["flags_word"], info["operstate_code"])
+Reading = tuple[str, int | None]  # (state, carrier down count: None unknown)
 
 
-def parse_link_messages(data: bytes) -> list[tuple[str, str]]:
-    """(interface, state) of every RTM_NEWLINK / RTM_DELLINK in one netlink read."""
+def read_local(where: dict[str | None, list[str]]) -> dict[tuple[str | None, str], Reading]:
+    """Local interfaces' links now, ``where``: netns -> interfaces (blocking: one
+    rtnetlink dump per namespace on its kept socket)."""
+    out: dict[tuple[str | None, str], Reading] = {}
+    for netns, names in where.items():
+        try:
+            links: dict | None = links_in(netns)
+        except OSError:
+            links = None
+        for name in names:
+            info = links.get(name) if links is not None else None
+            if links is None:
+                out[(netns, name)] = (UNKNOWN, None)
+            elif info is None:
+                out[(netns, name)] = (MISSING, None)
+            else:
+                d = detail_of(info["flags_word"], info["operstate_code"], info["carrier"])
+                out[(netns, name)] = (d, info["carrier_down_count"])
+    return out
+
+
+def parse_link_messages(data: bytes) -> list[tuple[str, str, int | None]]:
+    """(interface, state, carrier down count) of every RTM_NEWLINK / RTM_DELLINK in one
+    netlink read."""
     from tgen_tui.dut.netlink import NLMSG, attrs, cstr
 
-    out = []
+    out: list[tuple[str, str, int | None]] = []
     off = 0
     while off + NLMSG.size <= len(data):
         ln, typ, _, _, _ = NLMSG.unpack_from(data, off)
@@ -91,10 +117,13 @@ def parse_link_messages(data: bytes) -> list[tuple[str, str]]:
         if not name:
             continue
         if typ == RTM_DELLINK:
-            out.append((name, MISSING))
+            out.append((name, MISSING, None))
             continue
-        op = a.get(IFLA_OPERSTATE)
-        out.append((name, detail_of(IFINFO.unpack_from(body)[3], op[0] if op else None)))
+        op, car = a.get(IFLA_OPERSTATE), a.get(IFLA_CARRIER)
+        downs = a.get(IFLA_CARRIER_DOWN_COUNT)
+        flags = IFINFO.unpack_from(body)[3]
+        detail = detail_of(flags, op[0] if op else None, bool(car[0]) if car else None)
+        out.append((name, detail, struct.unpack("=I", downs[:4])[0] if downs else None))
     return out
 
 
@@ -137,19 +166,40 @@ class LinkWatch:
         self.state: dict[str, str] = {}
         self.left_up: dict[str, float] = {}  # port -> monotonic s it stopped being up
         self.ever_lost: set[str] = set()  # ports whose link was not up at some time
+        self.downs: dict[str, int] = {}  # port -> its carrier's down count at the last reading
+        self.seen_at: dict[str, float] = {}  # port -> monotonic s of the last reading
         self._scope: trio.CancelScope | None = None
         self._told: set[str] = set()  # namespaces whose socket failed (said once)
 
     # ------------------------------------------------------------------ the one rule
-    def observe(self, name: str, detail: str, at: float | None = None) -> LinkChanged | None:
-        """Port ``name``'s link is ``detail`` (seen at ``at``, monotonic s; default now):
-        set the port's ``link``; a change is an event (returned)."""
+    def observe(
+        self, name: str, detail: str, at: float | None = None, downs: int | None = None
+    ) -> LinkChanged | None:
+        """Port ``name``'s link is ``detail`` (seen at ``at``, monotonic s; default now;
+        ``downs``: its carrier's down count, None unknown): set the port's ``link``; a
+        change is an event (returned). Up again at the next reading with the down count
+        risen: the carrier was lost and came back in between (one event, ``flaps``)."""
         at = self.clock() if at is None else at
         pr = self.ports().get(name)
         if pr is not None:
             pr.link = coarse(detail)
+        if detail == UNKNOWN:
+            return None  # netlink could not be asked: no change known
         old = self.state.get(name)
+        before, since = self.downs.get(name), self.seen_at.get(name)
+        if downs is not None:
+            self.downs[name] = downs
+        self.seen_at[name] = at
         if old == detail:
+            if detail == UP and downs is not None and before is not None and downs > before:
+                self.ever_lost.add(name)
+                within = round(at - since, 3) if since is not None else None
+                ev = LinkChanged(
+                    at - self.log.t_open, port=name, old=UP, new=UP, away_s=within,
+                    flaps=downs - before,
+                )  # fmt: skip
+                self.log.emit(ev)
+                return ev
             return None
         self.state[name] = detail
         if detail != UP:
@@ -176,17 +226,31 @@ class LinkWatch:
             self._scope.cancel()
 
     # ------------------------------------------------------------------ the poll
-    async def poll(self) -> None:
-        """Read every port's link now (local ports by rtnetlink, others by the transport)."""
+    def local(self) -> dict[str | None, list[str]]:
+        """netns -> the interfaces of this machine's ports (what :func:`read_local` reads)."""
+        out: dict[str | None, list[str]] = {}
+        for pr in self.ports().values():
+            if pr.spec.host is None:
+                out.setdefault(pr.spec.netns, []).append(pr.spec.interface)
+        return out
+
+    def apply(self, readings: dict[tuple[str | None, str], Reading], at: float) -> None:
+        """:func:`read_local`'s readings (taken at ``at``) into the ports' links."""
         for name, pr in list(self.ports().items()):
-            spec = pr.spec
-            if spec.host is None:
-                detail = await trio.to_thread.run_sync(read_detail, spec.netns, spec.interface)
-            elif self.transport is not None:
-                detail = await self.transport.link_state(spec)
-            else:
-                continue
-            self.observe(name, detail if detail in STATES else UNKNOWN)
+            r = readings.get((pr.spec.netns, pr.spec.interface))
+            if pr.spec.host is None and r is not None:
+                self.observe(name, r[0], at, r[1])
+
+    async def poll(self, local: bool = True) -> None:
+        """Read every port's link now: this machine's by rtnetlink (``local``), the others'
+        through the transport."""
+        if local:
+            at = self.clock()
+            self.apply(await trio.to_thread.run_sync(read_local, self.local()), at)
+        for name, pr in list(self.ports().items()):
+            if pr.spec.host is not None and self.transport is not None:
+                detail = await self.transport.link_state(pr.spec)
+                self.observe(name, detail if detail in STATES else UNKNOWN)
 
     # ------------------------------------------------------------------ the listeners
     def _namespaces(self) -> set[str | None]:
@@ -242,9 +306,9 @@ class LinkWatch:
             for name, pr in self.ports().items():
                 if pr.spec.host is None and pr.spec.netns == netns:
                     by_if.setdefault(pr.spec.interface, []).append(name)
-            for ifname, detail in parse_link_messages(data):
+            for ifname, detail, downs in parse_link_messages(data):
                 for port in by_if.get(ifname, ()):
-                    self.observe(port, detail, at)
+                    self.observe(port, detail, at, downs)
 
 
 __all__ = [
@@ -259,5 +323,5 @@ __all__ = [
     "detail_of",
     "open_link_socket",
     "parse_link_messages",
-    "read_detail",
+    "read_local",
 ]

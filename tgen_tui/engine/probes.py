@@ -96,6 +96,10 @@ def link_state_of(flags: int, operstate: int | None) -> str:
 
 OPERSTATES = ("UNKNOWN", "NOTPRESENT", "DOWN", "LOWERLAYERDOWN", "TESTING", "DORMANT", "UP")
 IFLA_MTU = 4
+# the carrier bit as the driver set it (operstate follows it later, when the kernel's
+# linkwatch runs: up to a second later when other links changed just before), and how
+# many times it went down
+IFLA_CARRIER, IFLA_CARRIER_DOWN_COUNT = 33, 48
 
 
 def link_info(netns: str | None, interface: str, again: bool = True) -> dict | None:
@@ -103,6 +107,21 @@ def link_info(netns: str | None, interface: str, again: bool = True) -> dict | N
     namespace's kept rtnetlink socket; None: no such interface. "Missing" is asked once
     more on a new socket (a namespace deleted and made again under the same name keeps
     the old one)."""
+    links = links_in(netns)
+    if interface in links:
+        return links[interface]
+    if again:
+        with _LINK_LOCK:
+            stale = _LINK_SOCKETS.pop(netns, None)
+        if stale is not None:
+            stale.close()
+        return link_info(netns, interface, again=False)
+    return None
+
+
+def links_in(netns: str | None) -> dict[str, dict]:
+    """Every interface of ``netns`` (name -> :func:`link_info`'s fields, plus
+    ``carrier`` and ``carrier_down_count`` when the kernel gives them), one dump."""
     from tgen_tui.dut.netlink import Dumper, attrs, cstr
 
     with _LINK_LOCK:
@@ -115,19 +134,13 @@ def link_info(netns: str | None, interface: str, again: bool = True) -> dict | N
             d.close()
             _LINK_SOCKETS.pop(netns, None)
             raise
+    out = {}
     for typ, body in msgs:
         if typ != RTM_NEWLINK or len(body) < IFINFO.size:
             continue
         a = attrs(body, IFINFO.size)
-        if cstr(a.get(IFLA_IFNAME)) == interface:
-            return _link_fields(IFINFO.unpack_from(body)[3], a)
-    if again:
-        with _LINK_LOCK:
-            stale = _LINK_SOCKETS.pop(netns, None)
-        if stale is not None:
-            stale.close()
-        return link_info(netns, interface, again=False)
-    return None
+        out[cstr(a.get(IFLA_IFNAME))] = _link_fields(IFINFO.unpack_from(body)[3], a)
+    return out
 
 
 def _link_fields(flags: int, a: dict[int, bytes]) -> dict:
@@ -137,7 +150,10 @@ def _link_fields(flags: int, a: dict[int, bytes]) -> dict:
     if flags & IFF_UP and not flags & IFF_LOWER_UP:
         names.insert(0, "NO-CARRIER")  # as iproute2 prints it
     mtu = a.get(IFLA_MTU)
+    carrier, downs = a.get(IFLA_CARRIER), a.get(IFLA_CARRIER_DOWN_COUNT)
     return {
+        "carrier": bool(carrier[0]) if carrier else None,
+        "carrier_down_count": struct.unpack("=I", downs[:4])[0] if downs else None,
         "operstate": OPERSTATES[code] if code is not None and code < len(OPERSTATES) else "UNKNOWN",
         "operstate_code": code,
         "flags": names,

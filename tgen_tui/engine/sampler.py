@@ -11,6 +11,7 @@ transport and the DUT probe, and hands the snapshots out: the newest one
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +22,7 @@ from tgen_tui.dut.settings import dut_settings
 from tgen_tui.engine import stats
 from tgen_tui.engine.events import EventLog, fan_out
 from tgen_tui.engine.flowplan import FlowPlan
-from tgen_tui.engine.linkwatch import LinkWatch
+from tgen_tui.engine.linkwatch import LinkWatch, read_local
 from tgen_tui.engine.losscauses import LossCauses
 from tgen_tui.engine.portcontrol import PortControl
 from tgen_tui.engine.probes import DutProbe
@@ -30,7 +31,7 @@ from tgen_tui.engine.snapshot import StatsSnapshot
 from tgen_tui.engine.transport import SpawnedWorker, WorkerTransport
 from tgen_tui.worker import counters as C
 
-LINK_EVERY = 1.0  # s between link-state re-reads
+LINK_EVERY = 1.0  # s between link-state reads of ports on other hosts (local: every sample)
 
 
 class Sampler:
@@ -151,21 +152,33 @@ class Sampler:
             link_lost=frozenset(self.links.ever_lost),
         )
 
-    def _blocking_reads(self) -> tuple[Any, Any, Any, stats.LiveState]:
-        """Per-core CPU, the DUT's conntrack, the drop counters and the live state."""
+    def _blocking_reads(self, where: dict) -> tuple[Any, Any, Any, stats.LiveState, Any]:
+        """The local ports' links (linkwatch.read_local: ``where``), per-core CPU, the
+        DUT's conntrack, the drop counters and the live state."""
+        at = time.monotonic()
+        links = (at, read_local(where)) if where else None
         cores = self.transport.cores()
         dut_reading = self.dut.read() if self.dut else None
-        return cores, dut_reading, self.losses.read(), self._live()
+        return cores, dut_reading, self.losses.read(), self._live(), links
 
     async def publish(self, final: bool = False) -> StatsSnapshot:
         """Sample now; the snapshot becomes ``latest`` and goes to every subscriber."""
         pre = self.acc.take()  # this machine's blocks first, then the interfaces
         ifc = await self.transport.interfaces()
         if time.monotonic() - self._last_link >= LINK_EVERY:
-            await self._read_links()
+            self._last_link = time.monotonic()
+            await self.links.poll(local=False)  # ports on other hosts
         # the blocking reads in one thread hop (in the console each hop wakes the trio
         # guest loop and asyncio: five hops a sample cost more than the reads)
-        cores, dut_reading, counters, live = await trio.to_thread.run_sync(self._blocking_reads)
+        reads = await trio.to_thread.run_sync(self._blocking_reads, self.links.local())
+        cores, dut_reading, counters, live, links = reads
+        if links is not None:  # the carrier bits, at every sample: events in the trio thread
+            self.links.apply(links[1], links[0])
+            live = dataclasses.replace(
+                live,
+                port_link={n: p.link for n, p in self.control.ports.items()},
+                link_lost=frozenset(self.links.ever_lost),
+            )
         rd = stats.Readings(ifc, cores, dut_reading, self.dut_settings)
         snap = self.acc.sample(rd, live, final=final, pre=pre)
         snap = self.transport.adjust(snap)  # latency notes of streams across hosts
