@@ -153,3 +153,30 @@ def test_unsent_is_sent_minus_the_interfaces_tx_once_it_is_known():
     assert tx_unsent(1000, calm, settled=False, link_lost=True) == 10
     assert tx_unsent(1000, IfDelta(), settled=True, link_lost=True) == 0  # not read: unknown
     assert tx_unsent(900, if_delta(IfCounters(0, 0, 0, 0, 990, 0), None), True, True) == 0
+
+
+def test_a_drop_between_the_two_ends_of_a_veth_is_the_receivers():
+    """The lab's veth counts a frame dropped on its way at both ends (the sender's
+    tx_dropped, the receiver's rx_dropped): it is explained once, by the receiver."""
+    from tgen_tui.dut.attribution import StreamPath, attribute
+    from tgen_tui.engine.losscauses import UNSENT_COUNTER, once_on_veth
+
+    unsent_p0 = ("tester_tx_unsent", UNSENT_COUNTER, "tester p0")
+    d0_rx = ("dut_rx_drop", "rx_dropped", "d0")
+    d1_tx = ("dut_tx_drop", "tx_dropped", "d1")
+    p1_rx = ("tester_if_drop", "rx_dropped", "tester p1")
+    raw = {unsent_p0: 806, d0_rx: 806, d1_tx: 611, p1_rx: 611}
+    once = once_on_veth(raw, {"p0": "d0", "p1": "d1"})
+    assert once == {unsent_p0: 0, d0_rx: 806, d1_tx: 0, p1_rx: 611} and raw[unsent_p0] == 806
+    up = StreamPath("up", dut_in="d0", dut_out="d1", rx_port="p1", tx_port="p0")
+    att = attribute({"up": 1417 + 100}, once, {"up": up})
+    assert {c.cause: c.frames for c in att.causes["up"]} == {
+        "dut_rx_drop": 806,
+        "tester_if_drop": 611,
+    }
+    assert att.unexplained["up"] == 100  # counted twice, it would have hidden these
+    # no carrier on p1 (d1 set down): most never reached d1; what d1 counted is its own
+    p1_unsent = ("tester_tx_unsent", UNSENT_COUNTER, "tester p1")
+    d1_rx = ("dut_rx_drop", "rx_dropped", "d1")
+    assert once_on_veth({p1_unsent: 49_464, d1_rx: 378}, {"p1": "d1"})[p1_unsent] == 49_086
+    assert once_on_veth({p1_unsent: 49_464, d1_rx: 378}, {}) == {p1_unsent: 49_464, d1_rx: 378}

@@ -8,7 +8,8 @@ returns carries ``loss_causes`` and ``loss_unexplained`` per stream, and the cou
 table and per-core CPU in ``dut``. The figures are cumulative since the last full clear,
 like ``lost`` itself; the table also gives each counter's rate over the last interval.
 
-Frames a tester port could not put on the wire (``PortStats.tx_unsent``: no carrier, the
+On a veth pair (the lab) a drop between the two ends is counted at both; it is the
+receiving end's (:func:`once_on_veth`). Frames a tester port could not put on the wire (``PortStats.tx_unsent``: no carrier, the
 interface's tx_dropped) are the sending port's cause, on its streams' paths only.
 
 Tester counters that are not loss (frames due but not sent: ``backlog``; send retries:
@@ -53,6 +54,28 @@ CREATED_FROM_ZERO = frozenset({"nft_rule_drop", "nft_rule_reject", "qdisc_drop",
 FAKE_RULE: Key = ("nft_rule_drop", "nft ip tgen_lab fwd_drop handle 4 drop", "dut")
 
 
+UNSENT_COUNTER = "sent, not transmitted by the interface"
+
+
+def once_on_veth(deltas: dict[Key, int], peers: dict[str, str]) -> dict[Key, int]:
+    """``deltas`` for attribution, where a tester port and its DUT interface are the two
+    ends of one veth pair (``peers``: port -> DUT interface, the lab): a frame dropped
+    between them is counted by both ends, by the sender's tx_dropped (the tester's
+    ``tx_unsent``, the DUT's ``tx_dropped``) and by the receiver's ``rx_dropped``. It is
+    the receiver's drop (its queue was full, or its interface was down), so the sender's
+    count loses what the receiver counted (a real cable counts each drop at one end)."""
+    out = dict(deltas)
+    for port, dev in peers.items():
+        w = f"tester {port}"
+        unsent, dut_rx = (A.TESTER_UNSENT, UNSENT_COUNTER, w), ("dut_rx_drop", "rx_dropped", dev)
+        if out.get(unsent, 0) > 0 and out.get(dut_rx, 0) > 0:
+            out[unsent] = max(0, out[unsent] - out[dut_rx])
+        dut_tx, tester_rx = ("dut_tx_drop", "tx_dropped", dev), ("tester_if_drop", "rx_dropped", w)
+        if out.get(dut_tx, 0) > 0 and out.get(tester_rx, 0) > 0:
+            out[dut_tx] = max(0, out[dut_tx] - out[tester_rx])
+    return out
+
+
 def tester_counters(ports: tuple[PortStats, ...]) -> dict[Key, int]:
     """The tester's counters since the baseline, keyed like the DUT's (``where``: ``tester P``)."""
     v: dict[Key, int] = {}
@@ -60,7 +83,7 @@ def tester_counters(ports: tuple[PortStats, ...]) -> dict[Key, int]:
         w = f"tester {p.name}"
         v[("tester_ring_drop", "rx ring tp_drops", w)] = p.rx_drops
         v[("tester_if_drop", "rx_dropped", w)] = p.if_rx_dropped
-        v[(A.TESTER_UNSENT, "sent, not transmitted by the interface", w)] = p.tx_unsent
+        v[(A.TESTER_UNSENT, UNSENT_COUNTER, w)] = p.tx_unsent
         v[("tester_backlog", "frames due, not sent", w)] = p.backlog
         v[("tester_send_retry", "send retries", w)] = p.tx_errors
     return v
@@ -107,6 +130,7 @@ class LossCauses:
         self._cpu_last: tuple = ()
         self.prev: CounterReading | None = None
         self._late: dict[Key, int] = {}  # first values of counters missing from the baseline
+        self.peers: dict[str, str] = {}  # tester port -> the DUT interface at its veth's end
         self.paths: dict[str, A.StreamPath] = {
             p.name: A.StreamPath(
                 p.name,
@@ -121,7 +145,7 @@ class LossCauses:
     def prime(self) -> None:
         """Learn the paths (blocking: ``ip`` processes) and take the baseline."""
         if self.channel is not None:
-            peers = peer_interfaces(self.ports, self.channel.netns)
+            peers = self.peers = peer_interfaces(self.ports, self.channel.netns)
             local = dut_addresses(self.channel)
             for p in self.programs:
                 dst = _dst(p)
@@ -182,7 +206,7 @@ class LossCauses:
                 if prev is not None and reading.t > prev.t:
                     rates[k] = (v - prev.values.get(k, v)) / (reading.t - prev.t)
         lost = {s.name: s.lost for s in snap.streams}
-        att = A.attribute(lost, deltas, self.paths)
+        att = A.attribute(lost, once_on_veth(deltas, self.peers), self.paths)
         streams = tuple(
             replace(
                 s,
