@@ -184,29 +184,9 @@ class LinkChanged(EngineEvent):
     flaps: int = 0
 
     def text(self) -> str:
-        p, old, new = self.port, self.old, self.new
-        back = f" after {self.away_s:.2f} s" if self.away_s is not None else ""
-        if self.flaps:
-            n = "" if self.flaps == 1 else f" {self.flaps} times"
-            within = f" within {self.away_s:.2f} s" if self.away_s is not None else ""
-            return f"{p}: carrier lost and back{n}{within}"
-        if old is None:
-            first = {"no carrier": "no carrier", "missing": "interface missing"}
-            return f"{p}: {first.get(new, 'link ' + new)} at open"
-        if new == "up":
-            what = {
-                "no carrier": "carrier back",
-                "down": "link up again",
-                "missing": "interface back",
-            }
-            return f"{p}: {what.get(old, 'link up')}{back}"
-        if new == "no carrier":
-            return f"{p}: carrier lost" if old == "up" else f"{p}: link {old} -> no carrier"
-        if new == "down":
-            return f"{p}: link down (the interface is set down)"
-        if new == "missing":
-            return f"{p}: interface gone"
-        return f"{p}: link {old} -> {new}"
+        from tgen_tui.engine.linktext import link_text
+
+        return link_text(self.port, self.old, self.new, self.away_s, self.flaps)
 
 
 @dataclass(frozen=True)
