@@ -136,6 +136,19 @@ def test_a_carrier_lost_and_back_between_two_readings_is_seen_by_its_down_count(
     assert lost.text() == "p1: carrier lost" and lost.flaps == 0
 
 
+def test_a_message_older_than_the_last_reading_is_left_out():
+    """The listener read a "no carrier" message after the sampler had already read the
+    carrier back: its change count is lower, so it is stale (no second flap)."""
+    ports = {"p1": _Port("ns", "p1")}
+    w, log = _watch(ports)
+    t = log.t_open
+    w.observe("p1", "up", t + 1.0, downs=0, changes=2)
+    assert w.observe("p1", "no carrier", t + 2.0, downs=1, changes=3).text() == "p1: carrier lost"
+    assert w.observe("p1", "up", t + 3.0, downs=1, changes=4).text().startswith("p1: carrier back")
+    assert w.observe("p1", "no carrier", t + 3.01, downs=1, changes=3) is None  # stale
+    assert ports["p1"].link == "up" and len(log.all()) == 2
+
+
 def test_netlink_messages_are_read_as_link_states():
     import socket
     import struct
@@ -146,6 +159,7 @@ def test_netlink_messages_are_read_as_link_states():
         IFF_LOWER_UP,
         IFINFO,
         IFLA_CARRIER,
+        IFLA_CARRIER_CHANGES,
         IFLA_CARRIER_DOWN_COUNT,
         IFLA_IFNAME,
         IFLA_OPERSTATE,
@@ -159,15 +173,16 @@ def test_netlink_messages_are_read_as_link_states():
     data = msg(16, b"p1", IFF_UP, 2) + msg(16, b"p0", IFF_UP | IFF_LOWER_UP, 6)
     data += msg(16, b"p2", 0, 2) + msg(RTM_DELLINK, b"p3", 0, 2)
     assert parse_link_messages(data) == [
-        ("p1", "no carrier", None), ("p0", "up", None), ("p2", "down", None),
-        ("p3", "missing", None),
+        ("p1", ("no carrier", None, None)), ("p0", ("up", None, None)),
+        ("p2", ("down", None, None)), ("p3", ("missing", None, None)),
     ]  # fmt: skip
     # the carrier bit (and its down count) when given: operstate lags it (linkwatch)
     body = IFINFO.pack(socket.AF_UNSPEC, 1, 7, IFF_UP | IFF_LOWER_UP, 0)
     body += attr(IFLA_IFNAME, b"p1\0") + attr(IFLA_OPERSTATE, bytes([6]))
     body += attr(IFLA_CARRIER, b"\0") + attr(IFLA_CARRIER_DOWN_COUNT, struct.pack("=I", 3))
+    body += attr(IFLA_CARRIER_CHANGES, struct.pack("=I", 7))
     one = NLMSG.pack(NLMSG.size + len(body), 16, 0, 0, 0) + body
-    assert parse_link_messages(one) == [("p1", "no carrier", 3)]
+    assert parse_link_messages(one) == [("p1", ("no carrier", 3, 7))]
     assert struct.calcsize("=BxHiII") == IFINFO.size
 
 
@@ -183,9 +198,9 @@ def test_the_watcher_hears_a_peer_go_down_at_once(direct_lab):
     w, log = _watch(ports)
     from tgen_tui.engine.linkwatch import read_local
 
-    ((state, downs),) = read_local({ns: ["p0"]}).values()
-    assert state == "up" and isinstance(downs, int)  # the carrier bit and its down count
-    assert read_local({ns: ["nope0"]}) == {(ns, "nope0"): ("missing", None)}
+    ((state, downs, changes),) = read_local({ns: ["p0"]}).values()
+    assert state == "up" and isinstance(downs, int) and changes >= downs  # carrier counts
+    assert read_local({ns: ["nope0"]}) == {(ns, "nope0"): ("missing", None, None)}
 
     async def main():
         async with trio.open_nursery() as n:

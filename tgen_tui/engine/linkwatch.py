@@ -13,7 +13,9 @@ NIC whose ifindex is its own link's). So the sampler also reads every local port
 carrier bit (``IFLA_CARRIER``, set by the driver at once) at each sample, with its other
 blocking reads (:func:`read_local`, one dump per namespace): a change is seen within a
 sample interval at worst, and a carrier that went down and up between two readings is
-seen by its down count (``IFLA_CARRIER_DOWN_COUNT``). Ports on other hosts
+seen by its down count (``IFLA_CARRIER_DOWN_COUNT``). A message read after a newer
+reading (the listener ran late) is older than it by the carrier's change count
+(``IFLA_CARRIER_CHANGES``) and is left out. Ports on other hosts
 (``--cluster``) are read through the transport's ``link_state`` every
 ``sampler.LINK_EVERY`` s.
 
@@ -41,6 +43,7 @@ from tgen_tui.engine.probes import (
     IFF_UP,
     IFINFO,
     IFLA_CARRIER,
+    IFLA_CARRIER_CHANGES,
     IFLA_CARRIER_DOWN_COUNT,
     IFLA_IFNAME,
     IFLA_OPERSTATE,
@@ -73,7 +76,8 @@ def coarse(detail: str) -> str:
     return "down" if detail == NO_CARRIER else detail
 
 
-Reading = tuple[str, int | None]  # (state, carrier down count: None unknown)
+#: (state, carrier down count, carrier change count: None unknown)
+Reading = tuple[str, int | None, int | None]
 
 
 def read_local(where: dict[str | None, list[str]]) -> dict[tuple[str | None, str], Reading]:
@@ -88,21 +92,21 @@ def read_local(where: dict[str | None, list[str]]) -> dict[tuple[str | None, str
         for name in names:
             info = links.get(name) if links is not None else None
             if links is None:
-                out[(netns, name)] = (UNKNOWN, None)
+                out[(netns, name)] = (UNKNOWN, None, None)
             elif info is None:
-                out[(netns, name)] = (MISSING, None)
+                out[(netns, name)] = (MISSING, None, None)
             else:
                 d = detail_of(info["flags_word"], info["operstate_code"], info["carrier"])
-                out[(netns, name)] = (d, info["carrier_down_count"])
+                out[(netns, name)] = (d, info["carrier_down_count"], info["carrier_changes"])
     return out
 
 
-def parse_link_messages(data: bytes) -> list[tuple[str, str, int | None]]:
-    """(interface, state, carrier down count) of every RTM_NEWLINK / RTM_DELLINK in one
-    netlink read."""
+def parse_link_messages(data: bytes) -> list[tuple[str, Reading]]:
+    """(interface, (state, carrier down count, change count)) of every RTM_NEWLINK /
+    RTM_DELLINK in one netlink read."""
     from tgen_tui.dut.netlink import NLMSG, attrs, cstr
 
-    out: list[tuple[str, str, int | None]] = []
+    out: list[tuple[str, Reading]] = []
     off = 0
     while off + NLMSG.size <= len(data):
         ln, typ, _, _, _ = NLMSG.unpack_from(data, off)
@@ -117,14 +121,18 @@ def parse_link_messages(data: bytes) -> list[tuple[str, str, int | None]]:
         if not name:
             continue
         if typ == RTM_DELLINK:
-            out.append((name, MISSING, None))
+            out.append((name, (MISSING, None, None)))
             continue
         op, car = a.get(IFLA_OPERSTATE), a.get(IFLA_CARRIER)
-        downs = a.get(IFLA_CARRIER_DOWN_COUNT)
+        downs, changes = a.get(IFLA_CARRIER_DOWN_COUNT), a.get(IFLA_CARRIER_CHANGES)
         flags = IFINFO.unpack_from(body)[3]
         detail = detail_of(flags, op[0] if op else None, bool(car[0]) if car else None)
-        out.append((name, detail, struct.unpack("=I", downs[:4])[0] if downs else None))
+        out.append((name, (detail, _u32(downs), _u32(changes))))
     return out
+
+
+def _u32(b: bytes | None) -> int | None:
+    return struct.unpack("=I", b[:4])[0] if b and len(b) >= 4 else None
 
 
 def open_link_socket(netns: str | None) -> socket.socket:
@@ -168,23 +176,38 @@ class LinkWatch:
         self.ever_lost: set[str] = set()  # ports whose link was not up at some time
         self.downs: dict[str, int] = {}  # port -> its carrier's down count at the last reading
         self.seen_at: dict[str, float] = {}  # port -> monotonic s of the last reading
+        self.changes: dict[str, int] = {}  # port -> its carrier's change count, last seen
         self._scope: trio.CancelScope | None = None
         self._told: set[str] = set()  # namespaces whose socket failed (said once)
 
     # ------------------------------------------------------------------ the one rule
     def observe(
-        self, name: str, detail: str, at: float | None = None, downs: int | None = None
+        self,
+        name: str,
+        detail: str,
+        at: float | None = None,
+        downs: int | None = None,
+        changes: int | None = None,
     ) -> LinkChanged | None:
         """Port ``name``'s link is ``detail`` (seen at ``at``, monotonic s; default now;
-        ``downs``: its carrier's down count, None unknown): set the port's ``link``; a
-        change is an event (returned). Up again at the next reading with the down count
-        risen: the carrier was lost and came back in between (one event, ``flaps``)."""
+        ``downs``, ``changes``: its carrier's down and change counts, None unknown): set
+        the port's ``link``; a change is an event (returned). Up again at the next reading
+        with the down count risen: the carrier was lost and came back in between (one
+        event, ``flaps``). A reading with fewer changes than one seen before is stale."""
         at = self.clock() if at is None else at
+        if detail == UNKNOWN:
+            pr = self.ports().get(name)
+            if pr is not None:
+                pr.link = coarse(detail)
+            return None  # netlink could not be asked: no change known
+        last = self.changes.get(name)
+        if changes is not None and last is not None and changes < last:
+            return None  # older than what was seen (a message read late)
+        if changes is not None:
+            self.changes[name] = changes
         pr = self.ports().get(name)
         if pr is not None:
             pr.link = coarse(detail)
-        if detail == UNKNOWN:
-            return None  # netlink could not be asked: no change known
         old = self.state.get(name)
         before, since = self.downs.get(name), self.seen_at.get(name)
         if downs is not None:
@@ -239,7 +262,7 @@ class LinkWatch:
         for name, pr in list(self.ports().items()):
             r = readings.get((pr.spec.netns, pr.spec.interface))
             if pr.spec.host is None and r is not None:
-                self.observe(name, r[0], at, r[1])
+                self.observe(name, r[0], at, r[1], r[2])
 
     async def poll(self, local: bool = True) -> None:
         """Read every port's link now: this machine's by rtnetlink (``local``), the others'
@@ -306,9 +329,9 @@ class LinkWatch:
             for name, pr in self.ports().items():
                 if pr.spec.host is None and pr.spec.netns == netns:
                     by_if.setdefault(pr.spec.interface, []).append(name)
-            for ifname, detail, downs in parse_link_messages(data):
+            for ifname, (detail, downs, changes) in parse_link_messages(data):
                 for port in by_if.get(ifname, ()):
-                    self.observe(port, detail, at, downs)
+                    self.observe(port, detail, at, downs, changes)
 
 
 __all__ = [

@@ -99,7 +99,7 @@ IFLA_MTU = 4
 # the carrier bit as the driver set it (operstate follows it later, when the kernel's
 # linkwatch runs: up to a second later when other links changed just before), and how
 # many times it went down
-IFLA_CARRIER, IFLA_CARRIER_DOWN_COUNT = 33, 48
+IFLA_CARRIER, IFLA_CARRIER_CHANGES, IFLA_CARRIER_DOWN_COUNT = 33, 35, 48
 
 
 def link_info(netns: str | None, interface: str, again: bool = True) -> dict | None:
@@ -121,7 +121,8 @@ def link_info(netns: str | None, interface: str, again: bool = True) -> dict | N
 
 def links_in(netns: str | None) -> dict[str, dict]:
     """Every interface of ``netns`` (name -> :func:`link_info`'s fields, plus
-    ``carrier`` and ``carrier_down_count`` when the kernel gives them), one dump."""
+    ``carrier``, ``carrier_changes`` and ``carrier_down_count`` when the kernel gives
+    them), one dump."""
     from tgen_tui.dut.netlink import Dumper, attrs, cstr
 
     with _LINK_LOCK:
@@ -151,7 +152,9 @@ def _link_fields(flags: int, a: dict[int, bytes]) -> dict:
         names.insert(0, "NO-CARRIER")  # as iproute2 prints it
     mtu = a.get(IFLA_MTU)
     carrier, downs = a.get(IFLA_CARRIER), a.get(IFLA_CARRIER_DOWN_COUNT)
+    changes = a.get(IFLA_CARRIER_CHANGES)
     return {
+        "carrier_changes": struct.unpack("=I", changes[:4])[0] if changes else None,
         "carrier": bool(carrier[0]) if carrier else None,
         "carrier_down_count": struct.unpack("=I", downs[:4])[0] if downs else None,
         "operstate": OPERSTATES[code] if code is not None and code < len(OPERSTATES) else "UNKNOWN",
