@@ -105,7 +105,7 @@ def test_report_rows_have_median_min_max_over_the_repeats(tmp_path):
     assert (last["frame_size"], last["lab.filter_rules"], last["n"]) == (512, 5000, 3)
     assert last["metrics"]["rx_fps"]["median"] == 9000 - 500 + 2
     txt = text_table(names, table)
-    assert "2,002 [2,002, 2,003]" not in txt and "2,002" in txt or "2,003" in txt
+    assert "2,002 [2,002, 2,003]" in txt  # median 2,002.5 shown to the unit, min, max
     assert "(1 failed)" in txt
     assert (
         csv_text(names, table)
@@ -131,3 +131,12 @@ def test_a_finished_folder_needs_resume_or_fresh(tmp_path):
     assert rep.returncode == 0, rep.stderr
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["points"] == {"total": 2, "done": 1, "failed": 0} and len(doc["rows"]) == 2
+
+
+def test_lab_axes_are_settings_the_lab_can_set():
+    """profiles/campaign.py lists the lab's fields (profiles sits below lab): they must
+    stay the ones ``tgen lab set`` takes."""
+    from tgen_tui.lab.config import SETTABLE_FIELDS
+    from tgen_tui.profiles.campaign import LAB_AXES
+
+    assert set(LAB_AXES) <= set(SETTABLE_FIELDS)

@@ -273,7 +273,7 @@ def test_the_fake_capture_counts_budget_and_writes_a_pcapng(tmp_path) -> None:
         f = str(tmp_path / "c.pcapng")
         with pytest.raises(BadInput, match="unknown port p7"):
             await eng.start_capture(CaptureSpec(ports=("p7",), file=f))
-        with pytest.raises(BadInput, match="no such folder"):
+        with pytest.raises(BadInput, match="does not exist"):
             await eng.start_capture(CaptureSpec(ports=("p1",), file="/nonexistent/x.pcapng"))
         v = await eng.start_capture(CaptureSpec(ports=("p1",), file=f, budget_pps=5000))
         assert v.state == "running" and v.kept == 0

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tgen_tui.diagnostics import BadInput
+from tgen_tui.diagnostics import BadInput, check_output_file
 
 EPILOG = """\
 examples:
@@ -92,13 +92,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_campaign)
 
 
-def _check_out(path: str | None, what: str) -> None:
-    if path and path != "-":
-        from tgen_tui.engine.capture import check_writable
-
-        check_writable(path, what)
-
-
 def cmd_campaign(args: argparse.Namespace) -> int:
     from tgen_tui.profiles.campaign import load_campaign
 
@@ -110,7 +103,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     path = Path(args.report_file if report_mode else args.file)
     c, text = load_campaign(path)
     for opt in ("md", "csv", "json", "bundle"):
-        _check_out(getattr(args, opt), f"--{opt}")
+        check_output_file(getattr(args, opt), f"--{opt}")
     if report_mode:
         return _report(c, text, path, args)
     from tgen_tui.campaign.runner import CampaignRunner, install_term_as_interrupt
@@ -119,7 +112,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.ndjson == "-":
         nd = sys.stdout
     elif args.ndjson:
-        _check_out(args.ndjson, "--ndjson")
+        check_output_file(args.ndjson, "--ndjson")
         nd = open(args.ndjson, "a")  # noqa: SIM115 - closed below
     try:
         runner = CampaignRunner(c, text, path, out=args.out, resume=args.resume or bool(args.only),

@@ -119,9 +119,9 @@ def cmd_dut_config(args: argparse.Namespace) -> int:
     if not fmt_ok[args.format]:
         raise BadInput(f"--format {args.format} does not fit --kind {args.kind}")
     if args.output:
-        from tgen_tui.engine.capture import check_writable
+        from tgen_tui.diagnostics import check_output_file
 
-        check_writable(args.output, "--output")
+        check_output_file(args.output, "--output")
     prof = load_profile(args.profile)
     macs = _macs(args.mac)
 

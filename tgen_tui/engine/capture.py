@@ -41,7 +41,6 @@ from tgen_tui.engine.capturespec import (
     SentFrames,
     capture_config,
     check_spec,
-    check_writable,
     parse_capture_arg,
 )
 
@@ -308,8 +307,7 @@ class Captures:
             while True:
                 snap = self._latest()
                 if snap is not None and any(
-                    s.lost > 0 and (s.port in ports or getattr(s, "rx_port", None) in ports)
-                    for s in snap.streams
+                    s.lost > 0 and (s.port in ports or s.rx_port in ports) for s in snap.streams
                 ):
                     break
                 await trio.sleep(0.05)
@@ -352,6 +350,5 @@ __all__ = [
     "SentFrames",
     "capture_config",
     "check_spec",
-    "check_writable",
     "parse_capture_arg",
 ]

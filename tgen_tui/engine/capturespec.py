@@ -5,12 +5,10 @@ comparison with what arrived (engine/capture.py runs the captures)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from tgen_tui.diagnostics import BadInput, EnvironmentProblem
+from tgen_tui.diagnostics import BadInput, EnvironmentProblem, check_output_file
 
 SELECTOR_STREAM = "stream "
 DIRECTIONS = ("both", "rx", "tx")
@@ -98,18 +96,7 @@ def check_spec(spec: CaptureSpec, port_names: list[str], stream_names: list[str]
         raise BadInput(f"{where}: ring must be 1..4096 MiB")
     if spec.trigger is not None and spec.trigger not in TRIGGERS:
         raise BadInput(f"{where}: trigger must be one of {', '.join(TRIGGERS)}")
-    check_writable(spec.file, "capture file")
-
-
-def check_writable(path: str, what: str) -> None:
-    p = Path(path)
-    if p.is_dir():
-        raise BadInput(f"{what} {path}: is a directory")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise BadInput(f"{what} {path}: no such folder {parent}")
-    if not os.access(parent, os.W_OK):
-        raise BadInput(f"{what} {path}: folder {parent} is not writable")
+    check_output_file(spec.file, f"{where}: file")
 
 
 def capture_config(spec: CaptureSpec, setup: Any) -> dict:

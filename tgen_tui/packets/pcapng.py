@@ -79,6 +79,16 @@ def ragged_copy(
     ]
 
 
+def epb_lengths(caplen: np.ndarray, comment_len: np.ndarray) -> np.ndarray:
+    """Each Enhanced Packet Block's length as :func:`packet_blocks` lays it out: the fixed
+    part, the data padded to 4, the comment option (when there is one), epb_flags, the
+    end of options and the trailing length."""
+    cap = caplen.astype(np.int64)
+    clen = comment_len.astype(np.int64)
+    copt = np.where(clen > 0, 4 + ((clen + 3) & ~3), 0)
+    return EPB_FIXED + ((cap + 3) & ~3) + copt + 8 + 4 + 4
+
+
 def packet_blocks(
     data: np.ndarray,
     data_at: np.ndarray,
@@ -105,7 +115,7 @@ def packet_blocks(
         clen = comment_len.astype(np.int64)
     has_c = clen > 0
     copt = np.where(has_c, 4 + ((clen + 3) & ~3), 0)
-    total = EPB_FIXED + dpad + copt + 8 + 4 + 4  # + epb_flags + end of options + length
+    total = epb_lengths(cap, clen)
     starts = np.cumsum(total) - total
     out = np.zeros(int(total.sum()), dtype=np.uint8)
     w = out.view(np.uint32)

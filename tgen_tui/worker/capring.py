@@ -19,8 +19,6 @@ Imports: the standard library and numpy.
 
 from __future__ import annotations
 
-import mmap
-import socket
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,15 +26,6 @@ import numpy as np
 from tgen_tui.packets.bpf import sock_fprog
 from tgen_tui.packets.pcapng import ragged_copy
 from tgen_tui.packets.program import SIG_LEN, SIG_MAGIC
-from tgen_tui.worker.kernel import (
-    ETH_P_ALL,
-    PACKET_IGNORE_OUTGOING,
-    PACKET_RX_RING,
-    PACKET_STATISTICS,
-    PACKET_VERSION,
-    SOL_PACKET,
-    TPACKET_V3,
-)
 from tgen_tui.worker.rxring import (
     BD_BLK_LEN,
     BD_FIRST,
@@ -51,9 +40,9 @@ from tgen_tui.worker.rxring import (
     H_VLAN_TCI,
     H_VLAN_TPID,
     TP_STATUS_KERNEL,
-    TP_STATUS_USER,
     TP_STATUS_VLAN_TPID_VALID,
     TP_STATUS_VLAN_VALID,
+    RxRing,
     chain_offsets_doubling,
     chain_offsets_fast,
 )
@@ -110,8 +99,9 @@ def concat(parts: list[CapBatch]) -> CapBatch:
     )
 
 
-class CaptureRing:
-    """A filtered tap on ``interface`` (create it in the port's namespace)."""
+class CaptureRing(RxRing):
+    """A filtered tap on ``interface`` (create it in the port's namespace): the receive
+    ring's socket, ring and statistics, with a kernel filter and its own per-frame parse."""
 
     def __init__(
         self,
@@ -123,45 +113,20 @@ class CaptureRing:
         frame_size: int = 2048,
         retire_ms: int = 10,
     ):
+        fprog, keep = sock_fprog(insns)  # keep: the instructions, alive until set
         # small blocks, many of them: a block retires after ``retire_ms`` however full,
         # so the ring holds block_nr x retire_ms of traffic at low rates
-        self.block_size = 1 << 18
-        self.block_nr = max(8, int(ring_mb) * 4)
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
-        try:
-            self.fd = self.sock.fileno()
-            self.sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V3)
-            frame_nr = self.block_size * self.block_nr // frame_size
-            req = np.array(
-                [self.block_size, self.block_nr, frame_size, frame_nr, retire_ms, 0, 0],
-                dtype=np.uint32,
-            )
-            self.sock.setsockopt(SOL_PACKET, PACKET_RX_RING, req.tobytes())
-            if not tx:
-                self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
-            fprog, keep = sock_fprog(insns)
-            self.sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
-            del keep
-            self._mm = mmap.mmap(
-                self.fd,
-                self.block_size * self.block_nr,
-                mmap.MAP_SHARED,
-                mmap.PROT_READ | mmap.PROT_WRITE,
-            )
-            self.sock.bind((interface, ETH_P_ALL))
-        except OSError:
-            self.sock.close()
-            raise
+        super().__init__(
+            interface,
+            block_size=1 << 18,
+            block_nr=max(8, int(ring_mb) * 4),
+            frame_size=frame_size,
+            retire_ms=retire_ms,
+            ignore_outgoing=not tx,
+            fprog=fprog,
+        )
+        del keep
         self.want_rx, self.want_tx = rx, tx
-        self._u8 = np.frombuffer(self._mm, dtype=np.uint8).reshape(self.block_nr, -1)
-        self._u16 = self._u8.view(np.uint16)
-        self._u32 = self._u8.view(np.uint32)
-        self._cur = 0
-        self.kernel_packets = 0
-        self.kernel_drops = 0
-
-    def _ready(self, b: int) -> bool:
-        return bool(self._u32[b, BD_STATUS >> 2] & TP_STATUS_USER)
 
     def _parse(self, b: int) -> CapBatch | None:
         u8, u16, u32 = self._u8[b], self._u16[b], self._u32[b]
@@ -214,7 +179,7 @@ class CaptureRing:
         )
         return out if keep.all() else out.take(np.flatnonzero(keep))
 
-    def poll(self, max_blocks: int = 256) -> list[CapBatch]:
+    def take(self, max_blocks: int = 256) -> list[CapBatch]:
         """Every retired block, parsed and given back to the kernel."""
         out = []
         for _ in range(max_blocks):
@@ -226,19 +191,3 @@ class CaptureRing:
             self._u32[self._cur, BD_STATUS >> 2] = TP_STATUS_KERNEL
             self._cur = (self._cur + 1) % self.block_nr
         return out
-
-    def kernel_stats(self) -> tuple[int, int]:
-        """Accumulated (packets, drops): what the filter passed and the ring could not hold."""
-        raw = self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 12)
-        pk, dr, _ = np.frombuffer(raw, dtype=np.uint32)
-        self.kernel_packets += int(pk)
-        self.kernel_drops += int(dr)
-        return self.kernel_packets, self.kernel_drops
-
-    def close(self) -> None:
-        self._u8 = self._u16 = self._u32 = None  # type: ignore[assignment]
-        try:
-            self._mm.close()
-        except (BufferError, ValueError):
-            pass
-        self.sock.close()

@@ -40,6 +40,7 @@ from tgen_tui.packets.bpf import FilterError, compile_filter
 from tgen_tui.packets.pcapng import (
     FLAG_INBOUND,
     FLAG_OUTBOUND,
+    epb_lengths,
     interface_block,
     packet_blocks,
     ragged_copy,
@@ -75,7 +76,6 @@ class Commenter:
         self.other = b"other (no signature)"
 
     def __call__(self, b: CapBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        n = len(b)
         name_i = np.where(b.signed, b.stream % self.block, len(self.names))
         name_i = np.minimum(name_i, len(self.names))
         lane = np.where(b.signed, b.stream // self.block, 0)
@@ -108,7 +108,6 @@ class Commenter:
             ragged_copy(
                 out, c_at[o], oflat, np.zeros(len(o), np.int64), np.full(len(o), len(self.other))
             )
-        del n
         return out, c_at, c_len
 
 
@@ -255,9 +254,7 @@ class Capture:
         cap = np.minimum(b.caplen, self.snaplen)
         blob = packet_blocks(b.data, b.at, cap, b.origlen, b.ts_ns, if_id, flags, cflat, cat, clen)
         if self.lost:
-            dpad = (cap + 3) & ~3
-            copt = 4 + ((clen + 3) & ~3)
-            total = 28 + dpad + copt + 16
+            total = epb_lengths(cap, clen)
             self.spool_keys.append((b.stream << 32) | b.seq)
             self.spool_at.append(self.spool_off + np.cumsum(total) - total)
             self.spool_len.append(total)
@@ -286,7 +283,7 @@ class Capture:
     def step(self) -> int:
         got = 0
         for tap in self.taps:
-            parts = tap.ring.poll()
+            parts = tap.ring.take()
             if not parts:
                 continue
             for b in [concat(parts)]:

@@ -58,6 +58,7 @@ from tgen_tui.worker.kernel import (
 )
 from tgen_tui.worker.responder import control_frames
 
+SO_ATTACH_FILTER = 26
 TP_STATUS_KERNEL = 0
 TP_STATUS_USER = 1
 TP_STATUS_LOSING = 1 << 2
@@ -213,6 +214,7 @@ class RxRing:
         ignore_outgoing: bool = True,
         headers: bool = False,
         respond: bool = False,
+        fprog: bytes | None = None,
     ):
         self.interface = interface
         # the responder's control frames (ARP, ICMP, ICMPv6 without a signature) as
@@ -236,6 +238,8 @@ class RxRing:
             self.sock.setsockopt(SOL_PACKET, PACKET_RX_RING, req.tobytes())
             if ignore_outgoing:
                 self.sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            if fprog is not None:  # a classic BPF filter (a capture's), before the bind
+                self.sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, fprog)
             self._mm = mmap.mmap(
                 self.fd,
                 self.block_size * self.block_nr,
