@@ -243,9 +243,10 @@ class PortCounts(Part):
 
     tx_frames: int = 0
     rx_frames: int = 0
+    rx_other: int | None = None  # frames on the ring no stream signed (ARP, ND, ...)
     if_tx_frames: int | None = None
     if_rx_frames: int | None = None
-    rx_drops: int | None = None
+    rx_drops: int | None = None  # the RX ring's tp_drops: frames the tester lost itself
     late_max_ns: int | None = None  # the sender's worst lateness
 
 
@@ -357,6 +358,7 @@ class TrialExtra(Part):
     # why a trial is invalid
     host_backlog_drops: int | None = None
     host_dropped: bool | None = None
+    tester_ring_drops: int | None = None  # RX ring tp_drops over the ports (the tester's)
     sender_late_max_s: Num | None = None
     sender_stalled: bool | None = None
     # RFC 9693

@@ -193,6 +193,7 @@ class TrialRunner:
         self._account(t, final, expected, w)
         trial_fields(t.extra, final, list(expected))  # loss causes, drop counters
         self._check_host(t, host_backlog_drops() - backlog_drops_before)
+        self._check_ring(t)
         self._check_sender(t)
         ct_after = await self._count()
         if ct_before is not None or ct_after is not None:
@@ -291,6 +292,7 @@ class TrialRunner:
             p.name: PortCounts(
                 tx_frames=p.tx_frames,
                 rx_frames=p.rx_frames,
+                rx_other=p.rx_other,
                 if_tx_frames=p.if_tx_frames,
                 if_rx_frames=p.if_rx_frames,
                 rx_drops=p.rx_drops,
@@ -321,6 +323,17 @@ class TrialRunner:
                 f"invalid: this host's receive backlog dropped {host_drops:,} packets during "
                 f"the trial (CPU contention, /proc/net/softnet_stat) and {t.lost:,} frames "
                 "were lost: not the DUT's loss"
+            )
+
+    def _check_ring(self, t: Trial) -> None:
+        """Frames the tester's own RX ring dropped (tp_drops) are not the DUT's loss."""
+        drops = sum((v.rx_drops or 0) for v in (t.extra.ports or {}).values())
+        t.extra.tester_ring_drops = drops
+        if drops > 0 and t.lost > 0 and t.valid:
+            t.valid = False
+            t.reason = (
+                f"invalid: the tester's RX ring dropped {drops:,} frames during the trial "
+                f"(its receiver fell behind) and {t.lost:,} frames were lost: not the DUT's loss"
             )
 
     def _check_sender(self, t: Trial) -> None:
@@ -401,6 +414,8 @@ def host_backlog_drops() -> int:
 
 def _retry_worthy(t: Trial) -> bool:
     if t.extra.sender_stalled or t.extra.host_dropped:
+        return True
+    if t.extra.tester_ring_drops and not t.valid:
         return True
     want = sum(v.count for v in (t.extra.streams or {}).values())
     sent = t.extra.sent_by_deadline or 0
