@@ -192,8 +192,7 @@ class TrialRunner:
             t.extra.dut_hooks = [HookRun.model_validate(h) for h in hook_runs]
         self._account(t, final, expected, w)
         trial_fields(t.extra, final, list(expected))  # loss causes, drop counters
-        self._check_host(t, host_backlog_drops() - backlog_drops_before)
-        self._check_ring(t)
+        self._check_host(t, host_backlog_drops() - backlog_drops_before)  # and the ring
         self._check_sender(t)
         ct_after = await self._count()
         if ct_before is not None or ct_after is not None:
@@ -314,7 +313,8 @@ class TrialRunner:
             )
 
     def _check_host(self, t: Trial, host_drops: int) -> None:
-        """Frames this host's receive backlog dropped are not the DUT's loss: invalid."""
+        """Frames this host's receive backlog (then the tester's ring) dropped are not the
+        DUT's loss: invalid."""
         t.extra.host_backlog_drops = host_drops
         if host_drops > 0 and t.lost > 0 and t.valid:
             t.extra.host_dropped = True
@@ -324,6 +324,7 @@ class TrialRunner:
                 f"the trial (CPU contention, /proc/net/softnet_stat) and {t.lost:,} frames "
                 "were lost: not the DUT's loss"
             )
+        self._check_ring(t)
 
     def _check_ring(self, t: Trial) -> None:
         """Frames the tester's own RX ring dropped (tp_drops) are not the DUT's loss."""
