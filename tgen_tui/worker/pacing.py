@@ -29,8 +29,8 @@ import subprocess
 
 METHODS = ("qdisc", "timer", "burst")
 QDISC_HANDLE = "7467:"  # "tg"
-QDISC_LOOKAHEAD_NS = 20_000_000  # frames go to the TBF up to 20 ms before they are due
-QDISC_WAKE_NS = 10_000_000  # ... in batches about every 10 ms (the CPU is per batch)
+QDISC_LOOKAHEAD_NS = 4_000_000  # frames go to the TBF up to 2 ms before they are due
+QDISC_WAKE_NS = 2_000_000  # ... in batches about once a millisecond
 QDISC_BUCKET_FRAMES = 2.5  # the token bucket: late timers are made up, bursts are not made
 QDISC_LIMIT_S = 0.2  # the TBF's queue holds 200 ms of frames (then the kernel refuses more)
 TRIM_GAIN = 4.0  # the TBF runs 1 % faster per 2.5 ms of lag behind the due times

@@ -210,7 +210,7 @@ class RxRing:
         block_size: int = 1 << 20,
         block_nr: int = 32,
         frame_size: int = 2048,
-        retire_ms: int = 10,
+        retire_ms: int = 4,
         ignore_outgoing: bool = True,
         headers: bool = False,
         respond: bool = False,
