@@ -192,7 +192,7 @@ class TrialRunner:
             t.extra.dut_hooks = [HookRun.model_validate(h) for h in hook_runs]
         self._account(t, final, expected, w)
         trial_fields(t.extra, final, list(expected))  # loss causes, drop counters
-        self._check_host(t, host_backlog_drops() - backlog_drops_before)  # and the ring
+        self._check_tester(t, host_backlog_drops() - backlog_drops_before)
         self._check_sender(t)
         ct_after = await self._count()
         if ct_before is not None or ct_after is not None:
@@ -312,9 +312,9 @@ class TrialRunner:
                 f"(sent {t.tx_frames:,} of {want_total:,})"
             )
 
-    def _check_host(self, t: Trial, host_drops: int) -> None:
-        """Frames this host's receive backlog (then the tester's ring) dropped are not the
-        DUT's loss: invalid."""
+    def _check_tester(self, t: Trial, host_drops: int) -> None:
+        """Frames this host's receive backlog or the tester's RX ring dropped are not the
+        DUT's loss: a trial that lost frames with either is invalid."""
         t.extra.host_backlog_drops = host_drops
         if host_drops > 0 and t.lost > 0 and t.valid:
             t.extra.host_dropped = True
@@ -327,7 +327,7 @@ class TrialRunner:
         self._check_ring(t)
 
     def _check_ring(self, t: Trial) -> None:
-        """Frames the tester's own RX ring dropped (tp_drops) are not the DUT's loss."""
+        """The tester's own RX ring drops (tp_drops, every port)."""
         drops = sum((v.rx_drops or 0) for v in (t.extra.ports or {}).values())
         t.extra.tester_ring_drops = drops
         if drops > 0 and t.lost > 0 and t.valid:
