@@ -344,8 +344,8 @@ def test_reload_respawns_on_the_same_hosts(cluster, nat_lab, tmp_path):
     trio.run(go)
     snap = out["snap"]
     for p in snap.ports:
-        assert p.state == "stopped" and p.tx_frames > 0
-        assert p.tx_frames == p.if_tx_frames and p.rx_frames == p.if_rx_frames
+        assert p.state == "stopped" and p.tx_frames > 0, (p.name, p.failure)
+        assert p.tx_frames == p.if_tx_frames and p.rx_frames == p.if_rx_frames, p
         assert p.tx_bytes == p.tx_frames * 124  # 128 B frames (without the FCS) after the reload
     for s in snap.streams:
         assert s.lost == 0 and s.rx_frames == s.tx_frames > 0

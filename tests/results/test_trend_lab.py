@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from .test_results_lab import _profile
+from .test_results_lab import COUNTS, _profile
 from .test_trend_jumpavg import _group_rows, _metric_block, tgen
 
 pytestmark = pytest.mark.root
 
 TGEN = [sys.executable, "-m", "tgen_tui"]
 DROPS = {"b1": 0, "b2": 0, "b3": 50, "b4": 50, "b5": 0}
-COUNTS = ["--metric", "loss_pct", "--metric", "rx_pps", "--metric", "tx_pps"]
 
 
 def _tgen(*args: str, db: Path) -> subprocess.CompletedProcess:

@@ -70,7 +70,7 @@ EGRESS_CAUSES = ("qdisc_drop", "qdisc_overlimit")
 
 #: words for a cause in a "why" line
 CAUSE_WORDS = {
-    "tester_tx_unsent": "not put on the wire by the tester (no carrier, tx drop)",
+    "tester_tx_unsent": "not put on the wire by the tester (no carrier, tx drop, its pacing queue at a stop)",
     "tester_ring_drop": "tester rx ring full",
     "tester_if_drop": "tester interface drop",
     "dut_rx_error": "DUT rx error",

@@ -24,7 +24,14 @@ from tgen_tui.worker.learn import from_spec as learner_from_spec
 from tgen_tui.worker.liveflow import PortFlows
 from tgen_tui.worker.liveflow import attach as attach_flows
 from tgen_tui.worker.netns import netns
-from tgen_tui.worker.pacing import TRIM_EVERY_NS, QdiscPacer, remove_tbf
+from tgen_tui.worker.pacing import (
+    QDISC_DRAIN_MAX_NS,
+    QDISC_KEEP_MIN,
+    QDISC_WAKE_NS,
+    TRIM_EVERY_NS,
+    QdiscPacer,
+    remove_tbf,
+)
 from tgen_tui.worker.process import run_worker
 from tgen_tui.worker.protocol import EXIT_OK, LATE_NS, MIN_WAKE_NS
 from tgen_tui.worker.responder import PortResponder, receive_all_multicast, with_macs
@@ -164,6 +171,7 @@ class Port:
         self.tx = None
         self.streams: list[TxStream] = []
         self.tx_done_sent = False
+        self.qdisc_done_ns = 0  # when the last frame went to the TBF (0: not yet)
         self.last_stats_ns = 0
         self.stop_ids: list = []
         self.stamping = False  # this port's sender has kernel tx timestamps on
@@ -359,8 +367,23 @@ class Port:
         t0 = time.perf_counter_ns()
         step = qdisc_step if self.pacing == "qdisc" else timer_step
         nxt, all_done = step(self, now_ns)
+        if all_done and self.pacer is not None and not self._queue_empty(now_ns):
+            all_done = False  # tx done means on the wire: the TBF still holds frames
+            nxt = min(nxt, now_ns + QDISC_WAKE_NS)
+        elif not all_done:
+            self.qdisc_done_ns = 0
         self._tx_tail(all_done, t0)
         return nxt
+
+    def _queue_empty(self, now_ns: int) -> bool:
+        """pacing: qdisc: whether the TBF has released every frame handed to it (the
+        socket's SIOCOUTQ), or QDISC_DRAIN_MAX_NS have passed since the last was handed
+        (a port whose link went down keeps its queue: the trial's timeout still ends)."""
+        if self.tx_done_sent:
+            return True
+        if not self.qdisc_done_ns:
+            self.qdisc_done_ns = now_ns
+        return self.tx.outq() == 0 or now_ns - self.qdisc_done_ns > QDISC_DRAIN_MAX_NS
 
     def _tx_tail(self, all_done: bool, t0: int) -> None:
         """After a send step: the port's due count, tx_done once, the busy time."""
@@ -464,9 +487,30 @@ class Port:
             self.stop_ns = self.stop_ns or now_ns
         else:
             self.stop_ns = now_ns
+            if self.pacer is not None:
+                self._stop_pacer(drain_ms)
         self.state = C.STATE_DRAINING
         self.ctr[C.P_STATE] = self.state
         self.drain_until = now_ns + int(drain_ms * 1e6)
+
+    def _stop_pacer(self, drain_ms: float) -> None:
+        """At a stop: frames the TBF holds beyond half the drain (a worker that stalled
+        handed them late) would reach the receivers after they stop counting, and be
+        charged to the DUT as lost. They are dropped instead, and counted as this port's
+        frames not put on the wire; the few ms handed ahead of their due time leave."""
+        pps = self.pacer.pps if self.pacer is not None else 0.0
+        if pps <= 0:
+            return
+        with netns(self.netns):
+            held = self.pacer.backlog()
+            if held > max(QDISC_KEEP_MIN, pps * drain_ms / 2000):
+                self.pacer.drop_queue()
+                self.w.error(
+                    f"port {self.name}: the pacing qdisc held {held:,} frames "
+                    f"({1000 * held / pps:.0f} ms behind) at the stop: dropped, "
+                    "counted as frames not put on the wire",
+                    port=self.name,
+                )
 
     def finish(self, now_ns: int, rid: str | int | None = None) -> P.Stopped:
         self.stamp_step(now_ns)

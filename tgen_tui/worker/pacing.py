@@ -24,6 +24,7 @@ killed). Imports: the standard library only (DESIGN rule 2).
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import subprocess
 
@@ -32,9 +33,12 @@ QDISC_HANDLE = "7467:"  # "tg"
 QDISC_LOOKAHEAD_NS = 4_000_000  # frames go to the TBF up to 2 ms before they are due
 QDISC_WAKE_NS = 2_000_000  # ... in batches about once a millisecond
 QDISC_BUCKET_FRAMES = 2.5  # the token bucket: late timers are made up, bursts are not made
-QDISC_LIMIT_S = 0.2  # the TBF's queue holds 200 ms of frames (then the kernel refuses more)
+QDISC_LIMIT_S = 1.0  # the TBF's queue holds 1 s of frames (then the kernel refuses more)
+QDISC_DRAIN_MAX_NS = 2_000_000_000  # tx done waits at most 2 s for the TBF to empty
+QDISC_KEEP_MIN = 64  # at a stop, a TBF queue up to this many frames (or half the drain) drains
 TRIM_GAIN = 4.0  # the TBF runs 1 % faster per 2.5 ms of lag behind the due times
-TRIM_MAX = 0.03  # ... at most 3 % off the asked rate (gaps stay within 10 %)
+TRIM_MAX = 0.08  # ... at most 8 % off the asked rate: a stall of the worker is caught up
+# (50 ms of lag in about 0.7 s) with every gap still within 10 % of the asked one
 TRIM_STEP = 0.002  # ... changed when the trim moves by 0.2 % (a change refills the bucket)
 TRIM_EVERY_NS = 100_000_000  # the lag is averaged over 100 ms
 TIMER_SPIN_NS = 20_000  # timer pacing sleeps to 20 µs before a frame is due, then spins
@@ -113,6 +117,21 @@ class QdiscPacer:
             self._batch.stdin.flush()
         except (BrokenPipeError, OSError):
             self._batch = None
+
+    def backlog(self) -> int:
+        """Frames the TBF holds now (``tc -s``, inside the port's namespace); 0: unknown."""
+        m = re.search(
+            r"backlog \S+ (\d+)p", _tc("-s", "qdisc", "show", "dev", self.interface).stdout
+        )
+        return int(m.group(1)) if m else 0
+
+    def drop_queue(self) -> None:
+        """Drop what the TBF holds: a new TBF in its place, at the same rate (inside the
+        port's namespace). The dropped frames were handed to the kernel but never leave:
+        the engine counts them as the port's frames not put on the wire (tx_unsent)."""
+        if self.installed:
+            _tc("qdisc", "del", "dev", self.interface, "root", "handle", QDISC_HANDLE)
+            _tc(*self._cmd("replace", self.pps * self.factor))
 
     def trim(self, lag_s: float) -> None:
         """Follow the due times: ``lag_s`` is how far the port's frames leave behind them."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import fcntl
 import mmap
 import os
 import select
@@ -92,6 +93,9 @@ def _retry_deadline(deadline: float | None, retry_s: float) -> float | None:
     return None if now >= deadline else deadline
 
 
+SIOCOUTQ = 0x5411  # TIOCOUTQ: bytes the socket's frames still hold in the kernel
+
+
 class _TxBase:
     kind = "base"
 
@@ -111,6 +115,14 @@ class _TxBase:
             self.sock.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, size)
         except OSError:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, size)
+
+    def outq(self) -> int:
+        """Bytes of this socket's frames the kernel still holds (SIOCOUTQ: the truesize
+        of the skbs not yet freed): 0 once a pacing qdisc has released every frame."""
+        try:
+            return struct.unpack("i", fcntl.ioctl(self.fd, SIOCOUTQ, b"\0\0\0\0"))[0]
+        except OSError:
+            return 0
 
     def _wait_writable(self, deadline: float) -> None:
         left = deadline - time.monotonic()
