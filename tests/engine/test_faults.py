@@ -180,3 +180,38 @@ def test_a_drop_between_the_two_ends_of_a_veth_is_the_receivers():
     d1_rx = ("dut_rx_drop", "rx_dropped", "d1")
     assert once_on_veth({p1_unsent: 49_464, d1_rx: 378}, {"p1": "d1"})[p1_unsent] == 49_086
     assert once_on_veth({p1_unsent: 49_464, d1_rx: 378}, {}) == {p1_unsent: 49_464, d1_rx: 378}
+
+
+def test_dut_events_are_named_in_the_log_as_they_begin_and_end():
+    """A --dut-event was in the result only, after the run: the log (and so the NDJSON)
+    now names each as it begins, before its record exists, and as it ends, with its
+    status. The channel is a real one: ``sh -c`` as the command prefix (as --dut-ssh
+    would be ``ssh root@dut``), running on this host."""
+    import re
+    import time
+
+    import trio
+
+    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.engine.dut_events import DutEvent, run_events
+
+    ch = DutChannel.of(None, "sh -c")
+    records: list[dict] = []
+    notes: list[tuple[str, int]] = []
+    events = [DutEvent(0.3, "echo two"), DutEvent(0.0, "exit 3")]
+    trio.run(
+        run_events,
+        ch,
+        events,
+        time.monotonic(),
+        records,
+        None,
+        lambda m: notes.append((m, len(records))),
+    )
+    assert [r["command"] for r in records] == ["exit 3", "echo two"]
+    assert [n for _, n in notes] == [0, 1, 1, 2]  # each began before its record, ended after
+    texts = [m for m, _ in notes]
+    assert re.fullmatch(r"DUT event at 0\.\d\d s: exit 3", texts[0]), texts
+    assert re.fullmatch(r"DUT event done in \d+ ms \(FAILED rc=3\): exit 3", texts[1]), texts
+    assert re.fullmatch(r"DUT event at 0\.[3-9]\d s: echo two", texts[2]), texts
+    assert re.fullmatch(r"DUT event done in \d+ ms \(ok\): echo two", texts[3]), texts
