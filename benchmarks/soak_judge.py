@@ -165,19 +165,34 @@ def learned(dg: Digest, res: dict) -> dict:
 
 
 def rss_flat(rss: list[dict], duration: float, killed_pid: int | None) -> dict:
-    """RSS (MB) at minute 2 (or at 20 % of a shorter run) and at the last sample, of the
-    tgen process and each worker alive at both; flat when each is within RSS_TOLERANCE."""
+    """RSS (MB) at minute 2 (or at 20 % of a shorter run) and at the end, of the tgen
+    process and each worker alive at both; flat when each is within RSS_TOLERANCE. The
+    end is the last sample with every such worker still there (not one taken while the
+    workers quit); ``series``: every sample, the tgen process and its workers' sum."""
     at2 = next((r for r in rss if r["t_s"] >= min(120.0, 0.2 * duration) and r.get("main")), None)
-    end = next((r for r in reversed(rss) if r.get("main")), None)
-    if at2 is None or end is None or at2 is end:
-        return {"at_2min": at2, "end": end, "samples": len(rss), "flat": None}
+    series = [
+        (r["t_s"], r["main"], round(sum(r["workers"].values()), 1)) for r in rss if r.get("main")
+    ]
+    if at2 is None:
+        return {"at_2min": None, "end": None, "samples": len(rss), "flat": None}
+    kept = [pid for pid in at2["workers"] if pid != killed_pid]
+    end = next(
+        (r for r in reversed(rss) if r.get("main") and all(p in r["workers"] for p in kept)), None
+    )
+    if end is None or end is at2:
+        return {"at_2min": at2, "end": end, "samples": len(rss), "flat": None, "series": series}
     pairs = {"main": (at2["main"], end["main"])}
-    for pid, mb in at2["workers"].items():
-        if pid in end["workers"] and pid != killed_pid:
-            pairs[f"worker {pid}"] = (mb, end["workers"][pid])
+    pairs |= {f"worker {pid}": (at2["workers"][pid], end["workers"][pid]) for pid in kept}
     change = {k: round(b / a - 1, 4) for k, (a, b) in pairs.items()}
     flat = all(abs(v) <= RSS_TOLERANCE for v in change.values())
-    return {"at_2min": at2, "end": end, "samples": len(rss), "change": change, "flat": flat}
+    return {
+        "at_2min": at2,
+        "end": end,
+        "samples": len(rss),
+        "change": change,
+        "flat": flat,
+        "series": series,
+    }
 
 
 TESTER_OWN = ("tester_ring_drop", "tester_if_drop", "tester_tx_unsent")
