@@ -180,3 +180,78 @@ def test_a_drop_between_the_two_ends_of_a_veth_is_the_receivers():
     d1_rx = ("dut_rx_drop", "rx_dropped", "d1")
     assert once_on_veth({p1_unsent: 49_464, d1_rx: 378}, {"p1": "d1"})[p1_unsent] == 49_086
     assert once_on_veth({p1_unsent: 49_464, d1_rx: 378}, {}) == {p1_unsent: 49_464, d1_rx: 378}
+
+
+def test_frames_that_reached_a_failed_port_are_its_cause_not_unexplained():
+    """The issue's soak with a kill -9 of p1's worker: up's frames kept arriving at p1's
+    interface (64,835 of them) with nothing counting them, and were "unexplained". They
+    are the receiving port's cause: its interface rx less the ring's signed, unsigned and
+    dropped frames, once the port failed; a port that did not fail has none."""
+    from tgen_tui.dut.attribution import CAUSE_WORDS, why_line
+    from tgen_tui.dut.counters import CounterReading
+    from tgen_tui.engine.losscauses import LossCauses, uncounted_rx
+    from tgen_tui.engine.snapshot import DutStats, PortStats, StatsSnapshot
+
+    dead = PortStats(
+        "p1", "p1", "t", "failed", rx_frames=234_864, rx_other=0, rx_drops=0, if_rx_frames=299_699
+    )
+    assert uncounted_rx(dead) == 64_835
+    live = PortStats("p0", "p0", "t", "stopped", rx_frames=900, rx_other=3, if_rx_frames=1000)
+    assert uncounted_rx(live) == 0  # p0's 97 are the ring's business (tp_drops), not this
+    assert uncounted_rx(PortStats("p2", "p2", "t", "failed", rx_frames=9, if_rx_frames=5)) == 0
+
+    class _Prog:
+        def __init__(self, name, port, rx_port):
+            self.name, self.port, self.rx_port, self.l3 = name, port, rx_port, 4
+
+    lc = LossCauses(
+        (_Prog("up", "p0", "p1"), _Prog("down", "p1", "p0")), [], None, through_dut=True
+    )  # type: ignore[arg-type]
+    lc.base = lc.prev = CounterReading(0.0, {}, ())
+    streams = (
+        StreamStats("up", 0, "p0", "p1", lost=64_835 + 20),
+        StreamStats("down", 1, "p1", "p0", lost=0),
+    )
+    snap = lc.apply(StatsSnapshot(1.0, 1, (live, dead), streams, (), DutStats("x")), lc.base)
+    up = snap.stream("up")
+    assert [(c.cause, c.where, c.frames) for c in up.loss_causes] == [
+        ("tester_rx_failed", "tester p1", 64_835)
+    ]
+    assert up.loss_unexplained == 20 and snap.stream("down").loss_causes == ()
+    assert "worker died" in CAUSE_WORDS["tester_rx_failed"]
+    assert "not counted by the tester" in why_line(64_855, up.loss_causes, 20)
+
+
+def test_dut_events_are_named_in_the_log_as_they_begin_and_end():
+    """A --dut-event was in the result only, after the run: the log (and so the NDJSON)
+    now names each as it begins, before its record exists, and as it ends, with its
+    status. The channel is a real one: ``sh -c`` as the command prefix (as --dut-ssh
+    would be ``ssh root@dut``), running on this host."""
+    import re
+    import time
+
+    import trio
+
+    from tgen_tui.dut.channel import DutChannel
+    from tgen_tui.engine.dut_events import DutEvent, run_events
+
+    ch = DutChannel.of(None, "sh -c")
+    records: list[dict] = []
+    notes: list[tuple[str, int]] = []
+    events = [DutEvent(0.3, "echo two"), DutEvent(0.0, "exit 3")]
+    trio.run(
+        run_events,
+        ch,
+        events,
+        time.monotonic(),
+        records,
+        None,
+        lambda m: notes.append((m, len(records))),
+    )
+    assert [r["command"] for r in records] == ["exit 3", "echo two"]
+    assert [n for _, n in notes] == [0, 1, 1, 2]  # each began before its record, ended after
+    texts = [m for m, _ in notes]
+    assert re.fullmatch(r"DUT event at 0\.\d\d s: exit 3", texts[0]), texts
+    assert re.fullmatch(r"DUT event done in \d+ ms \(FAILED rc=3\): exit 3", texts[1]), texts
+    assert re.fullmatch(r"DUT event at 0\.[3-9]\d s: echo two", texts[2]), texts
+    assert re.fullmatch(r"DUT event done in \d+ ms \(ok\): echo two", texts[3]), texts

@@ -45,6 +45,7 @@ CAUSE_ORDER = (
     "tester_tx_unsent",
     "tester_ring_drop",
     "tester_if_drop",
+    "tester_rx_failed",
     "dut_rx_error",
     "dut_rx_drop",
     "backlog_drop",
@@ -66,6 +67,8 @@ CAUSE_ORDER = (
 LOCAL_DELIVERY = ("delivered_to_dut_no_port", "udp_in_error")
 #: a tester port's frames that the worker sent and its interface did not transmit
 TESTER_UNSENT = "tester_tx_unsent"
+#: frames that reached a tester port after its worker died (the receiving port's)
+TESTER_RX_FAILED = "tester_rx_failed"
 EGRESS_CAUSES = ("qdisc_drop", "qdisc_overlimit")
 
 #: words for a cause in a "why" line
@@ -73,6 +76,7 @@ CAUSE_WORDS = {
     "tester_tx_unsent": "not put on the wire by the tester (no carrier, tx drop, its pacing queue at a stop)",
     "tester_ring_drop": "tester rx ring full",
     "tester_if_drop": "tester interface drop",
+    "tester_rx_failed": "not counted by the tester (its receiving worker died)",
     "dut_rx_error": "DUT rx error",
     "dut_rx_drop": "DUT rx drop",
     "backlog_drop": "backlog full",

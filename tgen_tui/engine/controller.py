@@ -286,6 +286,11 @@ class Engine:
     def event_log(self) -> list[EngineEvent]:
         return self._log.all()
 
+    def notice(self, message: str) -> None:
+        """Put a notice in the event log now: what the run owner did to the run from
+        outside the engine (a DUT event) is named at its time, in the log and NDJSON."""
+        self._log.notice(message)
+
     def events_since(self, cursor: int) -> tuple[int, list[EngineEvent]]:
         """Events after ``cursor`` (the count of events already read; start with 0) and
         the new cursor. The log keeps the last 10,000 events."""

@@ -13,6 +13,7 @@ kernel receive times (:mod:`tgen_tui.engine.stateful`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tgen_tui.diagnostics import BadInput
@@ -67,11 +68,18 @@ def run_event(channel, command: str, t0_s: float, name: str | None = None) -> di
 
 
 async def run_events(
-    channel, events: list[DutEvent], t0_s: float, records: list[dict], before=None
+    channel,
+    events: list[DutEvent],
+    t0_s: float,
+    records: list[dict],
+    before=None,
+    note: Callable[[str], None] | None = None,
 ) -> None:
     """Run ``events`` at their times (from ``t0_s``, CLOCK_MONOTONIC s), in order; append
     each record to ``records`` as it finishes. ``before``: awaited just before each event
-    runs (a capture's ``dut-event`` trigger). Cancel the task to stop early."""
+    runs (a capture's ``dut-event`` trigger). ``note``: called with :func:`start_line`
+    as each event begins and :func:`done_line` as it ends (the engine's log: a fault is
+    named at the moment it happens, not only in the result). Cancel the task to stop early."""
     import trio
 
     for ev in sorted(events, key=lambda e: e.at_s):
@@ -80,9 +88,28 @@ async def run_events(
             await trio.sleep(wait)
         if before is not None:
             await before(ev)
+        if note is not None:
+            note(start_line(ev, time.monotonic() - t0_s))
         rec = await trio.to_thread.run_sync(run_event, channel, ev.command, t0_s, ev.name)
         rec["scheduled_s"] = ev.at_s
         records.append(rec)
+        if note is not None:
+            note(done_line(rec))
+
+
+def start_line(ev: DutEvent, at_s: float) -> str:
+    """'DUT event at 5.00 s: conntrack -F' (the log's line as the command begins)."""
+    return f"DUT event at {at_s:.2f} s: {ev.name or ev.command}"
+
+
+def done_line(rec: dict) -> str:
+    """'DUT event done in 12 ms (ok): conntrack -F' (or FAILED rc=1 ...) as it ends."""
+    what = rec.get("name") or rec["command"]
+    return f"DUT event done in {rec['took_ms']:.0f} ms ({_status(rec)}): {what}"
+
+
+def _status(rec: dict) -> str:
+    return "ok" if rec.get("ok") else f"FAILED rc={rec.get('rc')} {rec.get('error', '')}".strip()
 
 
 def attach_outages(records: list[dict], streams: dict[str, dict]) -> None:
@@ -117,8 +144,7 @@ def attach_outages(records: list[dict], streams: dict[str, dict]) -> None:
 def event_line(rec: dict) -> str:
     """One line for the summary table."""
     what = rec.get("name") or rec["command"]
-    status = "ok" if rec.get("ok") else f"FAILED rc={rec.get('rc')} {rec.get('error', '')}".strip()
-    out = f"DUT event at {rec['at_s']:.2f} s ({rec['took_ms']:.0f} ms, {status}): {what}"
+    out = f"DUT event at {rec['at_s']:.2f} s ({rec['took_ms']:.0f} ms, {_status(rec)}): {what}"
     if rec.get("outage_ms"):
         out += f"; outage {rec['outage_ms']:.1f} ms ({rec['outage_stream']}"
         out += ", not recovered)" if rec.get("outage_recovered") is False else ")"
@@ -132,4 +158,13 @@ def event_line(rec: dict) -> str:
     return out
 
 
-__all__ = ["DutEvent", "attach_outages", "event_line", "parse_dut_event", "run_event", "run_events"]
+__all__ = [
+    "DutEvent",
+    "attach_outages",
+    "done_line",
+    "event_line",
+    "parse_dut_event",
+    "run_event",
+    "run_events",
+    "start_line",
+]

@@ -10,7 +10,9 @@ like ``lost`` itself; the table also gives each counter's rate over the last int
 
 On a veth pair (the lab) a drop between the two ends is counted at both; it is the
 receiving end's (:func:`once_on_veth`). Frames a tester port could not put on the wire (``PortStats.tx_unsent``: no carrier, the
-interface's tx_dropped) are the sending port's cause, on its streams' paths only.
+interface's tx_dropped) are the sending port's cause, on its streams' paths only. Frames
+that reached a failed port (its worker died) and that nothing counted any more are that
+receiving port's cause (:func:`uncounted_rx`), never unexplained or the DUT's.
 
 Tester counters that are not loss (frames due but not sent: ``backlog``; send retries:
 ``tx_errors``) appear in the table for the reader, never as a cause.
@@ -55,6 +57,7 @@ FAKE_RULE: Key = ("nft_rule_drop", "nft ip tgen_lab fwd_drop handle 4 drop", "du
 
 
 UNSENT_COUNTER = "sent, not transmitted by the interface"
+RX_FAILED_COUNTER = "received by the interface after the port's worker died"
 
 
 def once_on_veth(deltas: dict[Key, int], peers: dict[str, str]) -> dict[Key, int]:
@@ -76,12 +79,22 @@ def once_on_veth(deltas: dict[Key, int], peers: dict[str, str]) -> dict[Key, int
     return out
 
 
+def uncounted_rx(p: PortStats) -> int:
+    """Frames a failed port's interface received that its receiver never counted (its
+    worker died: the ring's signed + unsigned + dropped frames stopped at their last
+    values while the interface kept counting); 0 for a port that did not fail."""
+    if p.state != "failed":
+        return 0
+    return max(0, p.if_rx_frames - p.rx_frames - p.rx_other - p.rx_drops)
+
+
 def tester_counters(ports: tuple[PortStats, ...]) -> dict[Key, int]:
     """The tester's counters since the baseline, keyed like the DUT's (``where``: ``tester P``)."""
     v: dict[Key, int] = {}
     for p in ports:
         w = f"tester {p.name}"
         v[("tester_ring_drop", "rx ring tp_drops", w)] = p.rx_drops
+        v[(A.TESTER_RX_FAILED, RX_FAILED_COUNTER, w)] = uncounted_rx(p)
         v[("tester_if_drop", "rx_dropped", w)] = p.if_rx_dropped
         v[(A.TESTER_UNSENT, UNSENT_COUNTER, w)] = p.tx_unsent
         v[("tester_backlog", "frames due, not sent", w)] = p.backlog

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from tgen_tui.results import metrics as M
 from tgen_tui.results import models, store
 
 UNKNOWN = "unknown"
+NEARLY_FULL = 1 << 20  # bytes free under which a failed write is put down to the disk
 
 
 def add_db_option(parser) -> None:
@@ -208,10 +210,20 @@ def record_run(
         finally:
             conn.close()
     except store.StoreError as e:
-        _warn(f"result not stored: {e}")
+        _warn(f"result not stored: {e}{no_space(path)}")
     except Exception as e:  # noqa: BLE001 - storing must never lose the run's exit code
-        _warn(f"result not stored in {path}: {type(e).__name__}: {e}")
+        _warn(f"result not stored in {path}: {type(e).__name__}: {e}{no_space(path)}")
     return None
+
+
+def no_space(path: Path) -> str:
+    """``" (no space left in FOLDER: 0 bytes free)"`` when the store's folder is (nearly)
+    full, else "": SQLite says only "disk I/O error" or "database or disk is full"."""
+    try:
+        free = shutil.disk_usage(path.parent).free
+    except OSError:
+        return ""
+    return f" (no space left in {path.parent}: {free:,} bytes free)" if free < NEARLY_FULL else ""
 
 
 def _warn(msg: str) -> None:

@@ -240,7 +240,10 @@ class RunOwner:
             if fire is not None:
                 await fire("dut-event")
 
-        await run_events(channel, list(self.opts.dut_events), t0, self.record.dut_events, before)
+        note = getattr(eng, "notice", None)  # the engine's log (the fake has none)
+        await run_events(
+            channel, list(self.opts.dut_events), t0, self.record.dut_events, before, note
+        )
 
     # ------------------------------------------------------------------ headless
     @contextlib.contextmanager
