@@ -32,9 +32,15 @@ def test_a_trial_records_its_loss_causes_and_drops(dropping_lab) -> None:
 
     t = trio.run(one)
     assert t.lost > 50  # 2 % of 8,000
-    (cause,) = t.extra.loss_causes["up"]
-    assert cause.cause == "nft_rule_drop" and cause.where == "dut"
-    assert cause.frames >= 0.99 * t.lost and t.extra.loss_unexplained["up"] <= 0.01 * t.lost
+    causes = {c.cause: c for c in t.extra.loss_causes["up"]}
+    cause = causes.pop("nft_rule_drop")
+    assert cause.where == "dut"
+    # a loaded host (CI) may add its own, each named: the tester's queue, ring or interface,
+    # or the softnet backlog of the cores the lab shares; never anything else
+    load = ("tester_tx_unsent", "tester_ring_drop", "tester_if_drop", "backlog_drop")
+    assert set(causes) <= set(load), causes
+    lost = t.lost - sum(c.frames for c in causes.values())
+    assert cause.frames >= 0.99 * lost and t.extra.loss_unexplained["up"] <= 0.01 * t.lost
     rule = next(r for r in t.extra.drops if r.cause == "nft_rule_drop")
     assert rule.matched == cause.frames and rule.frames == rule.matched + rule.excess
     report = Report(test="t", drops=drops_summary([t]), loss_unexplained=unexplained_total([t]))
