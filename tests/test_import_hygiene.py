@@ -49,3 +49,29 @@ def test_cli_help_runs_without_textual() -> None:
     code = "import sys; from tgen_tui.cli import build_parser; build_parser(); print('textual' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_verb_map_names_what_each_module_registers() -> None:
+    """tgen_tui.cli.VERB_MODULES says which verbs each module registers (a command line
+    imports only its verb's module): it must be what register() really adds."""
+    import argparse
+    import importlib
+
+    from tgen_tui.cli import VERB_MODULES
+
+    for name, verbs in VERB_MODULES.items():
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(name).register(sub)
+        assert tuple(sub.choices) == verbs, name
+
+
+def test_validate_imports_no_engine_store_or_console() -> None:
+    """``tgen validate`` builds the parser of its verb only: no run, results or console
+    module is imported for it (they cost half a second of every validate)."""
+    code = (
+        "import sys; from tgen_tui.cli import build_parser; build_parser('validate');"
+        "print(sorted(m for m in sys.modules if m.startswith(('tgen_tui.results', "
+        "'tgen_tui.commands.run_cmd', 'tgen_tui.ui', 'textual'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
