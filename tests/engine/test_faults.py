@@ -14,6 +14,22 @@ from tgen_tui.worker import counters as C
 S = 1_000_000_000
 
 
+class _Prog:
+    """The fields of a stream program that LossCauses reads."""
+
+    def __init__(self, name: str, port: str, rx_port: str) -> None:
+        self.name, self.port, self.rx_port, self.l3 = name, port, rx_port, 4
+
+
+def _up_down_causes():
+    """LossCauses of two streams through the DUT: up p0 -> p1, down p1 -> p0."""
+    from tgen_tui.engine.losscauses import LossCauses
+
+    return LossCauses(
+        (_Prog("up", "p0", "p1"), _Prog("down", "p1", "p0")), [], None, through_dut=True
+    )  # type: ignore[arg-type]
+
+
 def _tx(first_s: float, last_s: float) -> np.ndarray:
     row = np.zeros(C.TX_STRIDE, dtype=np.int64)
     row[C.T_FIRST_TX_NS], row[C.T_LAST_TX_NS] = int(first_s * S), int(last_s * S)
@@ -98,7 +114,6 @@ def test_frames_sent_without_carrier_are_the_sending_ports_cause_never_the_duts(
     (sent by p1), matched first; the DUT's neighbour discards go to up."""
     from tgen_tui.dut.attribution import CAUSE_WORDS, StreamPath, attribute, why_line
     from tgen_tui.dut.counters import CounterReading
-    from tgen_tui.engine.losscauses import LossCauses
     from tgen_tui.engine.snapshot import DutStats, PortStats, StatsSnapshot
 
     arp = ("neighbour_unresolved", "arp_cache unresolved_discards", "host")
@@ -115,13 +130,7 @@ def test_frames_sent_without_carrier_are_the_sending_ports_cause_never_the_duts(
     line = why_line(101_712, att.causes["down"], 0)
     assert line.startswith("lost 101,712: 101,712 not put on the wire by the tester")
 
-    class _Prog:
-        def __init__(self, name, port, rx_port):
-            self.name, self.port, self.rx_port, self.l3 = name, port, rx_port, 4
-
-    lc = LossCauses(
-        (_Prog("up", "p0", "p1"), _Prog("down", "p1", "p0")), [], None, through_dut=True
-    )  # type: ignore[arg-type]
+    lc = _up_down_causes()
     assert lc.paths["down"].tx_port == "p1"
     lc.base = lc.prev = CounterReading(0.0, {}, ())
     ports = (
@@ -189,7 +198,7 @@ def test_frames_that_reached_a_failed_port_are_its_cause_not_unexplained():
     dropped frames, once the port failed; a port that did not fail has none."""
     from tgen_tui.dut.attribution import CAUSE_WORDS, why_line
     from tgen_tui.dut.counters import CounterReading
-    from tgen_tui.engine.losscauses import LossCauses, uncounted_rx
+    from tgen_tui.engine.losscauses import uncounted_rx
     from tgen_tui.engine.snapshot import DutStats, PortStats, StatsSnapshot
 
     dead = PortStats(
@@ -200,13 +209,7 @@ def test_frames_that_reached_a_failed_port_are_its_cause_not_unexplained():
     assert uncounted_rx(live) == 0  # p0's 97 are the ring's business (tp_drops), not this
     assert uncounted_rx(PortStats("p2", "p2", "t", "failed", rx_frames=9, if_rx_frames=5)) == 0
 
-    class _Prog:
-        def __init__(self, name, port, rx_port):
-            self.name, self.port, self.rx_port, self.l3 = name, port, rx_port, 4
-
-    lc = LossCauses(
-        (_Prog("up", "p0", "p1"), _Prog("down", "p1", "p0")), [], None, through_dut=True
-    )  # type: ignore[arg-type]
+    lc = _up_down_causes()
     lc.base = lc.prev = CounterReading(0.0, {}, ())
     streams = (
         StreamStats("up", 0, "p0", "p1", lost=64_835 + 20),

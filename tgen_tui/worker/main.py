@@ -26,6 +26,7 @@ from tgen_tui.worker.liveflow import attach as attach_flows
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.pacing import (
     QDISC_DRAIN_MAX_NS,
+    QDISC_KEEP_DRAIN,
     QDISC_KEEP_MIN,
     QDISC_WAKE_NS,
     TRIM_EVERY_NS,
@@ -494,16 +495,17 @@ class Port:
         self.drain_until = now_ns + int(drain_ms * 1e6)
 
     def _stop_pacer(self, drain_ms: float) -> None:
-        """At a stop: frames the TBF holds beyond half the drain (a worker that stalled
-        handed them late) would reach the receivers after they stop counting, and be
-        charged to the DUT as lost. They are dropped instead, and counted as this port's
-        frames not put on the wire; the few ms handed ahead of their due time leave."""
-        pps = self.pacer.pps if self.pacer is not None else 0.0
+        """At a stop: a TBF queue that it could not release within the drain (a worker
+        that stalled handed its frames late) would reach the receivers after they stop
+        counting, and be charged to the DUT as lost. It is dropped instead, and counted as
+        this port's frames not put on the wire; a shorter queue leaves at its pace."""
+        assert self.pacer is not None
+        pps = self.pacer.pps
         if pps <= 0:
             return
         with netns(self.netns):
             held = self.pacer.backlog()
-            if held > max(QDISC_KEEP_MIN, pps * drain_ms / 2000):
+            if held > max(QDISC_KEEP_MIN, pps * QDISC_KEEP_DRAIN * drain_ms / 1000):
                 self.pacer.drop_queue()
                 self.w.error(
                     f"port {self.name}: the pacing qdisc held {held:,} frames "

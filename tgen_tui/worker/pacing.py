@@ -30,12 +30,13 @@ import subprocess
 
 METHODS = ("qdisc", "timer", "burst")
 QDISC_HANDLE = "7467:"  # "tg"
-QDISC_LOOKAHEAD_NS = 4_000_000  # frames go to the TBF up to 2 ms before they are due
-QDISC_WAKE_NS = 2_000_000  # ... in batches about once a millisecond
+QDISC_LOOKAHEAD_NS = 4_000_000  # frames go to the TBF up to 4 ms before they are due
+QDISC_WAKE_NS = 2_000_000  # ... in batches about every 2 ms
 QDISC_BUCKET_FRAMES = 2.5  # the token bucket: late timers are made up, bursts are not made
 QDISC_LIMIT_S = 1.0  # the TBF's queue holds 1 s of frames (then the kernel refuses more)
 QDISC_DRAIN_MAX_NS = 2_000_000_000  # tx done waits at most 2 s for the TBF to empty
-QDISC_KEEP_MIN = 64  # at a stop, a TBF queue up to this many frames (or half the drain) drains
+QDISC_KEEP_MIN = 64  # at a stop, a TBF queue up to this many frames always drains
+QDISC_KEEP_DRAIN = 0.8  # ... and one the TBF releases within 80 % of the drain
 TRIM_GAIN = 4.0  # the TBF runs 1 % faster per 2.5 ms of lag behind the due times
 TRIM_MAX = 0.08  # ... at most 8 % off the asked rate: a stall of the worker is caught up
 # (50 ms of lag in about 0.7 s) with every gap still within 10 % of the asked one
@@ -120,9 +121,8 @@ class QdiscPacer:
 
     def backlog(self) -> int:
         """Frames the TBF holds now (``tc -s``, inside the port's namespace); 0: unknown."""
-        m = re.search(
-            r"backlog \S+ (\d+)p", _tc("-s", "qdisc", "show", "dev", self.interface).stdout
-        )
+        shown = _tc("-s", "qdisc", "show", "dev", self.interface, "root").stdout
+        m = re.search(r"backlog \S+ (\d+)p", shown)
         return int(m.group(1)) if m else 0
 
     def drop_queue(self) -> None:
