@@ -158,9 +158,11 @@ def test_invalid():
     with pytest.raises(ValueError):
         DueTimes(Schedule(pps=0.0))
     with pytest.raises(ValueError):
-        DueTimes(Schedule(pps=10.0, idt="weibull"))
+        DueTimes(Schedule(pps=10.0, idt="zipf"))
     with pytest.raises(ValueError):
         DueTimes(Schedule(pps=10.0, idt="pareto", idt_params=(1.0,)))
+    with pytest.raises(ValueError):
+        DueTimes(Schedule(pps=10.0, idt="gamma", idt_params=(0.0,)))
 
 
 def test_large_index_constant():

@@ -10,8 +10,8 @@ counts (baselines subtracted) into a :class:`~tgen_tui.engine.snapshot.Spacing`:
   the sender wrote (only over gaps whose asked gap was known);
 - ``p50_ns``/``p99_ns`` from the inter-arrival histogram (upper bucket edges);
 - ``ks``: the Kolmogorov-Smirnov distance of that histogram from the stream's random
-  inter-departure law (:mod:`tgen_tui.packets.schedule`: exponential, pareto, normal,
-  uniform, with mean = the asked gap), evaluated at the bucket edges. None for constant
+  inter-departure law (:mod:`tgen_tui.packets.schedule`'s laws, their CDFs in
+  :mod:`tgen_tui.engine.laws`, with mean = the asked gap), evaluated at the bucket edges. None for constant
   streams and for shaped ones (multi-burst, on/off), whose gaps follow no single law.
 
 Imports: numpy, the worker's counter layout and histogram geometry, the snapshot types.
@@ -19,17 +19,16 @@ Imports: numpy, the worker's counter layout and histogram geometry, the snapshot
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
+from tgen_tui.engine.laws import law_cdf
 from tgen_tui.engine.snapshot import Spacing
+from tgen_tui.packets.schedule import IDTS
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.rxstats import hist_edges_ns, hist_percentile_ns
 
-#: the laws' default parameters (tgen_tui.packets.schedule.DueTimes)
-DEFAULTS = {"pareto": 1.5, "normal": 0.1, "uniform": 0.5}
 WARN_SHARE = 0.90  # a constant stream below this share of gaps within 10 % is reported
 WARN_MIN_GAPS = 100
 
@@ -44,25 +43,6 @@ def law_of(schedule: Any) -> str:
     if getattr(schedule, "on_s", 0) and getattr(schedule, "off_s", 0):
         return law + "+on-off"
     return law
-
-
-def law_cdf(law: str, params: tuple[float, ...], mean_ns: float, x: np.ndarray) -> np.ndarray:
-    """P(gap <= x) for gaps of ``law`` with mean ``mean_ns`` (the schedule's definitions)."""
-    m = float(mean_ns)
-    x = np.asarray(x, dtype=np.float64)
-    p = float(params[0]) if params else DEFAULTS.get(law, 0.0)
-    if law == "exponential":
-        return 1.0 - np.exp(-x / m)
-    if law == "pareto":
-        xm = m * (p - 1.0) / p
-        return np.where(x < xm, 0.0, 1.0 - np.power(xm / np.maximum(x, xm), p))
-    if law == "normal":
-        z = (x / m - 1.0) / (p * math.sqrt(2.0))
-        return 0.5 * (1.0 + np.array([math.erf(v) for v in z]))
-    if law == "uniform":
-        lo, hi = m * (1.0 - p), m * (1.0 + p)
-        return np.clip((x - lo) / (hi - lo), 0.0, 1.0)
-    raise ValueError(f"no law {law!r}")
 
 
 def ks_distance(hist: np.ndarray, law: str, params: tuple[float, ...], mean_ns: float) -> float:
@@ -88,7 +68,7 @@ def spacing(row: np.ndarray, asked_ns: int, schedule: Any, requested_pps: float)
     hist = row[C.R_IAT_HIST : C.R_HIST]
     ks = None
     mean_law = asked or (1e9 / requested_pps if requested_pps > 0 else None)
-    if law in DEFAULTS or law == "exponential":
+    if law in IDTS and law != "constant":
         if mean_law:
             ks = round(ks_distance(hist, law, tuple(schedule.idt_params), mean_law), 4)
     return Spacing(

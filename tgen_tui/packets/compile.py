@@ -137,6 +137,12 @@ def _schedule(s: m.Stream, pps: float, key: int) -> Schedule:
         params = (idt.sd,)
     elif isinstance(idt, m.UniformIdt):
         params = (idt.spread,)
+    elif isinstance(idt, m.GammaIdt | m.WeibullIdt):
+        params = (idt.shape,)
+    elif isinstance(idt, m.LognormalIdt):
+        params = (idt.sigma,)
+    elif isinstance(idt, m.CauchyIdt):
+        params = (idt.scale,)
     sc = s.schedule
     return Schedule(
         pps=pps,

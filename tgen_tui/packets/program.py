@@ -128,7 +128,8 @@ class Schedule:
     - ``on_s``/``off_s``: periodic on/off (0 = always on).
     - ``burst``/``burst_gap_s``: multi-burst: ``burst`` frames at ``pps``, then a gap.
     - ``idt``: inter-departure distribution: constant, exponential, pareto, normal, uniform,
-      with ``idt_params`` (see tgen_tui.packets.schedule).
+      gamma, weibull, lognormal or (truncated) cauchy, with ``idt_params`` (see
+      tgen_tui.packets.schedule).
     """
 
     pps: float

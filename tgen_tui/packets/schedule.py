@@ -31,12 +31,22 @@ Frame ``i`` (0-based) of a stream is due at ``start_s + a(i)`` where ``a(i)`` is
                  the mean gap (coefficient of var.)
   uniform        (w,) default 0.5, relative          ``(1 + w*(2u-1)) / pps``, ≥ 0
                  half-width
+  gamma          (k,) default 2, the shape           Marsaglia-Tsang (3 tries; k < 1
+                                                     boosted by ``u**(1/k)``), ``× mean/k``
+  weibull        (k,) default 1.5, the shape         ``λ (-ln u)**(1/k)``,
+                                                     ``λ = mean / Γ(1 + 1/k)``
+  lognormal      (σ,) default 0.5, of ln(gap)        ``exp(μ + σ z)``, ``μ = ln mean - σ²/2``
+  cauchy         (s,) default 0.1, the scale         location = mean, scale ``s × mean``,
+                 relative to the mean gap            **truncated** to ``0 .. 2 × mean``
+                                                     (symmetric, so the mean holds)
   =============  ==================================  =============================
 
-  Exponential and normal gaps hold the mean rate exactly: the gaps of each block of
+  Every law but pareto and uniform holds the mean rate exactly: the gaps of each block of
   ``MEAN_BLOCK`` (4096) frames are scaled (by 1 +- 1.6 % for exponential) so that they
   sum to 4096 mean gaps, so a 5 s run at 10 kpps is at the asked rate, not 0.45 % (one
-  standard deviation of 50,000 draws) off it.
+  standard deviation of 50,000 draws) off it (D-ITG's mean-rate guarantee, ``-j``).
+  A pareto tail would be flattened by it (one gap can hold most of a block's sum); a
+  bounded uniform is within 0.5 % anyway and keeps its exact bounds.
 
   ``u`` comes from a counter-based PRNG (splitmix64 of ``Schedule.key`` and the frame
   index), so the same key and index always give the same gap.  Gaps are quantised to
@@ -64,12 +74,33 @@ _MAX_GAP_TICKS = float(1 << 42)  # one random gap is capped at 1024 s
 
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
-IDTS = ("constant", "exponential", "pareto", "normal", "uniform")
+IDTS = (
+    "constant",
+    "exponential",
+    "pareto",
+    "normal",
+    "uniform",
+    "gamma",
+    "weibull",
+    "lognormal",
+    "cauchy",
+)
+#: each law's parameter when the schedule gives none (the profile model's defaults)
+IDT_DEFAULTS = {
+    "pareto": 1.5,
+    "normal": 0.1,
+    "uniform": 0.5,
+    "gamma": 2.0,
+    "weibull": 1.5,
+    "lognormal": 0.5,
+    "cauchy": 0.1,
+}
 # laws whose gaps are rescaled per block of MEAN_BLOCK frames so that the mean rate is exact
 # over every block (a heavy-tailed pareto would be distorted by it; a bounded uniform is
 # within 0.5 % anyway and keeps its exact bounds)
-MEAN_HELD = ("exponential", "normal")
+MEAN_HELD = ("exponential", "normal", "gamma", "weibull", "lognormal", "cauchy")
 MEAN_BLOCK = 4096
+_GAMMA_TRIES = 3  # Marsaglia-Tsang candidates per gap (each accepted with p >= 0.95)
 
 
 def uniform01(key: int, idx: np.ndarray, lane: int = 0) -> np.ndarray:
@@ -78,6 +109,53 @@ def uniform01(key: int, idx: np.ndarray, lane: int = 0) -> np.ndarray:
         k = splitmix64(np.array([(key * 4 + lane) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0]
         x = splitmix64(idx.astype(np.uint64) ^ k)
     return ((x >> np.uint64(11)).astype(np.float64) + 0.5) * (1.0 / (1 << 53))
+
+
+def uniform_lane(key: int, idx: np.ndarray, lane: int) -> np.ndarray:
+    """Uniforms of any lane number: lanes 0-3 are :func:`uniform01`'s, higher lanes come
+    from a derived key, so a law may draw as many independent uniforms per frame as it needs."""
+    if lane < 4:
+        return uniform01(key, idx, lane)
+    derived = (key ^ (0x9E3779B97F4A7C15 * (lane // 4))) & 0xFFFFFFFFFFFFFFFF
+    return uniform01(derived, idx, lane % 4)
+
+
+def normal_lane(key: int, idx: np.ndarray, lane: int) -> np.ndarray:
+    """Standard normals by Box-Muller from uniform lanes ``lane`` and ``lane + 1``."""
+    u1 = uniform_lane(key, idx, lane)
+    u2 = uniform_lane(key, idx, lane + 1)
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+def gamma_unit(key: int, idx: np.ndarray, shape: float) -> np.ndarray:
+    """Gamma(shape, 1) draws, a pure function of (key, idx): Marsaglia and Tsang's method
+    (ACM TOMS 26(3), 2000) with a fixed number of candidates per frame, so it vectorises;
+    the rare frame with no candidate accepted (p < 1e-4 for shape >= 1) keeps its last
+    candidate. Shapes below 1 draw Gamma(shape + 1) and multiply by ``u**(1/shape)``."""
+    k = shape if shape >= 1.0 else shape + 1.0
+    d = k - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    out = np.empty(len(idx), dtype=np.float64)
+    todo = np.ones(len(idx), dtype=bool)
+    for t in range(_GAMMA_TRIES):
+        z = normal_lane(key, idx, 3 * t)
+        u = uniform_lane(key, idx, 3 * t + 2)
+        v = (1.0 + c * z) ** 3
+        ok = v > 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            accept = ok & (np.log(u) < 0.5 * z * z + d - d * v + d * np.log(np.where(ok, v, 1)))
+        take = todo & (accept | (t == _GAMMA_TRIES - 1))
+        out[take] = d * np.where(ok, v, 1e-12)[take]
+        todo &= ~take
+    if shape < 1.0:
+        out *= uniform_lane(key, idx, 3 * _GAMMA_TRIES) ** (1.0 / shape)
+    return out
+
+
+def cauchy_bounds(scale: float) -> tuple[float, float]:
+    """The Cauchy CDF at 0 and at 2 × the mean gap (location = mean, scale relative)."""
+    half = math.atan(1.0 / scale) / math.pi
+    return 0.5 - half, 0.5 + half
 
 
 class DueTimes:
@@ -119,6 +197,10 @@ class DueTimes:
             self._sd = float(p[0]) if p else 0.1
         elif s.idt == "uniform":
             self._w = float(p[0]) if p else 0.5
+        elif s.idt in IDT_DEFAULTS:
+            self._param = float(p[0]) if p else IDT_DEFAULTS[s.idt]
+            if not (self._param > 0 and math.isfinite(self._param)):
+                raise ValueError(f"{s.idt} parameter must be > 0, got {self._param!r}")
         # random IDT state: checkpoints of the running tick sum (tick of frame k*CHECKPOINT)
         self._ck: list[int] = [0]
         self._cur_idx = 0  # running cursor: tick of frame _cur_idx
@@ -167,12 +249,25 @@ class DueTimes:
             a = self._shape
             g = (mean * (a - 1.0) / a) * np.power(u, -1.0 / a)
         elif s.idt == "normal":
-            u2 = uniform01(s.key, idx, lane=1)
-            z = np.sqrt(-2.0 * np.log(u)) * np.cos(2.0 * np.pi * u2)
+            z = normal_lane(s.key, idx, 0)
             g = np.maximum(0.0, mean * (1.0 + self._sd * z))
-        else:  # uniform
+        elif s.idt == "uniform":
             g = np.maximum(0.0, mean * (1.0 + self._w * (2.0 * u - 1.0)))
+        else:
+            g = self._shaped_gaps(idx, u, mean)
         return g
+
+    def _shaped_gaps(self, idx: np.ndarray, u: np.ndarray, mean: float) -> np.ndarray:
+        """Gaps of the gamma, weibull, lognormal and truncated cauchy laws (mean ``mean``)."""
+        law, p, key = self.schedule.idt, self._param, self.schedule.key
+        if law == "gamma":
+            return gamma_unit(key, idx, p) * (mean / p)
+        if law == "weibull":
+            return (mean / math.gamma(1.0 + 1.0 / p)) * np.power(-np.log(u), 1.0 / p)
+        if law == "lognormal":
+            return np.exp(math.log(mean) - 0.5 * p * p + p * normal_lane(key, idx, 0))
+        lo, hi = cauchy_bounds(p)  # cauchy, truncated to 0 .. 2 * mean
+        return mean * (1.0 + p * np.tan(np.pi * (lo + u * (hi - lo) - 0.5)))
 
     def _ticks_from(self, base_idx: int, base_tick: int, start: int, n: int) -> np.ndarray:
         """Ticks of frames start..start+n-1, given the tick of frame base_idx <= start."""
@@ -338,4 +433,13 @@ def due_times(schedule: Schedule, n: int, start: int = 0) -> np.ndarray:
     return DueTimes(schedule).due(start, n)
 
 
-__all__ = ["DueTimes", "due_times", "is_on", "uniform01", "TICKS_PER_S", "IDTS"]
+__all__ = [
+    "DueTimes",
+    "due_times",
+    "gamma_unit",
+    "is_on",
+    "uniform01",
+    "TICKS_PER_S",
+    "IDTS",
+    "IDT_DEFAULTS",
+]

@@ -278,9 +278,35 @@ class ICMP(Strict):
 
 
 # --------------------------------------------------------------------------- size
+#: IMIX presets by their standard names: (frame size with FCS, weight). The weights are
+#: the standards' shares (OTG's 58.67 % as 5867 in 10,000), and the frames follow an exact,
+#: seeded interleaving of one cycle of the weights. Sources: OTG's flow size weight pairs
+#: (open-traffic-generator/models, ``predefined``); FD.io CSIT's IMIX_v4_1 (7×64, 4×570,
+#: 1×1518). Where a standard names a size below Ethernet's 64 B minimum (OTG standard_imix:
+#: 58 and 62 B; ipv6_imix: 60 B), the frame is sent at 64 B (78 B in ipv6_imix, the smallest
+#: IPv6/UDP frame with the signature) and the preset's description says so.
 IMIX_PRESETS: dict[str, list[tuple[int, int]]] = {
-    "classic": [(64, 7), (594, 4), (1518, 1)],  # the simple IMIX 7:4:1
+    "classic": [(64, 7), (594, 4), (1518, 1)],  # the simple IMIX 7:4:1 (Cisco's)
+    "cisco": [(64, 7), (594, 4), (1518, 1)],
     "ipv6": [(78, 7), (594, 4), (1518, 1)],
+    "imix": [(64, 7), (570, 4), (1518, 1)],  # OTG imix
+    "csit": [(64, 7), (570, 4), (1518, 1)],  # FD.io CSIT IMIX_v4_1
+    "ipsec_imix": [(90, 5867), (92, 200), (594, 2366), (1418, 1567)],
+    "ipv6_imix": [(78, 5867), (496, 200), (594, 2366), (1518, 1567)],  # OTG: 60 B -> 78 B
+    "standard_imix": [(64, 5867), (64, 200), (594, 2366), (1518, 1567)],  # 58/62 B -> 64 B
+    "tcp_imix": [(90, 5867), (92, 200), (594, 2366), (1518, 1567)],
+}
+IMIX_NOTES: dict[str, str] = {
+    "classic": "64/594/1518 B at 7:4:1",
+    "cisco": "64/594/1518 B at 7:4:1 (the same as classic)",
+    "ipv6": "78/594/1518 B at 7:4:1",
+    "imix": "OTG imix: 64/570/1518 B at 7:4:1",
+    "csit": "FD.io CSIT IMIX_v4_1: 7×64, 4×570, 1×1518 B",
+    "ipsec_imix": "OTG ipsec_imix: 90/92/594/1418 B at 58.67/2/23.66/15.67 %",
+    "ipv6_imix": "OTG ipv6_imix: 60 (sent as 78)/496/594/1518 B at 58.67/2/23.66/15.67 %",
+    "standard_imix": "OTG standard_imix: 58 and 62 (sent as 64)/594/1518 B at "
+    "58.67/2/23.66/15.67 %",
+    "tcp_imix": "OTG tcp_imix: 90/92/594/1518 B at 58.67/2/23.66/15.67 %",
 }
 
 
@@ -310,17 +336,30 @@ class ImixEntry(Strict):
 def _imix_preset(v: Any) -> Any:
     if isinstance(v, str) and v not in IMIX_PRESETS:
         raise ValueError(
-            f"{v!r} is not an IMIX preset: give {' or '.join(IMIX_PRESETS)}, or a list of "
+            f"{v!r} is not an IMIX preset: give one of {', '.join(IMIX_PRESETS)}, or a list of "
             "{size, weight}, e.g. [{size: 64, weight: 7}, {size: 1518, weight: 1}]"
         )
     return v
 
 
 class ImixSize(Strict):
-    imix: Annotated[Literal["classic", "ipv6"] | list[ImixEntry], BeforeValidator(_imix_preset)] = (
-        Field(
-            description="A preset name (classic = 64/594/1518 at 7:4:1) or a list of {size, weight}"
-        )
+    imix: Annotated[
+        Literal[
+            "classic",
+            "cisco",
+            "ipv6",
+            "imix",
+            "csit",
+            "ipsec_imix",
+            "ipv6_imix",
+            "standard_imix",
+            "tcp_imix",
+        ]
+        | list[ImixEntry],
+        BeforeValidator(_imix_preset),
+    ] = Field(
+        description="A preset name (classic, cisco, ipv6, imix, csit, ipsec_imix, ipv6_imix, "
+        "standard_imix, tcp_imix) or a list of {size, weight}"
     )
 
     @property
@@ -523,8 +562,47 @@ class UniformIdt(Strict):
     spread: float = Field(0.5, ge=0, le=1, description="Half-width as a fraction of the mean gap")
 
 
+class GammaIdt(Strict):
+    """Gamma gaps: shape 1 is exponential, larger shapes are more regular (CV 1/√shape)."""
+
+    dist: Literal["gamma"]
+    shape: float = Field(2.0, ge=0.05, le=1000, description="Gamma shape k (CV = 1/√k)")
+
+
+class WeibullIdt(Strict):
+    """Weibull gaps: shape 1 is exponential, below 1 burstier, above 1 more regular."""
+
+    dist: Literal["weibull"]
+    shape: float = Field(1.5, ge=0.2, le=100, description="Weibull shape k")
+
+
+class LognormalIdt(Strict):
+    """Log-normal gaps: ln(gap) is normal with standard deviation ``sigma``."""
+
+    dist: Literal["lognormal"]
+    sigma: float = Field(0.5, gt=0, le=3, description="Standard deviation of ln(gap)")
+
+
+class CauchyIdt(Strict):
+    """Cauchy gaps around the mean gap, truncated to 0 .. 2 × the mean gap (a Cauchy law
+    has no mean; the symmetric truncation gives it one, equal to the asked gap)."""
+
+    dist: Literal["cauchy"]
+    scale: float = Field(
+        0.1, gt=0, le=10, description="Scale γ as a fraction of the mean gap (truncated: 0..2×)"
+    )
+
+
 Idt = Annotated[
-    ConstantIdt | ExponentialIdt | ParetoIdt | NormalIdt | UniformIdt,
+    ConstantIdt
+    | ExponentialIdt
+    | ParetoIdt
+    | NormalIdt
+    | UniformIdt
+    | GammaIdt
+    | WeibullIdt
+    | LognormalIdt
+    | CauchyIdt,
     Field(discriminator="dist"),
     BeforeValidator(lambda v: {"dist": v} if isinstance(v, str) else v),
 ]
