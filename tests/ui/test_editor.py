@@ -89,6 +89,7 @@ def test_saved_rate_change_keeps_comments_validates_and_applies_live(lab_copy) -
             assert scr.valid
             derived = str(scr.query_one("#derived").render())
             assert "distinct flows      256" in derived and "30.0 kpps" in derived
+            assert "frame size          mean 64.0 B incl. FCS" in derived
             await pilot.press("ctrl+r")
             await settle(pilot, app, lambda: app.snap.port("p0").requested_pps == 30_000)
             assert ("set_rate", "up", 30000.0) in eng.calls

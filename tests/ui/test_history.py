@@ -59,3 +59,23 @@ def test_a_chart_squeezed_to_its_legend_draws_no_plot():
     strips = Chart("Latency", "µs")._draw(lines, TimeBase(list(range(10)), 60.0), "60 s",
                                           None, str, "", 33, 4)  # fmt: skip
     assert 0 < len(strips) <= 4
+
+
+def test_the_requested_rate_is_drawn_only_where_it_changes() -> None:
+    """A shaped stream's port gets a "req" line that Tx follows; a constant one does not."""
+    from tgen_tui.ui.charts import pps_lines
+
+    def snap(t: float, req: float) -> StatsSnapshot:
+        port = PortStats(name="p0", interface="p0", netns=None, state="running", tx_pps=req,
+                         requested_pps=req)  # fmt: skip
+        return StatsSnapshot(t=t, seq=int(t * 10), ports=(port,), streams=(), workers=())
+
+    const, shaped = History(), History()
+    for i in range(1, 31):
+        const.add(snap(i / 10, 20_000.0))
+        shaped.add(snap(i / 10, 10_000.0 if i <= 15 else 50_000.0))
+    fine = WINDOWS[0]
+    assert [ln.label for ln in pps_lines(const, ["p0"], fine)] == ["p0 tx", "p0 rx"]
+    lines = pps_lines(shaped, ["p0"], fine)
+    assert [ln.label for ln in lines] == ["p0 req", "p0 tx", "p0 rx"]
+    assert list(lines[0].values)[-16:] == [10_000.0] + [50_000.0] * 15

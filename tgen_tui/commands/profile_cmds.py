@@ -128,18 +128,24 @@ def _write(path: str, write) -> int:
 
 
 def _summary(profile) -> list[str]:
-    from tgen_tui.profiles.models import rate_to_pps, size_bounds
+    from tgen_tui.profiles.models import size_bounds
 
     lines = []
     for s in profile.streams:
         lo, hi, mean = size_bounds(s.size)
-        pps = rate_to_pps(s.rate, mean, profile.ports[s.port].speed)
+        speed = profile.ports[s.port].speed
+        pps = s.mean_pps(speed)
         size = f"{lo} B" if lo == hi else f"{lo}-{hi} B (mean {mean:.0f})"
         state = "" if s.enabled else " (disabled)"
+        peak = " peak" if s.shape is not None else " mean" if s.burst_text(speed) else ""
         lines.append(
-            f"  {s.name}: {s.port}->{s.rx_port or '-'} {s.l4_kind} {size} {pps:,.0f} fps "
+            f"  {s.name}: {s.port}->{s.rx_port or '-'} {s.l4_kind} {size} {pps:,.0f} fps{peak} "
             f"{pps * (mean + 20) * 8 / 1e6:,.2f} Mbit/s(L1) flows={s.distinct_flows():,}{state}"
         )
+        if s.shape is not None:
+            lines.append(f"    shape: {s.shape_text(speed)}")
+        if s.burst_text(speed):
+            lines.append(f"    bursts: {s.burst_text(speed)}")
     return lines
 
 

@@ -7,7 +7,7 @@ feeds it the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tgen_tui.engine.flowsample import FlowCtx
@@ -122,7 +122,31 @@ class Readings:
     dut_settings: tuple[tuple[str, str], ...] = ()
 
 
+def with_shape_rates(live: LiveState, streams: Any, tx: dict[int, Any], req_col: int) -> LiveState:
+    """The live state with each shaped stream's requested rate replaced by its shape's rate
+    now (the workers' requested-rate column, ``req_col``, in mpps), and each multi-burst
+    stream's by its mean rate, so "requested" and the achieved rate are what the stream
+    sends on average; the engine's own rates (a shape's peak, a burst's rate, which the
+    rate keys scale) are left as they are."""
+    new = {}
+    for i, sc in enumerate(streams):
+        sched = getattr(sc, "schedule", None)
+        if i in live.paused or sched is None:
+            continue
+        if getattr(sched, "shape", ()):
+            tv = tx.get(i)
+            if tv is not None:
+                new[i] = int(tv[req_col]) / 1000.0
+        elif getattr(sched, "burst", 0) and live.rates.get(i, 0.0) > 0:
+            # multi-burst: the mean over bursts and pauses, not the rate inside a burst
+            # (at line rate that would be the port's whole speed)
+            pps = live.rates[i]
+            new[i] = sched.burst / (sched.burst / pps + sched.burst_gap_s)
+    return replace(live, rates={**live.rates, **new}) if new else live
+
+
 __all__ = [
+    "with_shape_rates",
     "LiveState",
     "PortSetup",
     "Readings",

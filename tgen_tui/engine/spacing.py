@@ -38,6 +38,8 @@ def law_of(schedule: Any) -> str:
     if schedule is None:
         return "constant"
     law = str(getattr(schedule, "idt", "constant") or "constant")
+    if getattr(schedule, "shape", ()):
+        return law + "+shape"
     if getattr(schedule, "burst", 0):
         return law + "+burst"
     if getattr(schedule, "on_s", 0) and getattr(schedule, "off_s", 0):

@@ -44,6 +44,7 @@ from tgen_tui.packets.program import (
     StreamProgram,
 )
 from tgen_tui.profiles import models as m
+from tgen_tui.profiles.units import line_rate_fps
 
 ZERO_MAC = "00:00:00:00:00:00"
 
@@ -121,14 +122,20 @@ def _size_program(s: m.Stream, key: int) -> SizeProgram:
     return SizeProgram("imix", lo, hi, 1, key, tuple(int(x) for x in pattern))
 
 
-def _schedule(s: m.Stream, pps: float, key: int) -> Schedule:
+def _schedule(s: m.Stream, pps: float, key: int, line_scale: float = 1.0) -> Schedule:
+    """The stream's schedule at ``pps``; ``line_scale`` scales the mean rate of bursts at
+    line rate by their pause (their frames stay at the line rate)."""
     mode = s.mode
     count = None
     burst, gap = 0, 0.0
     if isinstance(mode, m.Burst):
         count = mode.count
     elif isinstance(mode, m.MultiBurst):
-        burst, gap, count = mode.frames, mode.gap, mode.frames * mode.bursts
+        burst, gap = mode.frames, mode.pause_s(pps)
+        if mode.at == "line" and line_scale != 1.0:  # the period scales, the burst does not
+            gap = (mode.frames / pps + gap) / line_scale - mode.frames / pps
+        gap = max(0.0, gap)
+        count = None if mode.bursts is None else mode.frames * mode.bursts
     idt = s.idt
     params: tuple[float, ...] = ()
     if isinstance(idt, m.ParetoIdt):
@@ -251,6 +258,24 @@ def _template(s: m.Stream, max_len: int, auto: bool = False) -> tuple[bytes, int
     return bytes(bytearray(bytes(pkt))[:max_len]), l3_off, l4_off
 
 
+def _rtp_fields(s: m.Stream, t: bytearray, l4_off: int, fields: _Fields) -> None:
+    """The RTP header at the start of the UDP payload: fixed bytes in the template, the
+    sequence number and timestamp as inc fields (in the UDP checksum, not flow fields)."""
+    if s.rtp is None:
+        return
+    r = s.rtp
+    at = l4_off + 8
+    t[at] = 0x80  # version 2, no padding, no extension, no CSRC
+    t[at + 1] = (0x80 if r.marker else 0) | r.payload_type
+    t[at + 2 : at + 8] = bytes(6)  # sequence number and timestamp: per frame
+    t[at + 8 : at + 12] = r.ssrc.to_bytes(4, "big")
+    key = mix_key(fields.base_key, _fid("rtp"))
+    fields.ops.append(FieldOp("rtp.seq", at + 2, 2, "inc", 0, 0xFFFF, 1, key, CSUM_L4))
+    if r.clock_step:
+        step = r.clock_step
+        fields.ops.append(FieldOp("rtp.ts", at + 4, 4, "inc", 0, 0xFFFFFFFF, step, key, CSUM_L4))
+
+
 class _Fields:
     """The field program of one stream as it is collected: varying fields only."""
 
@@ -324,11 +349,25 @@ def compile_stream(
     fields = _Fields(base_key)
     ip_base, pseudo_fixed = _address_fields(s, t, l3_off, fields)
     l4_csum_off, pseudo = _l4_port_fields(s, t, l4_off, fields)
+    _rtp_fields(s, t, l4_off, fields)
     l4_base = word_sum(bytes(t[l4_off:])) + (pseudo_fixed if pseudo else 0)
     if not pseudo:
         fields.without_l4_csum_of_ip()
-    pps = m.rate_to_pps(s.rate, m.size_bounds(s.size)[2], port.speed) * rate_scale
-    sched = _schedule(s, pps, mix_key(base_key, _fid("idt")))
+    mean = m.size_bounds(s.size)[2]
+    shape: tuple[tuple[float, float, float], ...] = ()
+    if s.shape is not None:  # pps is the shape's peak; the segments are multiples of it
+        segs = s.shape.segments_pps(mean, port.speed)
+        peak = max(max(a, b) for _, a, b in segs)
+        shape = tuple((d, a / peak, b / peak) for d, a, b in segs)
+        pps = peak * rate_scale
+    elif isinstance(s.mode, m.MultiBurst) and s.mode.at == "line":
+        pps = line_rate_fps(port.speed, mean)  # inside the burst; rate_scale moves the pause
+    else:
+        pps = m.rate_to_pps(s.rate, mean, port.speed) * rate_scale
+    line = isinstance(s.mode, m.MultiBurst) and s.mode.at == "line"
+    sched = _schedule(s, pps, mix_key(base_key, _fid("idt")), rate_scale if line else 1.0)
+    if shape:
+        sched = replace(sched, shape=shape, shape_repeat=s.shape.repeat)  # type: ignore[union-attr]
     return StreamProgram(
         index=index,
         name=s.name,

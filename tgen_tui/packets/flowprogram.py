@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from tgen_tui.packets.program import Schedule
+from tgen_tui.packets.program import Schedule, schedule_from_dict
 
 FIRST_PORT = 5201  # the receiving port of flow 0 when an entry gives no dst_port
 TCP_MESSAGE = 131072  # bytes per send call of a TCP flow (its default write size)
@@ -66,9 +66,7 @@ def flow_to_dict(f: FlowProgram) -> dict:
 
 
 def flow_from_dict(d: dict) -> FlowProgram:
-    sched = d["schedule"]
-    sc = Schedule(**{**sched, "idt_params": tuple(sched.get("idt_params", ()))})
-    return FlowProgram(**{**d, "schedule": sc})
+    return FlowProgram(**{**d, "schedule": schedule_from_dict(d["schedule"])})
 
 
 __all__ = [

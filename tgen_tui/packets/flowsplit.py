@@ -44,6 +44,7 @@ from tgen_tui.packets.program import (
 )
 
 HUGE = 1 << 62  # a period this long never completes in a run: the frame split is the flow split
+PAYLOAD_FIELDS = ("rtp.",)  # fields of the payload (RTP sequence, timestamp): not of the flow
 
 
 def table_rows(program: StreamProgram) -> int | None:
@@ -80,7 +81,7 @@ def flow_period(program: StreamProgram, rows: int | None = None) -> int | None:
     when a field has no period (random). ``rows``: the table's rows (table fields)."""
     p = program.unique_space if program.unique else 1
     for fi in range(len(program.fields)):
-        if fi in program.unique:
+        if fi in program.unique or program.fields[fi].name.startswith(PAYLOAD_FIELDS):
             continue
         q = _field_period(program, fi, rows)
         if q is None:

@@ -127,6 +127,8 @@ class Schedule:
     - ``start_s``/``stop_s``: timed start and stop.
     - ``on_s``/``off_s``: periodic on/off (0 = always on).
     - ``burst``/``burst_gap_s``: multi-burst: ``burst`` frames at ``pps``, then a gap.
+    - ``shape``: the rate over time (:mod:`tgen_tui.packets.rateshape`), segments of
+      ``(duration_s, m_start, m_end)`` as multiples of ``pps`` (the shape's peak).
     - ``idt``: inter-departure distribution: constant, exponential, pareto, normal, uniform,
       gamma, weibull, lognormal or (truncated) cauchy, with ``idt_params`` (see
       tgen_tui.packets.schedule).
@@ -143,6 +145,17 @@ class Schedule:
     idt: str = "constant"
     idt_params: tuple[float, ...] = ()
     key: int = 0
+    shape: tuple[tuple[float, float, float], ...] = ()  # (s, m_start, m_end) × pps
+    shape_repeat: bool = False
+    shape_phase_s: float = 0.0  # where in the shape frame 0 is (a re-based schedule)
+
+
+def schedule_from_dict(d: dict) -> Schedule:
+    """A :class:`Schedule` from its JSON form (lists back to tuples)."""
+    sc = dict(d)
+    sc["idt_params"] = tuple(sc.get("idt_params", ()))
+    sc["shape"] = tuple(tuple(float(x) for x in seg) for seg in sc.get("shape", ()))
+    return Schedule(**sc)
 
 
 @dataclass(frozen=True)
@@ -201,9 +214,7 @@ def program_from_dict(d: dict) -> StreamProgram:
     sz = dict(d["sizes"])
     sz["pattern"] = tuple(sz.get("pattern", ()))
     d["sizes"] = SizeProgram(**sz)
-    sc = dict(d["schedule"])
-    sc["idt_params"] = tuple(sc.get("idt_params", ()))
-    d["schedule"] = Schedule(**sc)
+    d["schedule"] = schedule_from_dict(d["schedule"])
     d["unique"] = tuple(d.get("unique", ()))
     d["vlan_ids"] = tuple(d.get("vlan_ids", ()))
     return StreamProgram(**d)

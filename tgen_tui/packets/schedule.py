@@ -66,6 +66,7 @@ import numpy as np
 
 from tgen_tui.packets.prng import splitmix64
 from tgen_tui.packets.program import Schedule
+from tgen_tui.packets.rateshape import RateShape
 
 TICKS_PER_S = 1 << 32  # random-IDT gaps are quantised to 2**-32 s (0.23 ns)
 _CHECKPOINT = 1 << 16  # random IDT: remember the running sum every 65536 frames
@@ -176,6 +177,11 @@ class DueTimes:
             raise ValueError(f"unknown idt {s.idt!r}; expected one of {', '.join(IDTS)}")
         if s.on_s < 0 or s.off_s < 0 or s.burst < 0 or s.burst_gap_s < 0:
             raise ValueError("on_s, off_s, burst and burst_gap_s must be >= 0")
+        self.shape: RateShape | None = None
+        if s.shape:
+            if (s.on_s > 0 and s.off_s > 0) or s.burst:
+                raise ValueError("a rate shape does not combine with on/off or multi-burst")
+            self.shape = RateShape(s.pps, s.shape, s.shape_repeat, s.shape_phase_s)
         self.schedule = s
         self.pps = float(s.pps)
         self.start_s = float(s.start_s)
@@ -323,6 +329,12 @@ class DueTimes:
             i = np.arange(start, start + n, dtype=np.int64)
             q, r = np.divmod(i, self.per_on)
             return self.start_s + (q * self.period_s + r / self.pps)
+        if self.shape is not None:  # frame units through the shape's inverse integral
+            if self.random:
+                u = self._random_ticks(start, n).astype(np.float64) * (self.pps / TICKS_PER_S)
+            else:
+                u = np.arange(start, start + n, dtype=np.float64)
+            return self.start_s + self.shape.time_of(u)
         a = self._active(start, n)
         if self.onoff:
             q = np.floor(a / self.on_s)
@@ -334,7 +346,7 @@ class DueTimes:
         if self.per_on:
             q, r = divmod(i, self.per_on)
             return self.start_s + (float(q) * self.period_s + float(r) / self.pps)
-        if not self.random and not self.onoff:
+        if not self.random and not self.onoff and self.shape is None:
             if self.burst:
                 q, r = divmod(i, self.burst)
                 return self.start_s + (float(q) * self.burst_period_s + float(r) / self.pps)
@@ -350,7 +362,12 @@ class DueTimes:
         if self.random or (self.onoff and not self.per_on):
             return self._count_le_search(t)
         x = t - self.start_s
-        if self.per_on:
+        if self.shape is not None:
+            n = math.floor(self.shape.frames_until(x)) + 1
+            tot = self.shape.total_frames()
+            if tot is not None:
+                n = min(n, math.ceil(tot))
+        elif self.per_on:
             q = math.floor(x / self.period_s)
             r = x - q * self.period_s
             n = q * self.per_on + min(self.per_on, math.floor(r * self.pps) + 1)
@@ -391,6 +408,11 @@ class DueTimes:
         if self._total is False:
             s = self.schedule
             tot = s.count
+            once = self.shape.total_frames() if self.shape is not None else None
+            if once is not None:  # a shape sent once: the frames of its integral
+                end = self.start_s + self.shape.period_s - self.shape.phase_s  # type: ignore[union-attr]
+                n_end = self._count_le(end) if self.random else math.ceil(once - 1e-9)
+                tot = n_end if tot is None else min(tot, n_end)
             if s.stop_s is not None:
                 n_stop = self._count_le(math.nextafter(float(s.stop_s), -math.inf))
                 tot = n_stop if tot is None else min(tot, n_stop)
@@ -403,8 +425,25 @@ class DueTimes:
         tot = self.total()
         return n if tot is None else min(n, tot)
 
+    def rate_at(self, t: float) -> float:
+        """The asked rate (frames/s) at ``t`` (s since the port start): the shape's rate
+        there, else the schedule's rate (0 before the start and after the stop)."""
+        s = self.schedule
+        if t < self.start_s or (s.stop_s is not None and t >= s.stop_s):
+            return 0.0
+        if self.shape is not None:
+            return self.shape.rate_at(t - self.start_s)
+        return self.pps
+
+    def shape_phase(self, t: float) -> float:
+        """Where in its shape the stream is at ``t`` (s since the port start), for a
+        re-based schedule (a rate change keeps the shape's phase)."""
+        return self.schedule.shape_phase_s + max(0.0, t - self.start_s)
+
     def mean_pps(self) -> float:
         """Long-run mean rate (frames/s) including burst gaps and off phases."""
+        if self.shape is not None:
+            return self.shape.mean_pps()
         r = self.pps
         if self.burst:
             r = self.burst / self.burst_period_s

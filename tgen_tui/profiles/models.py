@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BeforeValidator,
+    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -267,6 +268,51 @@ class TCP(UDP):
         return v
 
 
+class RTP(Strict):
+    """An RTP header (RFC 3550, 12 bytes) at the start of the UDP payload: version 2, the
+    payload type, a sequence number that goes up by 1 per frame, a timestamp that goes up
+    by ``clock_step`` per frame, a fixed SSRC. A decoder (tshark ``-d udp.port==N,rtp``)
+    reads the stream as the codec's; tgen's signature stays in the last 12 bytes."""
+
+    payload_type: int = Field(0, ge=0, le=127, description="RTP payload type (0 PCMU, 18 G729)")
+    clock_step: int = Field(
+        160, ge=0, le=1 << 24, description="Timestamp increment per frame (samples per packet)"
+    )
+    ssrc: int = Field(0x74676E01, ge=0, le=0xFFFFFFFF, description="Synchronisation source")
+    marker: bool = Field(False, description="The marker bit")
+
+
+#: Voice presets (``preset:`` on a stream): RFC 3551's figures for each codec at its common
+#: packetisation: (payload type, payload bytes per packet, packets/s, clock step).
+#: PCMU (G.711 mu-law): 8,000 samples/s of 8 bits, 20 ms -> 160 B, 50 pps (RFC 3551 4.5.14);
+#: G.729: 8 kbit/s in 10 ms frames of 10 B, 2 per packet -> 20 B, 50 pps (4.5.6);
+#: G.723.1: 6.3 kbit/s in 30 ms frames of 24 B -> 24 B, 33.3 pps, 240 samples (4.5.3).
+VOICE_PRESETS: dict[str, tuple[int, int, float, int]] = {
+    "g711": (0, 160, 50.0, 160),
+    "g729": (18, 20, 50.0, 160),
+    "g723": (4, 24, 1000.0 / 30.0, 240),
+}
+RTP_HLEN = 12
+
+
+def _voice_preset(data: dict) -> dict:
+    """``preset: g711`` fills what the stream leaves out: UDP to port 5004, the RTP header,
+    the frame size (the codec's payload behind RTP, UDP, IP and Ethernet, with the FCS)
+    and the codec's packet rate."""
+    name = data.get("preset")
+    if name is None or name not in VOICE_PRESETS:
+        return data
+    pt, payload, pps, step = VOICE_PRESETS[name]
+    data.setdefault("udp", {"src_port": 5004, "dst_port": 5004})
+    data.setdefault("rtp", {"payload_type": pt, "clock_step": step})
+    l3 = 40 if data.get("ipv6") is not None else 20
+    vlans = data.get("vlan") or []
+    tags = len(vlans) if isinstance(vlans, list) else 0
+    data.setdefault("size", ETH_HLEN + VLAN_HLEN * tags + l3 + 8 + RTP_HLEN + payload + FCS_LEN)
+    data.setdefault("rate", {"pps": pps})
+    return data
+
+
 class ICMP(Strict):
     """ICMP echo (ICMPv6 echo for IPv6 streams). The echo id acts as the NAT 'port'."""
 
@@ -511,6 +557,102 @@ def rate_to_pps(
     return rate.bps / (8.0 * (mean_size + overhead))
 
 
+def _burst_period_problems(s: Stream, speed: float, where: str) -> list[str]:
+    """``every`` shorter than a burst's own slot (frames at the burst's rate)."""
+    mode = s.mode
+    if not isinstance(mode, MultiBurst) or mode.every is None:
+        return []
+    slot = mode.frames / s.burst_pps(speed)
+    if slot <= float(mode.every):
+        return []
+    return [
+        f"{where}.mode.every: {float(mode.every) * 1e3:g} ms is shorter than a burst of "
+        f"{mode.frames:,} frames at {s.burst_pps(speed):,.0f} fps ({slot * 1e3:.3g} ms)"
+    ]
+
+
+def _k(pps: float) -> str:
+    for scale, unit in ((1e6, "M"), (1e3, "k")):
+        if pps >= scale:
+            return f"{pps / scale:g}{unit}"
+    return f"{pps:g}"
+
+
+# --------------------------------------------------------------------------- rate over time
+class RateStep(Strict):
+    """A constant rate for a while: ``{rate: 10kpps, for: 5s}``."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
+    rate: Rate = Field(description="The rate of this step (pps, bit/s or % of line)")
+    for_: Seconds = Field(alias="for", gt=0, description="How long, e.g. 5s")
+
+
+class RampSpec(Strict):
+    """A linear ramp: ``{from: 1kpps, to: 100kpps, over: 30s}``."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
+    from_: Rate = Field(alias="from", description="Rate at the ramp's start")
+    to: Rate = Field(description="Rate at the ramp's end")
+    over: Seconds = Field(gt=0, description="Duration of the ramp, e.g. 30s")
+
+
+class RampStep(Strict):
+    ramp: RampSpec
+
+
+def _step_tag(v: Any) -> str:
+    if isinstance(v, RampStep) or (isinstance(v, dict) and "ramp" in v):
+        return "ramp"
+    return "step"
+
+
+def _shape_scalar(v: Any) -> Any:
+    """``shape: [steps]`` and ``shape: {ramp: …}`` as shorthands of ``{steps: [...]}``."""
+    if isinstance(v, list):
+        return {"steps": v}
+    if isinstance(v, dict) and "ramp" in v and "steps" not in v:
+        rest = {k: x for k, x in v.items() if k != "ramp"}
+        return {"steps": [{"ramp": v["ramp"]}], **rest}
+    return v
+
+
+class RateShapeSpec(Strict):
+    """The rate over time: steps and linear ramps, in order, sent once or repeated. Frame
+    i is due when the integral of the rate reaches i, so counts stay exact."""
+
+    steps: list[
+        Annotated[
+            Annotated[RateStep, Tag("step")] | Annotated[RampStep, Tag("ramp")],
+            Discriminator(_step_tag),
+        ]
+    ] = Field(min_length=1, max_length=1000, description="Steps {rate, for} and ramps {ramp}")
+    repeat: bool = Field(False, description="Repeat the shape (else the stream ends after it)")
+
+    def segments_pps(
+        self, mean_size: float, line_rate_bps: float
+    ) -> list[tuple[float, float, float]]:
+        """(duration_s, pps_start, pps_end) of each step, the rates resolved."""
+        out = []
+        for st in self.steps:
+            if isinstance(st, RateStep):
+                r = rate_to_pps(st.rate, mean_size, line_rate_bps)
+                out.append((float(st.for_), r, r))
+            else:
+                a = rate_to_pps(st.ramp.from_, mean_size, line_rate_bps)
+                b = rate_to_pps(st.ramp.to, mean_size, line_rate_bps)
+                out.append((float(st.ramp.over), a, b))
+        return out
+
+    @property
+    def duration_s(self) -> float:
+        return sum(
+            float(st.for_ if isinstance(st, RateStep) else st.ramp.over) for st in self.steps
+        )
+
+
+RateShapeField = Annotated[RateShapeSpec, BeforeValidator(_shape_scalar)]
+
+
 # --------------------------------------------------------------------------- mode, schedule, idt
 class Continuous(Strict):
     type: Literal["continuous"] = "continuous"
@@ -522,10 +664,32 @@ class Burst(Strict):
 
 
 class MultiBurst(Strict):
+    """``frames`` frames, then a pause: at the stream's rate inside the burst, or at the
+    port's line rate (``at: line``); the pause as ``gap`` (from the burst's end) or the
+    burst period as ``every`` (start to start); ``bursts`` of them, or until stopped."""
+
     type: Literal["multi_burst"]
-    frames: int = Field(ge=1, description="Frames per burst (sent at the stream rate)")
-    bursts: int = Field(ge=1, description="Number of bursts")
-    gap: Seconds = Field(description="Pause between bursts, e.g. 10ms")
+    frames: int = Field(ge=1, description="Frames per burst")
+    bursts: int | None = Field(None, ge=1, description="Number of bursts (none: until stopped)")
+    gap: Seconds | None = Field(None, description="Pause between bursts, e.g. 10ms")
+    every: Seconds | None = Field(
+        None, gt=0, description="Burst period, start to start, e.g. 50ms (instead of gap)"
+    )
+    at: Literal["stream", "line"] = Field(
+        "stream", description="Frames inside a burst at the stream's rate or the port's line rate"
+    )
+
+    @model_validator(mode="after")
+    def _gap_or_every(self):
+        if (self.gap is None) == (self.every is None):
+            raise ValueError("give the pause between bursts as gap (10ms) or every (50ms)")
+        return self
+
+    def pause_s(self, burst_pps: float) -> float:
+        """The pause after a burst's slot (``frames / burst_pps``), from gap or every."""
+        if self.gap is not None:
+            return float(self.gap)
+        return float(self.every) - self.frames / burst_pps  # type: ignore[arg-type]
 
 
 def _mode_scalar(v: Any) -> Any:
@@ -630,11 +794,22 @@ class Stream(Strict):
     udp: UDP | None = None
     tcp: TCP | None = None
     icmp: ICMP | None = None
+    rtp: RTP | None = Field(None, description="An RTP header at the start of the UDP payload")
+    preset: Literal["g711", "g729", "g723"] | None = Field(
+        None,
+        description="A voice codec's stream (RFC 3551): UDP 5004, RTP, the codec's frame size "
+        "and packet rate (g711: 218 B at 50 fps); fields given override it",
+    )
     size: FrameSize = Field(
         default_factory=lambda: FixedSize(fixed=64),
         description="Bytes incl. FCS: 64, {min,max,mode}, or {imix: classic}",
     )
     rate: Rate = Field(default_factory=lambda: PpsRate(pps=1000))
+    shape: RateShapeField | None = Field(
+        None,
+        description="Rate over time instead of one rate: steps [{rate: 10kpps, for: 5s}, "
+        "...] and ramps {ramp: {from: 1kpps, to: 100kpps, over: 30s}}, repeat: true|false",
+    )
     mode: Mode = Field(default_factory=Continuous)
     schedule: Schedule = Field(default_factory=Schedule)
     idt: Idt = Field(default_factory=ConstantIdt, description="Inter-departure time distribution")
@@ -644,6 +819,43 @@ class Stream(Strict):
         description="Reply stream: its port learns the (translated) tuples of the streams "
         "arriving there and this stream replies to them (addresses and ports from the table)",
     )
+
+    @model_validator(mode="after")
+    def _rtp_needs_udp(self):
+        if self.rtp is not None and self.udp is None:
+            raise ValueError("rtp: an RTP header rides on UDP (give udp:)")
+        return self
+
+    @model_validator(mode="after")
+    def _line_bursts(self):
+        if isinstance(self.mode, MultiBurst) and self.mode.at == "line":
+            if "rate" in self.model_fields_set:
+                raise ValueError(
+                    "rate: a burst at line rate is sent at the port's speed; give the burst "
+                    "period as mode.every (or mode.gap), not a rate"
+                )
+        return self
+
+    def burst_pps(self, line_rate_bps: float) -> float:
+        """Frames/s inside a burst: the line rate for ``at: line``, else the stream's rate."""
+        mean = size_bounds(self.size)[2]
+        if isinstance(self.mode, MultiBurst) and self.mode.at == "line":
+            return line_rate_fps(line_rate_bps, mean)
+        return self.peak_pps(line_rate_bps)
+
+    @model_validator(mode="after")
+    def _shape_alone(self):
+        if self.shape is None:
+            return self
+        if "rate" in self.model_fields_set:
+            raise ValueError("shape: give a rate or a shape, not both (the shape has the rates)")
+        if not isinstance(self.mode, Continuous):
+            raise ValueError("shape: a shaped stream is continuous (no burst or multi_burst)")
+        if self.schedule.on and self.schedule.off:
+            raise ValueError(
+                "shape: a shaped stream has no on/off schedule (the steps are its schedule)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _learn_needs_ipv4(self):
@@ -661,6 +873,7 @@ class Stream(Strict):
         for k in ("ipv4", "ipv6", "udp", "tcp", "icmp"):
             if k in data and data[k] is None:
                 del data[k]
+        data = _voice_preset(data)
         if "ipv4" not in data and "ipv6" not in data:
             data["ipv4"] = {}
         if not any(k in data for k in ("udp", "tcp", "icmp")):
@@ -690,6 +903,49 @@ class Stream(Strict):
             )
         return self
 
+    def peak_pps(self, line_rate_bps: float) -> float:
+        """The stream's rate in frames/s, or its shape's peak."""
+        mean = size_bounds(self.size)[2]
+        if self.shape is not None:
+            return max(max(a, b) for _, a, b in self.shape.segments_pps(mean, line_rate_bps))
+        return rate_to_pps(self.rate, mean, line_rate_bps)
+
+    def mean_pps(self, line_rate_bps: float) -> float:
+        """The stream's mean rate (frames/s): bursts and their pauses averaged; a shape's
+        peak (its mean is in shape_text)."""
+        mode = self.mode
+        if isinstance(mode, MultiBurst):
+            pps = self.burst_pps(line_rate_bps)
+            return mode.frames / (mode.frames / pps + max(0.0, mode.pause_s(pps)))
+        return self.peak_pps(line_rate_bps)
+
+    def burst_text(self, line_rate_bps: float) -> str:
+        """``1,000 frames at line rate (14,880,952 fps) every 50 ms: mean 20,000 fps``."""
+        mode = self.mode
+        if not isinstance(mode, MultiBurst):
+            return ""
+        pps = self.burst_pps(line_rate_bps)
+        period = mode.frames / pps + max(0.0, mode.pause_s(pps))
+        at = "line rate" if mode.at == "line" else "the stream rate"
+        n = "until stopped" if mode.bursts is None else f"{mode.bursts:,} bursts"
+        return (
+            f"{mode.frames:,} frames at {at} ({pps:,.0f} fps) every {period * 1e3:.4g} ms: "
+            f"mean {mode.frames / period:,.0f} fps, {n}"
+        )
+
+    def shape_text(self, line_rate_bps: float) -> str:
+        """The shape in a few words: ``10k 3s, 50k 3s, 20k 3s (once, 240,000 frames)``."""
+        if self.shape is None:
+            return ""
+        mean = size_bounds(self.size)[2]
+        parts, frames = [], 0.0
+        for d, a, b in self.shape.segments_pps(mean, line_rate_bps):
+            rate = f"{_k(a)}" if a == b else f"{_k(a)}->{_k(b)}"
+            parts.append(f"{rate} pps {d:g}s")
+            frames += d * (a + b) / 2
+        how = "repeated" if self.shape.repeat else f"once, {frames:,.0f} frames"
+        return f"{', '.join(parts)} ({how})"
+
     @property
     def l4_kind(self) -> str:
         return "udp" if self.udp else "tcp" if self.tcp else "icmp" if self.icmp else "none"
@@ -698,7 +954,7 @@ class Stream(Strict):
         n = ETH_HLEN + VLAN_HLEN * len(self.vlan)
         n += 20 if self.ipv4 is not None else 40
         n += {"udp": 8, "tcp": 20, "icmp": 8, "none": 0}[self.l4_kind]
-        return n
+        return n + (RTP_HLEN if self.rtp is not None else 0)
 
     def _unique_ranges(self) -> list:
         l3 = self.ipv4 or self.ipv6
@@ -1018,8 +1274,9 @@ class Profile(Strict):
             if s.enabled and self.ports[s.port].rate is None:
                 speed = self.ports[s.port].speed
                 _, _, mean = size_bounds(s.size)
-                pps = rate_to_pps(s.rate, mean, speed)
+                pps = s.peak_pps(speed)
                 top = line_rate_fps(speed, mean)
+                problems += _burst_period_problems(s, speed, where)
                 if pps > top * (1 + 1e-9):
                     problems.append(
                         f"{where}.rate: {pps:,.0f} fps exceeds the line rate of port {s.port} "

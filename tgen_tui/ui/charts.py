@@ -244,9 +244,15 @@ def _half(window: str) -> str:
 
 # ---------------------------------------------------------------------- what is drawn
 def pps_lines(hist: History, ports: Sequence[str], win: Window) -> list[Line]:
-    """Tx and Rx pps of each port (Tx in the port's first colour, Rx in its second)."""
+    """Tx and Rx pps of each port (Tx in the port's first colour, Rx in its second), and
+    the requested rate where it changes in the window (a rate shape, a rate key): a dim
+    line that the Tx line should follow."""
     out = []
     for i, p in enumerate(ports):
+        req = hist.values(("req", p), win)
+        asked = {round(v) for v in req if v is not None}
+        if len(asked) > 1:
+            out.append(Line(f"{p} req", req, "grey50"))
         out.append(Line(f"{p} tx", hist.values(("tx", p), win), PALETTE[(2 * i) % len(PALETTE)]))
         out.append(
             Line(f"{p} rx", hist.values(("rx", p), win), PALETTE[(2 * i + 1) % len(PALETTE)])

@@ -191,10 +191,15 @@ class Derived:
     fill_s: float | None
     ct_max: int | None
     timeout_s: float | None
+    mean_size: float = 0.0
+    size_note: str = ""  # an IMIX preset's definition
+    shape: str = ""  # a rate shape in a few words
 
     def lines(self) -> list[str]:
         out = [
             f"distinct flows      {fmt.count(self.flows)}",
+            f"frame size          mean {self.mean_size:,.1f} B incl. FCS"
+            + (f" ({self.size_note})" if self.size_note else ""),
             f"rate                {fmt.pps(self.pps)}  = {fmt.pct(self.line_pct, 3)} of line rate"
             + (
                 f", {fmt.pct(self.core_pct, 1)} of one core's measured send rate"
@@ -211,6 +216,8 @@ class Derived:
             + (f" of max {fmt.count(self.ct_max)}" if self.ct_max else "")
             + (f" (UDP timeout {self.timeout_s:g} s)" if self.timeout_s else ""),
         ]
+        if self.shape:
+            out.insert(3, f"rate over time      {self.shape} (the rate above is its peak)")
         if self.fill_s is not None:
             out.append(
                 f"table would fill    after {fmt.seconds(self.fill_s)}: new flows will be dropped"
@@ -246,7 +253,20 @@ def derive(
         fill_s=fill,
         ct_max=ct_max,
         timeout_s=timeout_s,
+        mean_size=mean,
+        size_note=_size_note(stream.size),
+        shape=stream.shape_text(speed),
     )
+
+
+def _size_note(size) -> str:
+    if isinstance(size, m.ImixSize):
+        if isinstance(size.imix, str):
+            return f"imix {size.imix}: {m.IMIX_NOTES.get(size.imix, '')}"
+        return f"imix of {len(size.imix)} sizes"
+    if isinstance(size, m.RangeSize):
+        return f"{size.min}-{size.max} B, {size.mode}"
+    return ""
 
 
 class FieldRow(Vertical):

@@ -113,6 +113,7 @@ class History:
             self.get(("p99", st.name)).add(_us(lat.p99), close)
         for p in snap.ports:
             self.get(("tx", p.name)).add(p.tx_pps, close)
+            self.get(("req", p.name)).add(p.requested_pps, close)
             self.get(("rx", p.name)).add(p.rx_pps, close)
             self.get(("lost", p.name)).add(self._lost_rate(p.name, snap.t, lost_by_port), close)
         self._flows(snap, close)

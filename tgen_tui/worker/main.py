@@ -114,6 +114,8 @@ class TxStream:
         if self.paused:
             return self.sent
         n = self.idx_base + self.dt.count_until(rel_s - self.t_base)
+        if self.dt.shape is not None and self.share > 0:  # the shape's rate now is the ask
+            self.row[C.T_REQ_MPPS] = round(self.dt.rate_at(rel_s - self.t_base) * 1000)
         return n
 
     def set_paused(self, paused: bool, rel_s: float) -> None:
@@ -138,7 +140,12 @@ class TxStream:
         else:
             stop = None if s.stop_s is None else s.stop_s - rel_s
             new = dataclasses.replace(
-                self.dt.schedule, pps=float(pps), start_s=0.0, count=remaining, stop_s=stop
+                self.dt.schedule,
+                pps=float(pps),
+                start_s=0.0,
+                count=remaining,
+                stop_s=stop,
+                shape_phase_s=self.dt.shape_phase(rel_s - self.t_base),  # the shape goes on
             )
             if stop is not None and stop <= 0:
                 new = dataclasses.replace(new, count=0, stop_s=None)
@@ -293,6 +300,8 @@ class Port:
             return
         for st in self.streams:
             pps = st.schedule.pps if not st.paused and st.share > 0 else 0.0
+            if st.schedule.shape:  # the asked gap changes with the shape: none to hold to
+                pps = 0.0
             self.w.stamps.set_gap(st.sig, int(round(1e9 / pps)) if pps > 0 else 0)
 
     def _record_refs(self, st: TxStream, m: int, send_ns: int) -> None:

@@ -16,6 +16,7 @@ Imports: numpy and this package (DESIGN rule 2).
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from tgen_tui.worker.main import Port, TxStream
 
 TIMER_CHUNK = 64  # frames built ahead per stream for timer pacing
+_GRID = 1.01  # a shaped stream moves the TBF in steps of 1 % of its rate
 TIMER_CHUNK_NS = 2_000_000  # ... at most the frames due in the next 2 ms
 
 
@@ -49,7 +51,14 @@ def sending_pps(port: Port, rel: float) -> float:
     for st in port.streams:
         if st.done or st.paused or st.share <= 0 or st.t_base + st.dt.start_s > rel:
             continue  # not begun (a start offset), paused or finished: not in the TBF
-        pps += st.schedule.pps
+        if st.dt.shape is None:
+            pps += st.schedule.pps
+            continue
+        # a shape: its rate now, on a 1 % grid upwards, so a ramp changes the TBF at most
+        # once per 1 % of rate (not at every step) and the TBF is never below the due rate
+        r = st.dt.rate_at(rel - st.t_base)
+        if r > 0:
+            pps += _GRID ** math.ceil(math.log(r) / math.log(_GRID))
     return pps
 
 
