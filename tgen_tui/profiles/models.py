@@ -820,6 +820,11 @@ class Stream(Strict):
         "arriving there and this stream replies to them (addresses and ports from the table)",
     )
 
+    def _rate_given(self) -> bool:
+        """A rate other than the default (a derived profile, dumped and validated again,
+        carries the default rate too: that is not the user giving one)."""
+        return self.rate != PpsRate(pps=1000)
+
     @model_validator(mode="after")
     def _rtp_needs_udp(self):
         if self.rtp is not None and self.udp is None:
@@ -829,7 +834,7 @@ class Stream(Strict):
     @model_validator(mode="after")
     def _line_bursts(self):
         if isinstance(self.mode, MultiBurst) and self.mode.at == "line":
-            if "rate" in self.model_fields_set:
+            if self._rate_given():
                 raise ValueError(
                     "rate: a burst at line rate is sent at the port's speed; give the burst "
                     "period as mode.every (or mode.gap), not a rate"
@@ -847,7 +852,7 @@ class Stream(Strict):
     def _shape_alone(self):
         if self.shape is None:
             return self
-        if "rate" in self.model_fields_set:
+        if self._rate_given():
             raise ValueError("shape: give a rate or a shape, not both (the shape has the rates)")
         if not isinstance(self.mode, Continuous):
             raise ValueError("shape: a shaped stream is continuous (no burst or multi_burst)")

@@ -113,6 +113,27 @@ def preflight(
     state.warnings += timeout_warnings(state.dut_settings, test_seconds)
     state.profile_doc = describe_profile(p, prof, compiled)
     state.deviations += deviations(p, stateful)
+    state.deviations += shape_deviations(prof, p.duration_s)
+
+
+def shape_deviations(prof, trial_s: float) -> list[str]:
+    """Streams whose frames are not at a constant rate: a rate shape (scaled by each
+    trial's load, its peak the stream's rate), drawn gaps or bursts; one line each."""
+    out = []
+    for s in prof.streams:
+        if not s.enabled:
+            continue
+        speed = prof.ports[s.port].speed if s.port in prof.ports else 10e9
+        if s.shape is not None:
+            line = f"stream {s.name}: rate over time ({s.shape_text(speed)}), scaled by each trial's load"
+            if not s.shape.repeat and s.shape.duration_s < trial_s:
+                line += f"; it ends after {s.shape.duration_s:g} s of a {trial_s:g} s trial"
+            out.append(line)
+        if s.idt.dist != "constant":
+            out.append(f"stream {s.name}: {s.idt.dist} inter-departure times, not a constant rate")
+        if s.burst_text(speed):
+            out.append(f"stream {s.name}: bursts of {s.burst_text(speed)}")
+    return out
 
 
 def deviations(p: Params, stateful: bool) -> list[str]:
