@@ -88,7 +88,7 @@ class TxStream:
         """A (re)start: the schedule runs again from the port's new t0, but the sequence
         numbers go on from where they stopped, so the receiver's window stays valid
         (DESIGN: a restart never creates phantom loss)."""
-        self.dt = DueTimes(self.schedule)
+        self.dt = self._due_times(self.schedule)
         self.chunk = None  # timer pacing: frames built ahead (worker.spaced)
         self.idx_base = self.sent
         self.run_first = self.sent
@@ -104,6 +104,12 @@ class TxStream:
         )
         self.row[C.T_FIRST_TX_NS] = 0
         self.row[C.T_LAST_TX_NS] = 0
+
+    def _due_times(self, schedule):
+        """The schedule's due times; a replayed capture's builder gives its own (the
+        recorded pace: tgen_tui.packets.replaybuild)."""
+        own = getattr(self.builder, "due_times", None)
+        return own(schedule) if own is not None else DueTimes(schedule)
 
     def clear_sequence(self) -> None:
         """Sequence numbers start from 0 again (with the receiver's clear; port not sending)."""
@@ -134,7 +140,7 @@ class TxStream:
         remaining = None if s.count is None else max(0, s.count - self.sent)
         if self.sent == 0 and rel_s < s.start_s:
             new = dataclasses.replace(self.dt.schedule, pps=float(pps))
-            self.dt, self.idx_base, self.t_base = DueTimes(new), 0, 0.0
+            self.dt, self.idx_base, self.t_base = self._due_times(new), 0, 0.0
         else:
             stop = None if s.stop_s is None else s.stop_s - rel_s
             new = dataclasses.replace(
@@ -142,7 +148,7 @@ class TxStream:
             )
             if stop is not None and stop <= 0:
                 new = dataclasses.replace(new, count=0, stop_s=None)
-            self.dt, self.idx_base, self.t_base = DueTimes(new), self.sent, rel_s
+            self.dt, self.idx_base, self.t_base = self._due_times(new), self.sent, rel_s
         self.chunk = None
         t = self.dt.total()
         self.total = None if t is None else self.idx_base + t
