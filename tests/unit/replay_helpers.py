@@ -13,10 +13,12 @@ MIX_FLOWS = 5
 MIX_FRAMES = 8
 
 
-def mix_packets(t0: float = 1000.0, gap: float = 0.001) -> list:
+def mix_packets(t0: float = 1000.0, gap: float = 0.001, syn: bool = True) -> list:
     """DNS over UDP, HTTP over TCP (SYN, then a GET), an ICMP echo, a 3,000-byte UDP
     datagram in three fragments and a VLAN-tagged UDP frame; 10.0.0.0/8 addresses,
-    client to server only; recorded ``gap`` s apart."""
+    client to server only; recorded ``gap`` s apart. ``syn=False``: the GET alone (a
+    stateful DUT picks the connection up mid-stream; after a SYN that was never
+    answered, conntrack finds the GET invalid and a NAT forwards it untranslated)."""
     from scapy.layers.dns import DNS, DNSQR
     from scapy.layers.inet import ICMP, IP, TCP, UDP, fragment
     from scapy.layers.l2 import Dot1Q, Ether
@@ -40,9 +42,11 @@ def mix_packets(t0: float = 1000.0, gap: float = 0.001) -> list:
     pk += [e / f for f in fragment(big, fragsize=1400)]
     pk.append(e / Dot1Q(vlan=35) / IP(src="10.0.0.5", dst="10.1.0.7") / UDP(sport=6000, dport=7)
               / Raw(b"v" * 40))  # fmt: skip
+    if not syn:
+        del pk[1]
     for i, p in enumerate(pk):
         p.time = t0 + i * gap
-    assert len(pk) == MIX_FRAMES
+    assert len(pk) == MIX_FRAMES - (not syn)
     return pk
 
 

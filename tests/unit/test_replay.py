@@ -291,3 +291,31 @@ def test_validate_prints_the_summary_and_a_sample(tmp_path: Path, mix: Path) -> 
     assert "icmp 1, tcp 2, udp 5 (3 fragments)" in out
     assert "recorded 0.007000 s" in out
     assert "frame 1 as captured: Ether / IP / UDP" in out and "frame 1 as sent:" in out
+
+
+def test_receiver_keys_survive_source_nat(mix: Path) -> None:
+    """The receiver's flow keys (worker.replayrx) of the frames as a NAT forwards them
+    (source address, port and echo id rewritten) equal the templates' keys."""
+    from scapy.layers.inet import ICMP, IP, TCP, UDP
+    from scapy.layers.l2 import Ether
+
+    from tgen_tui.worker.replayrx import ReplayRx, frame_keys, template_keys
+
+    b = _builder(mix, {**REWRITE, "vlan": "strip"}, loops=2, unique=True)
+    want = template_keys(b.r.t, b.r.lens)
+    natted = []
+    for f in b.frames(0, 2 * MIX_FRAMES, 0):
+        p = Ether(f)
+        p[IP].src = "198.19.0.1"
+        for layer, field in ((UDP, "sport"), (TCP, "sport"), (ICMP, "id")):
+            if layer in p and not p[IP].frag:
+                setattr(p[layer], field, 61000)
+        natted.append(bytes(p))
+    buf = np.frombuffer(b"".join(f + bytes(2048 - len(f)) for f in natted), dtype=np.uint8)
+    got = frame_keys(buf, np.arange(len(natted)) * 2048, np.array([len(f) for f in natted]))
+    assert list(got) == list(want) * 2
+    assert len(set(want.tolist())) == 6  # 5 flows; the fragments after the first: a 6th key
+    rx = ReplayRx([(3, want)])
+    hit, streams = rx.match(got)
+    assert len(hit) == 2 * MIX_FRAMES and set(streams.tolist()) == {3}
+    assert sum(r["rx_frames"] for r in rx.report()) == 2 * MIX_FRAMES

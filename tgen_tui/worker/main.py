@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from tgen_tui.packets.program import VLAN_TAG_LEN, StreamProgram, program_from_dict
+from tgen_tui.packets.program import SIG_MAGIC, VLAN_TAG_LEN, StreamProgram, program_from_dict
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.worker import counters as C
 from tgen_tui.worker import fanout as lanes
@@ -35,6 +35,7 @@ from tgen_tui.worker.pacing import (
 )
 from tgen_tui.worker.process import run_worker
 from tgen_tui.worker.protocol import EXIT_OK, LATE_NS, MIN_WAKE_NS
+from tgen_tui.worker.replayrx import ReplayRx, replay_receiver
 from tgen_tui.worker.responder import PortResponder, receive_all_multicast, with_macs
 from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
@@ -174,6 +175,7 @@ class Port:
         self.rx: RxRing | None = None
         self.rxstats: RxStats | None = None
         self.learn: Learner | None = None  # RFC 9693 Responder: tuples learned on rx
+        self.replay_rx: ReplayRx | None = None  # replayed captures' unsigned frames, by flow
         self.flows: PortFlows | None = None  # live replies, flow verification, rx gaps
         self.tx = None
         self.streams: list[TxStream] = []
@@ -215,6 +217,8 @@ class Port:
                     stamps=self.w.stamps,
                 )
                 self.ctr[C.P_RX_TABLE] = rx_table
+                self.replay_rx = replay_receiver(self.spec.get("rx_replays"))
+                self.rx.replay_keys = self.replay_rx is not None
             if progs:
                 kind = self.spec.get("tx_path", DEFAULT_TX)
                 kw = {"max_batch": max_batch}
@@ -461,6 +465,8 @@ class Port:
                 np.count_nonzero(b.vlan >= 0)
             )
             good, other = self.rxstats.add(b)
+            if other and self.replay_rx is not None:
+                other -= self._count_replayed(b)
             if self.learn is not None:
                 self.learn.add(b, now_ns)
             if other:
@@ -473,6 +479,17 @@ class Port:
             self.ctr[C.P_RING_DROPS] = dr
             self.last_stats_ns = now_ns
         self.ctr[C.P_BUSY_NS] += time.perf_counter_ns() - t0
+
+    def _count_replayed(self, b) -> int:
+        """Unsigned frames of replayed streams, by flow, into their rx rows; how many."""
+        assert self.replay_rx is not None and self.rxstats is not None
+        if b.rkey is None:
+            return 0
+        plain = np.flatnonzero((b.magic != SIG_MAGIC) | (b.stream >= self.rxstats.n_streams))
+        hit, streams = self.replay_rx.match(b.rkey[plain])
+        rows = plain[hit]
+        self.rxstats.count_plain(streams, b.rx_ns[rows], b.vlan[rows], b.length[rows])
+        return len(rows)
 
     # -------------------------------------------------------------- control
     def start(self, t0_ns: int) -> None:
