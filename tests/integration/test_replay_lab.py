@@ -1,4 +1,4 @@
-"""A captured mix replayed through the lab's NAT44 DUT (issue 34, Must show 1), root only.
+"""A captured mix replayed through the lab's NAT44 DUT (issue 34, Must show 1 and 3), root only.
 
 A scapy-made capture (DNS, HTTP over TCP, an ICMP echo, a fragmented UDP datagram, a
 VLAN-tagged UDP frame; 10.0.0.0/8 addresses) is sent by ``tgen run`` as a ``pcap:``
@@ -8,7 +8,11 @@ its outside interface d1, is the independent decoder: every frame leaves transla
 the DUT's public address with valid checksums (the fragmented datagram's UDP checksum
 after reassembly), each flow 5 times with 5 distinct translated source ports or echo
 ids; the DUT's conntrack count rises by flows x 5; the run counts every frame at p1
-(those without a signature by their flow) and loses none.
+(those without a signature by their flow) and loses none, per flow too.
+
+With ``tgen lab set --drop-percent 1`` (Must show 3), the run's loss is what the DUT's nft
+drop counter counted, and the flows that lost frames say how many. (Must show 2, the
+recorded times at the wire, is timing: benchmarks/replay_timing.py.)
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ def lab(make_lab):
         yield prefix
 
 
-def _profile(prefix: str, tmp: Path) -> Path:
+def _profile(prefix: str, tmp: Path, loops: int = LOOPS, pcap: str = "") -> Path:
     make_mix(tmp / "mix.pcap", syn=False)
     p = tmp / "replay.yaml"
     p.write_text(f"""
@@ -60,7 +64,7 @@ streams:
     port: p0
     rx_port: p1
     eth: {{src: "{P0_MAC}", dst: "{D0_MAC}"}}
-    pcap: {{file: mix.pcap, loops: {LOOPS}, unique: true}}
+    pcap: {{file: mix.pcap, loops: {loops}, unique: true{pcap}}}
     rewrite:
       ipv4: {{"10.0.0.0/24": "198.18.1.0/24", "10.1.0.0/24": "198.19.1.0/24"}}
       vlan: strip
@@ -104,7 +108,7 @@ def test_replay_through_the_nat_is_translated_counted_and_unique(lab, tmp_path):
     try:
         cp = subprocess.run(TGEN + ["run", str(prof), "--json", str(out), "--no-store", "--quiet"],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
-        time.sleep(0.5)
+        time.sleep(1.5)  # the capture hands its last ring block over after 1 s
     finally:
         sniff.terminate()
         sniff.wait(timeout=20)
@@ -116,6 +120,13 @@ def test_replay_through_the_nat_is_translated_counted_and_unique(lab, tmp_path):
     s = doc["streams"]["mix"]
     sent = sum(PER_LOOP.values()) * LOOPS
     assert (s["tx_frames"], s["rx_frames"], s["lost"]) == (sent, sent, 0)
+    # per destination flow (the later fragments of the datagram are a flow of their own)
+    assert (s["flows"], s["flows_verified"]) == (MIX_FLOWS + 1, MIX_FLOWS + 1)
+    assert all(f["lost"] == 0 and f["rx"] == f["sent"] > 0 for f in s["flow_loss"])
+    assert {f["flow"]: f["sent"] for f in s["flow_loss"]} == {
+        "udp 198.19.1.53:53": 5, "tcp 198.19.1.80:80": 5, "icmp 198.19.1.1": 5,
+        "udp 198.19.1.9:9": 5, "udp 198.19.1.9 fragments": 10, "udp 198.19.1.7:7": 5,
+    }  # fmt: skip
 
     rows = _fields(cap, "eth.src", "ip.src", "ip.dst", "ip.proto", "udp.srcport",
                    "tcp.srcport", "icmp.ident", "ip.checksum.status", "udp.checksum.status",
@@ -136,3 +147,30 @@ def test_replay_through_the_nat_is_translated_counted_and_unique(lab, tmp_path):
             sources[(proto, dst)].add(usrc or tsrc or ident)
     assert per_flow == {k: n * LOOPS for k, n in PER_LOOP.items()}  # no flow lost a frame
     assert {k: len(v) for k, v in sources.items()} == {k: LOOPS for k in PER_LOOP}
+
+
+def test_replay_with_the_dut_dropping_one_percent(lab, tmp_path):
+    """Must show 3: ``tgen lab set --drop-percent 1``; every lost frame is named by the
+    DUT's nft drop counter (the fragments are filtered out: the DUT drops a reassembled
+    datagram as one packet, three frames), and the flows that lost frames say so."""
+    prof = _profile(lab, tmp_path, loops=600, pcap=', filter: "not ip[6:2] & 0x3fff != 0"')
+    out = tmp_path / "r.json"
+    set_drop = TGEN + ["lab", "set", "--prefix", lab, "--drop-percent"]
+    subprocess.run(set_drop + ["1"], check=True, capture_output=True)
+    try:
+        cp = subprocess.run(TGEN + ["run", str(prof), "--json", str(out), "--no-store", "--quiet"],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    finally:
+        subprocess.run(set_drop + ["0"], check=True, capture_output=True)
+    assert cp.returncode in (0, 1), cp.stderr
+    s = json.loads(out.read_text())["streams"]["mix"]
+    assert s["tx_frames"] == 4 * 600  # DNS, the GET, the echo, the tagged frame
+    assert s["lost"] == s["tx_frames"] - s["rx_frames"] > 5  # about 24
+    # the DUT's nft drop explains the loss, less what a loaded host adds (its rx ring or
+    # queues, each named as a cause of its own)
+    (cause,) = [c for c in s["loss_causes"] if c["cause"] == "nft_rule_drop"]
+    host = sum(c["frames"] for c in s["loss_causes"] if c["cause"].startswith("tester_"))
+    assert s["loss_unexplained"] == 0, s["loss_causes"]
+    assert abs(cause["frames"] - (s["lost"] - host)) <= 0.01 * s["lost"] + 1, s["loss_causes"]
+    assert sum(f["lost"] for f in s["flow_loss"]) == s["lost"]
+    assert s["flows"] == 4 and s["flows_verified"] == sum(f["lost"] == 0 for f in s["flow_loss"])

@@ -30,10 +30,25 @@ import numpy as np
 from tgen_tui.packets.batch import frames_of
 from tgen_tui.packets.pcapread import Capture, PcapError, read_capture
 from tgen_tui.packets.program import SIG_LEN, ReplayProgram, Schedule, StreamProgram
-from tgen_tui.packets.replay import Replay, build_templates, byte_sums, fix_csum, put_be, select
+from tgen_tui.packets.replay import Replay, be, build_templates, fold, select
 from tgen_tui.packets.schedule import DueTimes
 
 _M32 = np.uint64(0xFFFFFFFF)
+_FFFF_U = np.uint64(0xFFFF)
+_FF = np.uint64(0xFF)
+_S16 = np.uint64(16)
+
+
+def _words_of(v: np.ndarray, width: int) -> np.ndarray:
+    """Sum of the 16-bit big-endian words of ``width``-byte values (uint64)."""
+    s = np.zeros_like(v)
+    for j in range(0, width, 2):
+        s += (v >> np.uint64(8 * (width - 2 - j))) & _FFFF_U
+    return s
+
+
+def _bswap16(v: np.ndarray) -> np.ndarray:
+    return ((v & _FF) << np.uint64(8)) | ((v >> np.uint64(8)) & _FF)
 
 
 def bpf_keep(rp: ReplayProgram):
@@ -154,23 +169,40 @@ class ReplayBuilder:
         self.stride = t.shape[1]
         self.max_len = int(self.r.lens.max())
         self._buf = np.zeros((self.max_batch, self.stride), dtype=np.uint8)
-        self._setup_unique()
+        self._setup_rows()
         self._offsets: tuple[np.ndarray, float] | None = None
 
-    def _setup_unique(self) -> None:
-        lay = self.r.layout
+    def _setup_rows(self) -> None:
+        """Per template row, everything a batch needs: checksum offsets and values, the
+        signature's place, the source address (unique loops)."""
+        lay, t, n = self.r.layout, self.r.t, self.n
+        rows = np.arange(n)
+        self.l4c = lay.csum.astype(np.int64)
+        self.l4c_val = np.where(self.l4c >= 0, be(t, rows, np.maximum(self.l4c, 0), 2), 0)
+        self.udp = lay.proto == 17
+        self.v4 = lay.l3 == 4
+        self.ipc = np.where(self.v4, lay.l3off + 10, -1)
+        self.ipc_val = np.where(self.v4, be(t, rows, lay.l3off + 10, 2), 0)
+        self.sig = self.r.sig & (self.l4c >= -1)
+        self.sig_pos = self.r.lens - SIG_LEN + 4  # seq, then ts
+        self.odd = ((self.sig_pos - lay.l4off) & 1).astype(bool)
+        self.pseudo = (self.l4c >= 0) & lay.pseudo
+        self.src_pos = np.where(self.v4, lay.l3off + 12, lay.l3off + 16)  # IPv6: low 64 bits
+        v6 = lay.l3 == 6
+        self.src4 = np.where(self.v4, be(t, rows, np.where(self.v4, self.src_pos, 0), 4), 0)
+        self.src6 = np.where(v6, be(t, rows, np.where(v6, self.src_pos, 0), 8), 0)
         self.span4 = self.span6 = 0
-        if not self.rp.unique:
-            return
-        t, rows = self.r.t, np.arange(self.n)
-        from tgen_tui.packets.replay import be
-
-        for fam, o, w in ((4, 12, 4), (6, 16, 8)):
-            m = lay.l3 == fam
-            if m.any():
-                v = be(t, rows[m], lay.l3off[m] + o, w)
-                span = int(v.max()) - int(v.min()) + 1
-                setattr(self, f"span{fam}", span)
+        if self.rp.unique:
+            if self.v4.any():
+                self.span4 = int(self.src4[self.v4].max()) - int(self.src4[self.v4].min()) + 1
+            if v6.any():
+                self.span6 = int(self.src6[v6].max()) - int(self.src6[v6].min()) + 1
+        self.rows_v6 = v6
+        # the signature rows, for batches that do not wrap: their place, parity, checksum
+        sr = np.flatnonzero(self.sig)
+        self._s_rows, self._s_pos, self._s_odd = sr, self.sig_pos[sr], self.odd[sr]
+        self._s_coff, self._s_cval, self._s_udp = self.l4c[sr], self.l4c_val[sr], self.udp[sr]
+        self._ar8 = np.arange(8)
 
     def due_times(self, schedule: Schedule):
         """The pacer's due times: recorded (timing: recorded) or the schedule's rate."""
@@ -181,51 +213,32 @@ class ReplayBuilder:
         o, period = self._offsets
         return RecordedDueTimes(schedule, o, period)
 
-    def _unique(self, buf: np.ndarray, rows: np.ndarray, loop: np.ndarray) -> None:
-        """Move the sources of loop k > 0 on by k x span; fix the checksums."""
-        lay = self.r.layout
-        for fam, o, w, span in ((4, 12, 4, self.span4), (6, 16, 8, self.span6)):
-            sel = np.flatnonzero((lay.l3[rows] == fam) & (loop > 0))
+    def _put(self, flat: np.ndarray, pos: np.ndarray, v: np.ndarray, width: int) -> None:
+        """Big-endian ``width``-byte values ``v`` at flat positions ``pos``."""
+        for j in range(width):
+            flat[pos + j] = (v >> np.uint64(8 * (width - 1 - j))) & _FF
+
+    def _unique(self, flat, base, rows, loop, l4add) -> None:
+        """Sources of loop k > 0 moved on by k x span: the words' change goes into the
+        IPv4 header checksum here and into the L4 checksum's sum (``l4add``)."""
+        k = loop.astype(np.uint64)
+        for fam, span, width in ((4, self.span4, 4), (6, self.span6, 8)):
+            on = (self.v4[rows] if fam == 4 else self.rows_v6[rows]) & (loop > 0)
+            sel = np.flatnonzero(on)
             if not span or not len(sel):
                 continue
             r = rows[sel]
-            pos = lay.l3off[r] + o
-            from tgen_tui.packets.replay import be
-
+            old = (self.src4 if fam == 4 else self.src6)[r]
             with np.errstate(over="ignore"):
-                v = be(buf, sel, pos, w) + loop[sel].astype(np.uint64) * np.uint64(span)
-            if w == 4:
-                v &= _M32
-            l4b = np.maximum(lay.l4off[r], 0)
-            old = byte_sums(buf, sel, pos, w, l4b)
-            oldh = byte_sums(buf, sel, pos, w, lay.l3off[r])
-            put_be(buf, sel, pos, w, v)
+                new = old + k[sel] * np.uint64(span)
             if fam == 4:
-                newh = byte_sums(buf, sel, pos, w, lay.l3off[r])
-                fix_csum(buf, sel, lay.l3off[r] + 10, oldh, newh, w // 2 + 1, None)
-            c = lay.csum[r]
-            ok = (c >= 0) & lay.pseudo[r]
-            new = byte_sums(buf, sel[ok], pos[ok], w, l4b[ok])
-            fix_csum(buf, sel[ok], c[ok], old[ok], new, w // 2 + 1, lay.proto[r[ok]] == 17)
-
-    def _signatures(self, buf, rows, lens, idx, ts_ns) -> None:
-        lay = self.r.layout
-        sel = np.flatnonzero(self.r.sig[rows])
-        if not len(sel):
-            return
-        r = rows[sel]
-        pos = lens[sel] - SIG_LEN + 4
-        seq = (idx[sel].astype(np.uint64) & _M32).astype("<u4")
-        ts = np.asarray(ts_ns, dtype=np.uint64)
-        ts = np.broadcast_to(ts, idx.shape)[sel] & _M32
-        word = np.empty((len(sel), 2), dtype="<u4")
-        word[:, 0], word[:, 1] = seq, ts.astype("<u4")
-        buf[sel[:, None], pos[:, None] + np.arange(8)] = word.view(np.uint8).reshape(-1, 8)
-        c = lay.csum[r]
-        ok = c >= 0
-        new = byte_sums(buf, sel[ok], pos[ok], 8, lay.l4off[r[ok]])
-        zero = np.zeros(int(ok.sum()), dtype=np.uint64)
-        fix_csum(buf, sel[ok], c[ok], zero, new, 5, lay.proto[r[ok]] == 17)
+                new &= _M32
+            self._put(flat, base[sel] + self.src_pos[r], new, width)
+            d = _words_of(new, width) + (np.uint64(0xFFFF * (width // 2)) - _words_of(old, width))
+            if fam == 4:
+                c = ~fold((~self.ipc_val[r] & _FFFF_U) + d) & _FFFF_U
+                self._put(flat, base[sel] + self.ipc[r], c, 2)
+            l4add[sel] += np.where(self.pseudo[r], d, np.uint64(0))
 
     def build(
         self, start: int, n: int, ts_ns: int | np.ndarray | None = None
@@ -234,16 +247,80 @@ class ReplayBuilder:
         buffer is reused by the next call."""
         if n > self.max_batch:
             raise ValueError(f"batch of {n} exceeds max_batch {self.max_batch}")
+        loop0, r0 = divmod(start, self.n)
+        if r0 + n <= self.n and not (loop0 and (self.span4 or self.span6)):
+            return self._build_slice(start, r0, n, ts_ns)
         idx = np.arange(start, start + n, dtype=np.int64)
         loop, rows = np.divmod(idx, self.n)
         buf = self._buf[:n]
-        np.take(self.r.t, rows, axis=0, out=buf)
+        r0 = int(rows[0])
+        if r0 + n <= self.n:  # no wrap: one slice copy
+            buf[:] = self.r.t[r0 : r0 + n]
+        else:
+            np.take(self.r.t, rows, axis=0, out=buf)
         lens = self.r.lens[rows]
+        flat = self._buf.reshape(-1)
+        base = np.arange(n, dtype=np.int64) * self.stride
+        l4add = np.zeros(n, dtype=np.uint64)
         if self.span4 or self.span6:
-            self._unique(buf, rows, loop)
+            self._unique(flat, base, rows, loop, l4add)
         if ts_ns is None:
             ts_ns = time.monotonic_ns()
-        self._signatures(buf, rows, lens, idx, ts_ns)
+        sel = np.flatnonzero(self.sig[rows])
+        if len(sel):
+            r = rows[sel]
+            seq = idx[sel].astype(np.uint64) & _M32
+            ts = np.broadcast_to(np.asarray(ts_ns, dtype=np.uint64), idx.shape)[sel] & _M32
+            word = np.empty((len(sel), 2), dtype="<u4")
+            word[:, 0], word[:, 1] = seq, ts
+            pos = (base[sel] + self.sig_pos[r])[:, None] + np.arange(8)
+            flat[pos] = word.view(np.uint8).reshape(-1, 8)
+            ssum = fold((seq & _FFFF_U) + (seq >> _S16) + (ts & _FFFF_U) + (ts >> _S16))
+            l4add[sel] += np.where(self.odd[r], ssum, _bswap16(ssum))
+        fix = np.flatnonzero((l4add != 0) & (self.l4c[rows] >= 0))
+        if len(fix):
+            r = rows[fix]
+            c = ~fold((~self.l4c_val[r] & _FFFF_U) + l4add[fix]) & _FFFF_U
+            c = np.where(self.udp[r] & (c == 0), _FFFF_U, c)
+            self._put(flat, base[fix] + self.l4c[r], c, 2)
+        return buf, lens
+
+    def _build_slice(self, start: int, r0: int, n: int, ts_ns) -> tuple[np.ndarray, np.ndarray]:
+        """A batch of consecutive rows of one loop without address offsets (the common
+        case): one slice copy, then only the signature rows' seq, ts and checksum."""
+        buf = self._buf[:n]
+        buf[:] = self.r.t[r0 : r0 + n]
+        lens = self.r.lens[r0 : r0 + n]
+        lo, hi = np.searchsorted(self._s_rows, (r0, r0 + n))
+        if hi > lo:
+            j = self._s_rows[lo:hi] - r0
+            seq = (j + start).astype(np.uint64) & _M32
+            if ts_ns is None:
+                ts_ns = time.monotonic_ns()
+            if isinstance(ts_ns, np.ndarray):
+                ts = ts_ns.astype(np.uint64)[j] & _M32
+            else:
+                ts = np.full(len(j), int(ts_ns) & 0xFFFFFFFF, dtype=np.uint64)
+            word = np.empty((len(j), 2), dtype="<u4")
+            word[:, 0], word[:, 1] = seq, ts
+            flat = self._buf.reshape(-1)
+            at = j * self.stride
+            flat[(at + self._s_pos[lo:hi])[:, None] + self._ar8] = word.view(np.uint8).reshape(
+                -1, 8
+            )
+            ssum = (seq & _FFFF_U) + (seq >> _S16) + (ts & _FFFF_U) + (ts >> _S16)
+            ssum = (ssum & _FFFF_U) + (ssum >> _S16)
+            ssum = (ssum & _FFFF_U) + (ssum >> _S16)
+            add = np.where(self._s_odd[lo:hi], ssum, _bswap16(ssum))
+            coff = self._s_coff[lo:hi]
+            c = (~self._s_cval[lo:hi] & _FFFF_U) + add
+            c = (c & _FFFF_U) + (c >> _S16)
+            c = ~((c & _FFFF_U) + (c >> _S16)) & _FFFF_U
+            c[(c == 0) & self._s_udp[lo:hi]] = 0xFFFF
+            ok = coff >= 0
+            pos = at[ok] + coff[ok]
+            flat[pos] = (c[ok] >> np.uint64(8)).astype(np.uint8)
+            flat[pos + 1] = (c[ok] & _FF).astype(np.uint8)
         return buf, lens
 
     def frames(self, start: int, n: int, ts_ns: int | np.ndarray | None = None) -> list[bytes]:

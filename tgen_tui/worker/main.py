@@ -465,7 +465,7 @@ class Port:
                 np.count_nonzero(b.vlan >= 0)
             )
             good, other = self.rxstats.add(b)
-            if other and self.replay_rx is not None:
+            if self.replay_rx is not None:
                 other -= self._count_replayed(b)
             if self.learn is not None:
                 self.learn.add(b, now_ns)
@@ -485,10 +485,11 @@ class Port:
         assert self.replay_rx is not None and self.rxstats is not None
         if b.rkey is None:
             return 0
-        plain = np.flatnonzero((b.magic != SIG_MAGIC) | (b.stream >= self.rxstats.n_streams))
-        hit, streams = self.replay_rx.match(b.rkey[plain])
-        rows = plain[hit]
-        self.rxstats.count_plain(streams, b.rx_ns[rows], b.vlan[rows], b.length[rows])
+        signed = (b.magic == SIG_MAGIC) & (b.stream < self.rxstats.n_streams)
+        sig_stream = np.where(signed, b.stream.astype(np.int64), -1)
+        hit, streams, plain = self.replay_rx.match(b.rkey, sig_stream)
+        rows = hit[plain]
+        self.rxstats.count_plain(streams[plain], b.rx_ns[rows], b.vlan[rows], b.length[rows])
         return len(rows)
 
     # -------------------------------------------------------------- control
@@ -558,12 +559,19 @@ class Port:
             )
         return P.Stopped(
             learned=self.learn.write() if self.learn is not None else None,
-            flows=self.flows.report() if self.flows is not None else None,
+            flows=self._flow_report(),
             port=self.name,
             counters=dict(zip(C.PORT_FIELDS, map(int, self.ctr), strict=True)),
             streams=streams,
             id=rid,
         )
+
+    def _flow_report(self) -> dict | None:
+        """The live-flow report, and the replayed captures' frames received per flow."""
+        rep = self.flows.report() if self.flows is not None else None
+        if self.replay_rx is not None:
+            rep = dict(rep or {}, replay=self.replay_rx.report())
+        return rep
 
     def close(self) -> None:
         if self.pacer is not None:

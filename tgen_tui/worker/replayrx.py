@@ -37,32 +37,36 @@ def _be32(u8: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 def frame_keys(u8: np.ndarray, start: np.ndarray, snaplen: np.ndarray) -> np.ndarray:
     """The destination key (uint64; 0: not IPv4/IPv6) of each frame whose Ethernet
-    header is at ``start`` of the byte buffer ``u8``, ``snaplen`` bytes captured."""
+    header is at ``start`` of the byte buffer ``u8``, ``snaplen`` bytes captured.
+    (Plain comparisons and minimum, not isin and clip: tens of µs less per block.)"""
     n = len(start)
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
     top = len(u8) - 64
-    start = np.clip(start.astype(np.int64), 0, top)
+    start = np.minimum(start.astype(np.int64), top)
     snap = snaplen.astype(np.int64)
     l3 = start + 14
     et = _be16(u8, start + 12)
     for _ in range(2):
-        tag = np.isin(et, _TPIDS)
-        et = np.where(tag, _be16(u8, np.clip(l3 + 2, 0, top)), et)
-        l3 = np.where(tag, l3 + 4, l3)
-    l3 = np.clip(l3, 0, top)
+        tag = (et == _TPIDS[0]) | (et == _TPIDS[1]) | (et == _TPIDS[2])
+        if not tag.any():
+            break
+        l3 = np.minimum(np.where(tag, l3 + 4, l3), top)
+        et = np.where(tag, _be16(u8, l3 - 2), et)
     v4 = (et == 0x0800) & (snap >= l3 - start + 20)
     v6 = (et == 0x86DD) & (snap >= l3 - start + 40)
     ihl = (u8[l3] & 15).astype(np.int64) * 4
     fo = _be16(u8, l3 + 6).astype(np.int64) & 0x1FFF
-    proto = np.where(v4, u8[np.clip(l3 + 9, 0, top)], u8[np.clip(l3 + 6, 0, top)]).astype(np.uint64)
-    l4 = np.clip(np.where(v4, l3 + ihl, l3 + 40), 0, top)
-    dst = np.where(v4, _be32(u8, l3 + 16), _fold6(u8, l3 + 24))
-    ported = np.isin(proto, (6, 17)) & (snap >= l4 - start + 4)
+    proto = np.where(v4, u8[l3 + 9], u8[l3 + 6]).astype(np.uint64)
+    l4 = np.minimum(np.where(v4, l3 + ihl, l3 + 40), top)
+    dst = _be32(u8, l3 + 16)
+    if v6.any():  # rare: fold the IPv6 destinations only when there are any
+        dst = np.where(v4, dst, _fold6(u8, l3 + 24))
+    ported = ((proto == 6) | (proto == 17)) & (snap >= l4 - start + 4)
     port = np.where(ported, _be16(u8, l4 + 2), np.uint64(0))
     port = np.where(v4 & (fo > 0), np.uint64(FRAG_PORT), port)
-    fam = np.where(v4, np.uint64(4), np.uint64(6))
-    key = (fam << np.uint64(60)) | (proto << np.uint64(52)) | (dst << np.uint64(17)) | port
+    fam = np.where(v4, np.uint64(4 << 60), np.uint64(6 << 60))
+    key = fam | (proto << np.uint64(52)) | (dst << np.uint64(17)) | port
     return np.where(v4 | v6, key, NO_KEY)
 
 
@@ -83,36 +87,59 @@ class ReplayRx:
     """The destination keys of the replayed streams arriving at one port, and counts."""
 
     def __init__(self, streams: list[tuple[int, np.ndarray]]) -> None:
-        keys, owner = [], []
+        keys, owner, per_loop = [], [], []
         for stream, k in streams:
-            u = np.unique(k[k != NO_KEY])
+            u, c = np.unique(k[k != NO_KEY], return_counts=True)
             keys.append(u)
             owner.append(np.full(len(u), stream, dtype=np.int64))
+            per_loop.append(c.astype(np.int64))
         allk = np.concatenate(keys) if keys else np.zeros(0, dtype=np.uint64)
         allo = np.concatenate(owner) if owner else np.zeros(0, dtype=np.int64)
+        allc = np.concatenate(per_loop) if per_loop else np.zeros(0, dtype=np.int64)
         allk, first = np.unique(allk, return_index=True)  # a key two streams share: the first's
         self.keys = allk
         self.owner = allo[first]
+        self.per_loop = allc[first]  # frames of the key in one loop of its stream
         self.frames = np.zeros(len(allk), dtype=np.int64)
 
-    def match(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(rows that are a replayed stream's, that stream's index) of ``keys``."""
+    def match(self, keys: np.ndarray, sig_stream: np.ndarray | None = None):
+        """(rows of ``keys`` that are a replayed stream's, that stream's index, and whether
+        each is to be counted by flow: no signature). Counts every frame of its flow: an
+        unsigned one, or one whose signature names the flow's stream (``sig_stream``:
+        each frame's signature stream, -1 for none)."""
+        empty = np.zeros(0, dtype=np.int64)
         if not len(self.keys) or not len(keys):
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(0, dtype=bool)
         pos = np.clip(np.searchsorted(self.keys, keys), 0, len(self.keys) - 1)
         hit = np.flatnonzero(self.keys[pos] == keys)
-        np.add.at(self.frames, pos[hit], 1)
-        return hit, self.owner[pos[hit]]
+        owner = self.owner[pos[hit]]
+        plain = np.ones(len(hit), dtype=bool) if sig_stream is None else sig_stream[hit] < 0
+        mine = plain | (sig_stream[hit] == owner) if sig_stream is not None else plain
+        np.add.at(self.frames, pos[hit][mine], 1)
+        return hit, owner, plain
 
     def report(self) -> list[dict]:
-        """Frames received per destination flow (the keys as numbers: family, protocol,
-        destination and port are its bit fields, see frame_keys)."""
+        """Per destination flow: its stream, frames per loop, frames received (the key's
+        bit fields: family, protocol, destination, port; see frame_keys)."""
         out = []
-        for k, s, n in zip(
-            self.keys.tolist(), self.owner.tolist(), self.frames.tolist(), strict=True
-        ):
-            out.append({"stream": s, "key": k, "rx_frames": n})
+        for k, s, per, n in zip(
+            self.keys.tolist(), self.owner.tolist(), self.per_loop.tolist(),
+            self.frames.tolist(), strict=True,
+        ):  # fmt: skip
+            out.append({"stream": s, "key": k, "per_loop": per, "rx_frames": n})
         return out
+
+
+def describe_key(key: int) -> str:
+    """A destination key as text: ``udp 198.19.1.53:53``, ``icmp 198.19.1.1``,
+    ``udp 198.19.1.9 fragments`` (IPv6 destinations are folded: shown as a hash)."""
+    fam, proto = key >> 60, (key >> 52) & 0xFF
+    dst, port = (key >> 17) & 0xFFFFFFFF, key & 0x1FFFF
+    name = {1: "icmp", 6: "tcp", 17: "udp", 58: "icmp6"}.get(proto, f"proto {proto}")
+    addr = ".".join(str((dst >> s) & 255) for s in (24, 16, 8, 0)) if fam == 4 else f"v6#{dst:08x}"
+    if port == FRAG_PORT:
+        return f"{name} {addr} fragments"
+    return f"{name} {addr}:{port}" if proto in (6, 17) else f"{name} {addr}"
 
 
 def replay_receiver(specs: list[dict] | None) -> ReplayRx | None:
@@ -129,8 +156,15 @@ def replay_receiver(specs: list[dict] | None) -> ReplayRx | None:
         p = program_from_dict(d)
         assert p.replay is not None
         r = load_replay(p.replay, p.index)
-        streams.append((p.index, template_keys(r.t, r.lens)[~r.sig]))
+        streams.append((p.index, template_keys(r.t, r.lens)))
     return ReplayRx(streams)
 
 
-__all__ = ["FRAG_PORT", "ReplayRx", "frame_keys", "replay_receiver", "template_keys"]
+__all__ = [
+    "FRAG_PORT",
+    "ReplayRx",
+    "describe_key",
+    "frame_keys",
+    "replay_receiver",
+    "template_keys",
+]
