@@ -319,3 +319,13 @@ def test_receiver_keys_survive_source_nat(mix: Path) -> None:
     hit, streams, plain = rx.match(got)
     assert len(hit) == 2 * MIX_FRAMES and set(streams.tolist()) == {3} and plain.all()
     assert sum(r["rx_frames"] for r in rx.report()) == 2 * MIX_FRAMES
+
+
+def test_a_derived_profile_keeps_its_pcap_stream(mix: Path) -> None:
+    """--pacing and --seed re-validate the profile as dumped (profiles.revalidate): the
+    dumped defaults (no tags, size 64, learn false) are not headers given by hand."""
+    from tgen_tui.profiles.revalidate import with_pacing, with_seed
+
+    prof = with_seed(with_pacing(_profile(mix, REWRITE, loops=2), "timer"), 7)
+    assert prof.streams[0].pcap is not None and prof.seed == 7
+    assert prof.streams[0].pcap.file == str(mix)

@@ -175,9 +175,17 @@ class Rewrite(Strict):
 HEADER_KEYS = ("vlan", "ipv4", "ipv6", "udp", "tcp", "icmp", "size", "learn")
 
 
+def _default(key: str, v: Any) -> bool:
+    """A header key at its default, as a validated stream dumps it (a derived profile:
+    profiles.revalidate): no tags, no headers, the default size, not learning."""
+    if v is None or v is False or v == []:
+        return True
+    return key == "size" and (v == 64 or v == {"fixed": 64})
+
+
 def check_pcap_stream(data: dict) -> None:
     """A ``pcap:`` stream gives no synthetic headers (ValueError naming the first)."""
-    given = [k for k in HEADER_KEYS if k in data]
+    given = [k for k in HEADER_KEYS if k in data and not _default(k, data[k])]
     if given:
         raise ValueError(
             f"{given[0]}: a pcap: stream takes its headers and sizes from the file: "
