@@ -139,11 +139,15 @@ def parse(t: np.ndarray, lens: np.ndarray) -> Layout:
     l3off = 14 + 4 * ntags
     v4 = (et == 0x0800) & (lens >= l3off + 20)
     v6 = (et == 0x86DD) & (lens >= l3off + 40)
-    lim = t.shape[1] - 60
-    l3o = np.minimum(l3off, lim)
-    ihl = (t[rows, l3o] & 0x0F).astype(np.int64) * 4
+    top = t.shape[1] - 1
+
+    def at(pos: np.ndarray) -> np.ndarray:  # a byte of each row, reads kept in the row
+        return t[rows, np.clip(pos, 0, top)]
+
+    l3o = l3off
+    ihl = (at(l3o) & 0x0F).astype(np.int64) * 4
     fo = be(t, rows, l3o + 6, 2).astype(np.int64)
-    proto4 = t[rows, l3o + 9].astype(np.int64)
+    proto4 = at(l3o + 9).astype(np.int64)
     nh6, l4o6, frag6, first6 = _v6_ext(t, rows, l3o)
     proto = np.where(v4, proto4, np.where(v6, nh6, -1))
     frag = np.where(v4, (fo & 0x3FFF) != 0, v6 & frag6)
@@ -160,11 +164,11 @@ def parse(t: np.ndarray, lens: np.ndarray) -> Layout:
         [l4c + 6, l4c + 16, l4c + 2],
         -1,
     )
-    udp_none = has4 & (proto == 17) & v4 & (be(t, rows, np.minimum(l4c + 6, lim), 2) == 0)
+    udp_none = has4 & (proto == 17) & v4 & (be(t, rows, l4c + 6, 2) == 0)
     csum = np.where(udp_none, -1, csum)
-    itype = t[rows, np.minimum(l4c, lim)].astype(np.int64)
+    itype = at(l4c).astype(np.int64)
     echo = np.isin(proto, (1, 58)) & np.isin(itype, (0, 8, 128, 129))
-    doff = (t[rows, np.minimum(l4c + 12, lim)] >> 4).astype(np.int64) * 4
+    doff = (at(l4c + 12) >> 4).astype(np.int64) * 4
     payload = np.select(
         [has4 & (proto == 17), has4 & (proto == 6), has4 & echo], [l4c + 8, l4c + doff, l4c + 8], -1
     )
@@ -376,7 +380,7 @@ def build_templates(cap: Capture, idx: np.ndarray, rp: ReplayProgram, index: int
     if n == 0:
         raise PcapError("no frames selected")
     lens = cap.caplen[idx].copy()
-    stride = max(128, (int(lens.max()) + HEADROOM + 15) & ~15)
+    stride = max(96, (int(lens.max()) + HEADROOM + 15) & ~15)
     if n * stride > MAX_TEMPLATE_BYTES:
         raise PcapError(
             f"{n:,} frames of up to {int(lens.max())} B need {n * stride / (1 << 20):,.0f} MiB "
