@@ -38,6 +38,7 @@ from tgen_tui.packets.program import SIG_LEN, SIG_MAGIC, ReplayProgram
 TPIDS = (0x8100, 0x88A8, 0x9100)
 MAX_TEMPLATE_BYTES = 1 << 30  # the templates of one stream at most (rows x stride)
 HEADROOM = 8  # bytes per row for inserted VLAN tags
+CHUNK_ROWS = 65536  # rows rewritten at a time
 _FFFF = np.uint64(0xFFFF)
 
 
@@ -99,6 +100,9 @@ class Layout:
     payload: np.ndarray  # L4 payload offset, -1 none
     l3end: np.ndarray  # end of the IP packet (IP total length)
     ntags: np.ndarray
+
+
+LAYOUT_FIELDS = tuple(Layout.__dataclass_fields__)
 
 
 def _tags(t: np.ndarray, rows: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -364,6 +368,20 @@ class Replay:
         return len(self.lens)
 
 
+def fill_rows(t: np.ndarray, data: np.ndarray, off: np.ndarray, lens: np.ndarray) -> None:
+    """``t[i, :lens[i]] = data[off[i] : off[i] + lens[i]]``, in chunks of rows whose index
+    arrays stay near 4 M entries (a million frames would otherwise need GBs of them)."""
+    width = int(lens.max())
+    step = max(1, (4 << 20) // max(1, width))
+    cols = np.arange(width)
+    top = len(data) - 1
+    for a in range(0, len(lens), step):
+        o, ln = off[a : a + step], lens[a : a + step]
+        block = data[np.minimum(o[:, None] + cols, top)]
+        block[cols >= ln[:, None]] = 0
+        t[a : a + step, :width] = block
+
+
 def select(cap: Capture, rp: ReplayProgram, keep) -> np.ndarray:
     """Indexes of the frames of the range that pass the filter (``keep``: frames -> bools)."""
     lo = rp.first - 1
@@ -387,17 +405,21 @@ def build_templates(cap: Capture, idx: np.ndarray, rp: ReplayProgram, index: int
             f"of templates; at most {MAX_TEMPLATE_BYTES >> 20} MiB: select fewer frames"
         )
     t = np.zeros((n, stride), dtype=np.uint8)
-    from tgen_tui.packets.pcapng import ragged_copy
-
-    ragged_copy(t.reshape(-1), np.arange(n) * stride, cap.data, cap.offset[idx], lens)
+    fill_rows(t, cap.data, cap.offset[idx], lens)
     before = [bytes(t[i, : lens[i]]) for i in range(min(n, 8))]
-    rewrite_vlan(t, lens, rp)
-    lay = parse(t, lens)
-    hits = rewrite_addresses(t, lay, rp)
-    changed = rewrite_ports(t, lay, rp)
-    sig = place_signatures(t, lens, lay, index, rp.signature)
+    lays, sigs, hits, changed = [], [], {}, 0
+    for a in range(0, n, CHUNK_ROWS):  # in blocks of rows: the temporaries stay small
+        tb, lb = t[a : a + CHUNK_ROWS], lens[a : a + CHUNK_ROWS]  # views: changed in place
+        rewrite_vlan(tb, lb, rp)
+        lay = parse(tb, lb)
+        for fam, h in rewrite_addresses(tb, lay, rp).items():
+            hits[fam] = [x + y for x, y in zip(hits.get(fam, [0] * len(h)), h, strict=True)]
+        changed += rewrite_ports(tb, lay, rp)
+        sigs.append(place_signatures(tb, lb, lay, index, rp.signature))
+        lays.append(lay)
+    lay = Layout(**{f: np.concatenate([getattr(x, f) for x in lays]) for f in LAYOUT_FIELDS})
     ts = cap.ts_ns[idx] - cap.ts_ns[idx[0]]
-    return Replay(t, lens, ts, lay, sig, idx + 1, hits, changed, before)
+    return Replay(t, lens, ts, lay, np.concatenate(sigs), idx + 1, hits, changed, before)
 
 
 __all__ = ["Layout", "Replay", "build_templates", "byte_sums", "fold", "parse", "select"]
