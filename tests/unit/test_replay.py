@@ -329,3 +329,18 @@ def test_a_derived_profile_keeps_its_pcap_stream(mix: Path) -> None:
     prof = with_seed(with_pacing(_profile(mix, REWRITE, loops=2), "timer"), 7)
     assert prof.streams[0].pcap is not None and prof.seed == 7
     assert prof.streams[0].pcap.file == str(mix)
+
+
+def test_flow_rows_merge_fragments_and_count_partial_loops() -> None:
+    from tgen_tui.engine.replayflows import flow_rows
+    from tgen_tui.worker.replayrx import FRAG_PORT
+
+    dst = (4 << 60) | (17 << 52) | (0xC6130109 << 17)  # udp 198.19.1.9
+    entries = [
+        {"stream": 0, "key": dst | 9, "per_loop": 1, "rx_frames": 5},
+        {"stream": 0, "key": dst | FRAG_PORT, "per_loop": 2, "rx_frames": 9},
+    ]
+    (row,) = flow_rows(15, 3, entries)  # 5 loops of 3 frames
+    assert row == {"flow": "udp 198.19.1.9:9", "sent": 15, "rx": 14, "lost": 1}
+    (row,) = flow_rows(16, 3, entries)  # a sixth loop begun: its third in proportion
+    assert row["sent"] == 16

@@ -5,8 +5,11 @@ The receiving port counts every frame of a ``pcap:`` stream by its destination f
 frames received. With the stream's frames sent (``tx_frames``, N frames a loop), a
 flow's frames sent are ``per_loop x tx // N`` (exact for whole loops; a run stopped
 inside a loop rounds its partial loop in proportion), and its loss is sent − received.
-The result's stream gets ``flows`` (destination flows), ``flows_verified`` (those that
-lost nothing) and ``flow_loss`` (one entry per flow, the lossy first).
+The later fragments of a datagram carry no port: they count with the one flow of the
+stream to that protocol and destination (as conntrack sees the reassembled datagram), or
+as a flow of their own when there are several. The result's stream gets ``flows``
+(destination flows), ``flows_verified`` (those that lost nothing) and ``flow_loss`` (one
+entry per flow, the lossy first).
 """
 
 from __future__ import annotations
@@ -18,11 +21,35 @@ from tgen_tui.worker.replayrx import describe_key
 MAX_LISTED = 64  # flows listed per stream in the result
 
 
+def merge_fragments(entries: list[dict]) -> list[dict]:
+    """The later fragments of a datagram (key port FRAG_PORT) counted with their flow when
+    exactly one flow of the stream goes to that protocol and destination."""
+    from tgen_tui.worker.replayrx import FRAG_PORT
+
+    base = lambda k: int(k) >> 17  # noqa: E731  (family, protocol, destination)
+    ported: dict[int, list[dict]] = {}
+    for e in entries:
+        if int(e["key"]) & 0x1FFFF != FRAG_PORT:
+            ported.setdefault(base(e["key"]), []).append(e)
+    out = []
+    for e in entries:
+        if int(e["key"]) & 0x1FFFF != FRAG_PORT:
+            continue
+        same = ported.get(base(e["key"]), [])
+        if len(same) == 1:
+            same[0] = dict(same[0], per_loop=same[0]["per_loop"] + e["per_loop"],
+                           rx_frames=same[0]["rx_frames"] + e["rx_frames"])  # fmt: skip
+            ported[base(e["key"])] = same
+        else:
+            out.append(e)
+    return [e for group in ported.values() for e in group] + out
+
+
 def flow_rows(tx_frames: int, frames: int, entries: list[dict]) -> list[dict]:
     """Each flow's sent, received and lost frames, the lossy first (at most MAX_LISTED)."""
     loops, part = divmod(int(tx_frames), max(1, int(frames)))
     rows = []
-    for e in entries:
+    for e in merge_fragments(entries):
         sent = e["per_loop"] * loops + round(e["per_loop"] * part / max(1, frames))
         rows.append(
             {
