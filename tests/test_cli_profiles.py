@@ -306,7 +306,10 @@ def test_pcap_unknown_stream_name_exit_2(tmp_path):
 COUNT = 300
 
 
-FRAME_PROFILES = [p for p in PROFILES if load_profile(p).streams]
+# synthetic frame streams (a replayed capture's frames are checked by test_pcap_of_replay)
+FRAME_PROFILES = [
+    p for p in PROFILES if (s := load_profile(p).streams) and all(x.pcap is None for x in s)
+]
 TRANSPORT_ONLY = [p for p in PROFILES if not load_profile(p).streams]
 
 
@@ -354,6 +357,31 @@ def test_pcap_every_example_profile(tmp_path, profile):
 
     # tshark: every IPv4 header, UDP and TCP checksum is good
     assert_tshark_checksums_good(out, [protos_of(f) for _, f in recs])
+
+
+@needs_tshark
+def test_pcap_of_replay_writes_the_rewritten_loops(tmp_path):
+    """profiles/replay.yaml: 7 captured frames x 5 loops, rewritten onto the lab, the
+    sources moved on each loop, every checksum good (tshark, and scapy rebuilding them;
+    the fragmented datagram's after reassembly), the signature where the payload had room."""
+    from .unit.replay_helpers import checksums_valid
+
+    out = tmp_path / "replay.pcap"
+    r = tgen("pcap", "profiles/replay.yaml", "--count", "1000", "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    recs = read_pcap(out)
+    assert len(recs) == 35  # the 5 loops, not --count
+    frames = [f for _, f in recs]
+    assert checksums_valid(frames) == []
+    srcs = [".".join(str(b) for b in f[26:30]) for f in frames]
+    assert srcs[0] == "198.18.1.1" and srcs[7] == "198.18.1.6"  # loop 2: + the span, 5
+    signed = [signature(f)[2] for f in frames if signature(f)[0] == SIG_MAGIC]
+    assert signed == [i for i in range(35) if i % 7 in (0, 1, 2, 6)]  # seq = frame index
+    # tshark checks a fragment's IP header, and the datagram's UDP with its last fragment
+    mf = [bool(f[20] & 0x20) for f in frames]
+    assert_tshark_checksums_good(
+        out, [protos_of(f) - ({"udp"} if m else set()) for f, m in zip(frames, mf, strict=True)]
+    )
 
 
 def test_pcap_is_reproducible(tmp_path):

@@ -62,7 +62,8 @@ streams:
     idt: exponential
 """
 
-BASES = [p.read_text(encoding="utf-8") for p in PROFILES] + [EXTRA]
+# (a pcap: profile names its capture relative to its folder, which "fuzz.yaml" is not in)
+BASES = [t for p in PROFILES if "pcap:" not in (t := p.read_text(encoding="utf-8"))] + [EXTRA]
 
 CHARS = list(" \t\n:-{}[],#&*!|>'\"%@`?~0123456789abcxyzSAF.\\\u00e9\u2264\x00\ufeff")
 SCALARS = [

@@ -39,9 +39,15 @@ class PacingChoice:
         return {"pacing": self.method, "pacing_why": self.why}
 
 
+def _recorded(p: StreamProgram) -> bool:
+    """A replayed capture at its recorded times (uneven gaps, as drawn ones)."""
+    return p.replay is not None and p.replay.timing == "recorded"
+
+
 def _plain(p: StreamProgram) -> bool:
     s = p.schedule
-    return s.idt == "constant" and not s.burst and not (s.on_s > 0 and s.off_s > 0)
+    plain = s.idt == "constant" and not s.burst and not (s.on_s > 0 and s.off_s > 0)
+    return plain and not _recorded(p)
 
 
 def ceilings(driver: str, interface: str, netns: str | None, path: Path | None = None):
@@ -74,6 +80,11 @@ def resolve_pacing(
         if req == "qdisc" and tx_path == "af_xdp":
             raise ValueError(
                 "pacing: qdisc needs tx_path sendmmsg or tx_ring (af_xdp bypasses the qdisc)"
+            )
+        if req == "qdisc" and any(_recorded(p) for p in programs):
+            raise ValueError(
+                "pacing: qdisc spaces frames evenly; a pcap: stream at its recorded times "
+                "needs pacing timer (or auto)"
             )
         if req == "qdisc" and lanes > 1:
             raise ValueError(

@@ -132,10 +132,14 @@ def _summary(profile) -> list[str]:
 
     lines = []
     for s in profile.streams:
+        state = "" if s.enabled else " (disabled)"
         lo, hi, mean = size_bounds(s.size)
         speed = profile.ports[s.port].speed
         pps = s.mean_pps(speed)
         size = f"{lo} B" if lo == hi else f"{lo}-{hi} B (mean {mean:.0f})"
+        if s.pcap is not None:
+            lines.append(f"  {s.name}: {s.port}->{s.rx_port or '-'} pcap {s.pcap.file}{state}")
+            continue
         state = "" if s.enabled else " (disabled)"
         peak = " peak" if s.shape is not None else " mean" if s.burst_text(speed) else ""
         lines.append(
@@ -161,6 +165,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for line in e.lines():
                 print(line, file=sys.stderr)
             continue
+        replays, bad = _replay_reports(prof, f)
+        if bad:
+            failed = True
+            for p in bad:
+                print(p.render(), file=sys.stderr)
+            continue
         if not args.quiet:
             print(
                 f"{f}: ok: {len(prof.ports)} ports, {len(prof.streams)} streams, seed {prof.seed}"
@@ -168,11 +178,33 @@ def cmd_validate(args: argparse.Namespace) -> int:
             )
             for line in _summary(prof):
                 print(line)
+                for more in replays.get(line.split(":")[0].strip(), []):
+                    print(f"    {more}")
         for w in warnings:  # never silenced, not even by --quiet
             print(w.render(), file=sys.stderr)
         for line in _lane_warnings(prof):
             print(f"{f}: warning: {line}", file=sys.stderr)
     return int(ExitCode.BAD_INPUT) if failed else 0
+
+
+def _replay_reports(profile, filename: str) -> tuple[dict[str, list[str]], list]:
+    """Per pcap: stream, its summary lines (by stream name); the problems of those that
+    cannot be sent, positioned at their field."""
+    if not any(s.pcap is not None for s in profile.streams):
+        return {}, []
+    from tgen_tui.packets.replaycompile import ReplayError, stream_report
+    from tgen_tui.profiles.loader import position_of
+
+    out: dict[str, list[str]] = {}
+    bad = []
+    for i, s in enumerate(profile.streams):
+        if s.pcap is None:
+            continue
+        try:
+            out[s.name] = stream_report(s, i, profile.ports[s.port], profile.seed)
+        except ReplayError as e:
+            bad.append(position_of(filename, ("streams", i, *e.field.split(".")), e.message))
+    return out, bad
 
 
 def _lane_warnings(profile) -> list[str]:

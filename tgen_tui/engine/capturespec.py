@@ -155,7 +155,7 @@ class SentFrames:
         self._builders: dict[tuple[int, str], Any] = {}
 
     def frame(self, setup: Any, stream: str, seq: int, lane: int = 0) -> bytes | None:
-        from tgen_tui.packets.batch import BatchBuilder
+        from tgen_tui.packets.lanes import make_builder
 
         prog = next((p for p in setup.programs if p.name == stream), None)
         if prog is None or lane != 0 or seq < 0:
@@ -168,7 +168,7 @@ class SentFrames:
         if b is None:
             if len(self._builders) > 64:
                 self._builders.clear()
-            b = self._builders[key] = BatchBuilder(prog, max_batch=1)
+            b = self._builders[key] = make_builder(prog, None, 1)
         try:
             return b.frames(int(seq), 1, 0)[0]
         except (ValueError, IndexError, OverflowError):

@@ -220,6 +220,7 @@ class Setup:
                 self.ports[pn].pacing,
                 self.ports[pn].lanes,
                 bool(self.ports[pn].flows),
+                [s for s in self.programs if s.replay is not None and s.rx_port == pn],
             )
             for pn in plan.ports
         ]

@@ -99,6 +99,9 @@ def apply_flow_reports(
     learner's summary, ``t0_s`` the start of sending (CLOCK_MONOTONIC s)."""
     by_index = {p.index: p for p in programs}
     streams = result.streams
+    from tgen_tui.engine.replayflows import apply_replay_reports
+
+    apply_replay_reports(result, programs, reports)  # a replayed capture's flows
 
     def fill(sr, **kw) -> None:
         for k, v in kw.items():

@@ -277,6 +277,7 @@ def port_config(
     pacing: str | None = None,
     lanes: int = 1,
     has_flows: bool = False,
+    rx_replays: list[StreamProgram] | None = None,
 ) -> dict:
     """The ``ports`` entry of a configure command.
 
@@ -297,6 +298,8 @@ def port_config(
     }
     if l3 is not None:  # L3 identity: resolved MACs, ARP/ND responder (issue 19)
         d["l3"] = l3
+    if rx_replays:  # replayed captures arriving here: their unsigned frames are counted by flow
+        d["rx_replays"] = [program_to_dict(p) for p in rx_replays]
     if programs:
         biggest = max(len(p.template) for p in programs)
         pps = sum(p.schedule.pps for p in programs)

@@ -494,12 +494,17 @@ class BatchBuilder:
 
     def frames(self, start: int, n: int, ts_ns: int | np.ndarray | None = None) -> list[bytes]:
         """Convenience for tests and pcap export: the frames as bytes objects."""
-        out: list[bytes] = []
-        done = 0
-        while done < n:
-            k = min(self.max_batch, n - done)
-            tsk = ts_ns[done : done + k] if isinstance(ts_ns, np.ndarray) else ts_ns
-            buf, lens = self.build(start + done, k, tsk)
-            out.extend(bytes(buf[i, : lens[i]]) for i in range(k))
-            done += k
-        return out
+        return frames_of(self, start, n, ts_ns)
+
+
+def frames_of(builder, start: int, n: int, ts_ns: int | np.ndarray | None = None) -> list[bytes]:
+    """Frames ``start .. start+n-1`` of any builder (``build``, ``max_batch``) as bytes."""
+    out: list[bytes] = []
+    done = 0
+    while done < n:
+        k = min(builder.max_batch, n - done)
+        tsk = ts_ns[done : done + k] if isinstance(ts_ns, np.ndarray) else ts_ns
+        buf, lens = builder.build(start + done, k, tsk)
+        out.extend(bytes(buf[i, : lens[i]]) for i in range(k))
+        done += k
+    return out

@@ -164,3 +164,21 @@ def sock_fprog(insns: list[tuple[int, int, int, int]]) -> tuple[bytes, ctypes.Ar
     (keep the array alive until setsockopt returns)."""
     arr = (_Insn * len(insns))(*[_Insn(*i) for i in insns])
     return struct.pack("HxxxxxxP", len(insns), ctypes.addressof(arr)), arr
+
+
+def filter_frames(
+    expr: str, address: int, offsets: list[int], caplens: list[int], origlens: list[int]
+) -> list[bool]:
+    """Whether each frame at ``address + offsets[i]`` (``caplens[i]`` bytes captured of
+    ``origlens[i]``) passes ``expr``: libpcap's own ``bpf_filter``, as tcpdump -r applies
+    it. Once per replayed capture, at build time (one C call per frame, not the hot path);
+    the caller keeps the memory at ``address`` alive."""
+    insns = compile_filter(expr)
+    lib = _libpcap()
+    lib.bpf_filter.restype = ctypes.c_uint
+    lib.bpf_filter.argtypes = [ctypes.POINTER(_Insn), ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+    arr = (_Insn * len(insns))(*[_Insn(*i) for i in insns])
+    f = lib.bpf_filter
+    return [
+        f(arr, address + o, w, c) != 0 for o, c, w in zip(offsets, caplens, origlens, strict=True)
+    ]

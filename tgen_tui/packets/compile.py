@@ -340,6 +340,10 @@ def compile_stream(
     s: m.Stream, index: int, port: m.Port, seed: int, rate_scale: float = 1.0
 ) -> StreamProgram:
     """Compile one stream (global ``index`` goes into the signature)."""
+    if s.pcap is not None:
+        from tgen_tui.packets.replaycompile import compile_replay
+
+        return compile_replay(s, index, port, seed, rate_scale)
     sseed = s.seed if s.seed is not None else seed
     base_key = mix_key(sseed, index)
     sizes = _size_program(s, mix_key(base_key, _fid("size")))
@@ -411,7 +415,7 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
         for name, p in profile.ports.items()
     }
     streams = [
-        _learning(s, compile_stream(s, i, profile.ports[s.port], profile.seed, rate_scale))
+        _learning(s, _compiled(s, i, profile, rate_scale))
         for i, s in enumerate(profile.streams)
         if s.enabled
     ]
@@ -441,6 +445,18 @@ def compile_profile(profile: m.Profile, rate_scale: float = 1.0) -> CompiledProf
         dut_events=dict(profile.dut.events) if profile.dut else {},
         flows=compile_flows(profile, rate_scale),
     )
+
+
+def _compiled(s: m.Stream, i: int, profile: m.Profile, rate_scale: float) -> StreamProgram:
+    """Stream ``i`` compiled; a pcap: stream that cannot be is BadInput naming its field."""
+    from tgen_tui.packets.replaycompile import ReplayError
+
+    try:
+        return compile_stream(s, i, profile.ports[s.port], profile.seed, rate_scale)
+    except ReplayError as e:
+        from tgen_tui.diagnostics import BadInput
+
+        raise BadInput(f"streams[{i}].{e.field}: {e.message}") from None
 
 
 def _l3_fields(p: m.Port) -> tuple:

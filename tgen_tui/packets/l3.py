@@ -20,6 +20,12 @@ def eth_auto(s: m.Stream, port: m.Port) -> bool:
     return (port.gateway if s.ipv4 is not None else port.gateway6) is not None
 
 
+def eth_auto_replay(s: m.Stream, port: m.Port) -> bool:
+    """A pcap: stream without ``eth`` on a port with a gateway: the port's MAC and the
+    gateway's replace the captured ones (the DUT accepts only frames to its own MAC)."""
+    return s.eth is None and (port.gateway is not None or port.gateway6 is not None)
+
+
 def _merge(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     out: list[list[int]] = []
     for lo, hi in sorted(ranges):
@@ -47,7 +53,7 @@ def responder_ranges(
         a = int(port.ipv6.ip)
         v6.append((a, a))
     for s in profile.streams:
-        if not s.enabled:
+        if not s.enabled or s.pcap is not None:
             continue
         rngs = []
         if s.port == name:

@@ -135,7 +135,14 @@ class LaneBuilder(BatchBuilder):
 
 
 def make_builder(program: StreamProgram, lane: Lane | None, max_batch: int) -> BatchBuilder:
-    """The builder of ``program`` for ``lane`` (None or one lane: today's builder)."""
+    """The builder of ``program`` for ``lane`` (None or one lane: today's builder); a
+    replayed capture's (packets.replaybuild) for a pcap: stream."""
+    if program.replay is not None:
+        from tgen_tui.packets.replaybuild import ReplayBuilder
+
+        if lane is not None and lane.lanes > 1:
+            raise ValueError(f"stream {program.name}: a pcap: stream is sent by one lane")
+        return ReplayBuilder(program, max_batch=max_batch)  # type: ignore[return-value]
     if lane is None or lane.lanes == 1:
         return BatchBuilder(program, max_batch=max_batch)
     return LaneBuilder(program, lane, max_batch=max_batch)

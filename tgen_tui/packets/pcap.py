@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tgen_tui.packets.batch import BatchBuilder
+from tgen_tui.packets.lanes import make_builder
 from tgen_tui.packets.program import StreamProgram
 from tgen_tui.packets.schedule import DueTimes
 
@@ -27,10 +27,11 @@ def _stream_records(
     p: StreamProgram, count: int, chunk: int = 4096
 ) -> Iterator[tuple[float, int, int, bytes]]:
     """(due, stream index, seq, frame) of one stream's first ``count`` frames, built in chunks."""
-    dt = DueTimes(p.schedule)
-    total = dt.total()
+    total = DueTimes(p.schedule).total()
     n = count if total is None else min(count, total)
-    b = BatchBuilder(p, max_batch=max(1, min(n, chunk)))
+    b = make_builder(p, None, max_batch=max(1, min(n, chunk)))
+    own = getattr(b, "due_times", None)  # a replayed capture: its recorded pace
+    dt = own(p.schedule) if own is not None else DueTimes(p.schedule)
     for start in range(0, n, chunk):
         k = min(chunk, n - start)
         due = dt.due(start, k)

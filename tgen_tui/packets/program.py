@@ -159,6 +159,34 @@ def schedule_from_dict(d: dict) -> Schedule:
 
 
 @dataclass(frozen=True)
+class ReplayProgram:
+    """A ``pcap:`` stream's source and rewrite as plain data (tgen_tui.profiles.replay).
+
+    The worker reads the file and builds the templates itself (packets.replay), once."""
+
+    file: str  # absolute path
+    first: int = 1  # frame numbers from 1, both ends included; last 0: to the end
+    last: int = 0
+    filter: str = ""  # BPF expression ("" keeps every frame)
+    loops: int = 1  # 0: until stopped
+    unique: bool = False  # each loop moves the sources on by their span
+    timing: str = "rate"  # rate | recorded
+    speed: float = 1.0
+    max_gap_s: float = 0.0  # 0: recorded gaps as they are
+    signature: bool = True
+    mtu: int = 1500
+    ipv4: tuple[tuple[str, str], ...] = ()  # prefix map, first match wins
+    ipv6: tuple[tuple[str, str], ...] = ()
+    ports: tuple[tuple[int, int], ...] = ()
+    vlan: str = "keep"  # keep | strip | set
+    vlan_id: int = 0
+    vlan_pcp: int = -1  # -1: kept
+    macs: bool = False  # the template's first 12 bytes replace every frame's MACs
+    frames: int = 0  # frames selected (the compile's count; the worker checks it)
+    period_s: float = 0.0  # recorded timing: one loop's length at speed 1
+
+
+@dataclass(frozen=True)
 class StreamProgram:
     """Everything a worker needs to build and pace one stream's frames."""
 
@@ -190,6 +218,7 @@ class StreamProgram:
     # the Ethernet addresses are the port's MAC and its resolved gateway's: the worker
     # writes them into the template's first 12 bytes (issue 19)
     eth_auto: bool = False
+    replay: ReplayProgram | None = None  # a pcap: stream (packets.replay builds its frames)
 
     @property
     def unique_space(self) -> int:
@@ -217,4 +246,9 @@ def program_from_dict(d: dict) -> StreamProgram:
     d["schedule"] = schedule_from_dict(d["schedule"])
     d["unique"] = tuple(d.get("unique", ()))
     d["vlan_ids"] = tuple(d.get("vlan_ids", ()))
+    if d.get("replay") is not None:
+        r = dict(d["replay"])
+        for k in ("ipv4", "ipv6", "ports"):
+            r[k] = tuple(tuple(x) for x in r.get(k, ()))
+        d["replay"] = ReplayProgram(**r)
     return StreamProgram(**d)

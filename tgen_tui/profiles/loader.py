@@ -453,13 +453,60 @@ def load_profile_text(text: str, filename: str = "<profile>") -> Profile:
             [Problem(filename, 1, 1, "", "a profile is a mapping with ports: and streams:")],
         )
     try:
-        return Profile.model_validate(tree)
+        prof = Profile.model_validate(tree)
     except ValidationError as e:
         raise BadInput(
             f"{filename}: invalid profile", problems_from_validation(e, tree, filename)
         ) from None
     except (ValueError, TypeError, ArithmeticError, OverflowError, RecursionError) as e:
         raise BadInput(str(e), [Problem(filename, 1, 1, "", str(e))]) from None
+    problems = resolve_captures(prof, filename, tree)
+    if problems:
+        raise BadInput(f"{filename}: invalid profile", problems)
+    return prof
+
+
+def position_of(filename: str, loc: tuple, message: str) -> Problem:
+    """``message`` positioned at ``loc`` (a path of keys and indexes) of the profile file
+    ``filename`` (line 1 when the file cannot be read again)."""
+    try:
+        tree = parse_yaml(read_bounded(filename), filename)
+    except BadInput:
+        tree = None
+    loc = tuple(int(p) if isinstance(p, str) and p.isdigit() else p for p in loc)
+    line, col, path = _pos_of(tree, loc)
+    want = ".".join(str(p) for p in loc if not isinstance(p, int))
+    if not path.endswith(want.split(".")[-1]):
+        path = _dotted(loc)
+    return Problem(filename, line, col, path, message)
+
+
+def _dotted(loc: tuple) -> str:
+    out = ""
+    for p in loc:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def resolve_captures(prof: Profile, filename: str, tree: Any) -> list[Problem]:
+    """Make every ``pcap.file`` absolute (relative to the profile's folder; ``<...>``
+    names: the current one) and check that it is a readable file (positioned problems)."""
+    here = Path(filename).parent if not filename.startswith("<") else Path(".")
+    out = []
+    for i, s in enumerate(prof.streams):
+        if s.pcap is None:
+            continue
+        p = Path(s.pcap.file).expanduser()
+        p = (p if p.is_absolute() else here / p).resolve()
+        why = None if p.is_file() else "no such file" if not p.exists() else "not a file"
+        if why is None and not os.access(p, os.R_OK):
+            why = "not readable"
+        if why is not None:
+            line, col, path = _pos_of(tree, ("streams", i, "pcap", "file"))
+            out.append(Problem(filename, line, col, path, f"{p}: {why} (a pcap or pcapng file)"))
+            continue
+        s.pcap.file = str(p)
+    return out
 
 
 def _too_big(filename: str, size: int) -> BadInput:

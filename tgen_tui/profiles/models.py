@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from tgen_tui.profiles.base import NetnsName, Schedule, Seconds, Strict
+from tgen_tui.profiles.replay import PcapSource, Rewrite, check_pcap_stream
 from tgen_tui.profiles.transport import TransportHost, TransportStream, check_transport
 from tgen_tui.profiles.units import (
     line_rate_fps,
@@ -819,6 +820,14 @@ class Stream(Strict):
         description="Reply stream: its port learns the (translated) tuples of the streams "
         "arriving there and this stream replies to them (addresses and ports from the table)",
     )
+    pcap: PcapSource | None = Field(
+        None,
+        description="Replay a capture: the frames of a pcap/pcapng file instead of synthetic "
+        "headers (file, frames, filter, loops, unique, timing)",
+    )
+    rewrite: Rewrite | None = Field(
+        None, description="pcap: streams: address, port and VLAN rewrites for the test bed"
+    )
 
     def _rate_given(self) -> bool:
         """A rate other than the default (a derived profile, dumped and validated again,
@@ -875,6 +884,11 @@ class Stream(Strict):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        if data.get("pcap") is not None:
+            check_pcap_stream(data)
+            return data
+        if data.get("rewrite") is not None:
+            raise ValueError("rewrite: goes with a pcap: source (synthetic headers set their own)")
         for k in ("ipv4", "ipv6", "udp", "tcp", "icmp"):
             if k in data and data[k] is None:
                 del data[k]
@@ -887,6 +901,15 @@ class Stream(Strict):
 
     @model_validator(mode="after")
     def _headers(self):
+        if self.pcap is not None:
+            if not isinstance(self.mode, Continuous) or self.idt.dist != "constant":
+                raise ValueError(
+                    "a pcap: stream is paced by its rate or the recorded times: leave out "
+                    "mode and idt (pcap.loops counts the frames)"
+                )
+            if self.schedule.on > 0:
+                raise ValueError("schedule: a pcap: stream takes start and stop, not on/off")
+            return self
         if self.ipv4 is not None and self.ipv6 is not None:
             raise ValueError("give ipv4 or ipv6, not both")
         l4 = [k for k in ("udp", "tcp", "icmp") if getattr(self, k) is not None]
@@ -953,6 +976,8 @@ class Stream(Strict):
 
     @property
     def l4_kind(self) -> str:
+        if self.pcap is not None:
+            return "pcap"
         return "udp" if self.udp else "tcp" if self.tcp else "icmp" if self.icmp else "none"
 
     def header_len(self) -> int:
@@ -1276,6 +1301,11 @@ class Profile(Strict):
                     f"{where}.rx_port: unknown port {s.rx_port!r} (ports: {', '.join(self.ports)})"
                 )
             problems += _learn_lane_problems(self, s, where)
+            if s.pcap is not None and self.ports[s.port].lanes > 1:
+                problems.append(
+                    f"{where}.pcap: port {s.port} has lanes: {self.ports[s.port].lanes}; a "
+                    "pcap: stream is sent by one lane (its loops and unique offsets)"
+                )
             if s.enabled and self.ports[s.port].rate is None:
                 speed = self.ports[s.port].speed
                 _, _, mean = size_bounds(s.size)

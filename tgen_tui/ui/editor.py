@@ -362,6 +362,8 @@ class EditorScreen(Screen):
         node = get_in(self.etree, base) or {}
         fields = sorted(m.Stream.model_fields.items(), key=lambda kv: FIRST.get(kv[0], len(FIRST)))
         for f, fi in fields:
+            if f in ("pcap", "rewrite") and f not in node:
+                continue  # a replayed capture's fields: only on the streams that have them
             sub = EXPAND.get(f)
             if sub is not None and isinstance(node.get(f), dict):
                 for g, gi in sub.model_fields.items():

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from tgen_tui.packets.program import VLAN_TAG_LEN, StreamProgram, program_from_dict
+from tgen_tui.packets.program import SIG_MAGIC, VLAN_TAG_LEN, StreamProgram, program_from_dict
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.worker import counters as C
 from tgen_tui.worker import fanout as lanes
@@ -35,6 +35,7 @@ from tgen_tui.worker.pacing import (
 )
 from tgen_tui.worker.process import run_worker
 from tgen_tui.worker.protocol import EXIT_OK, LATE_NS, MIN_WAKE_NS
+from tgen_tui.worker.replayrx import ReplayRx, replay_receiver
 from tgen_tui.worker.responder import PortResponder, receive_all_multicast, with_macs
 from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
@@ -88,7 +89,7 @@ class TxStream:
         """A (re)start: the schedule runs again from the port's new t0, but the sequence
         numbers go on from where they stopped, so the receiver's window stays valid
         (DESIGN: a restart never creates phantom loss)."""
-        self.dt = DueTimes(self.schedule)
+        self.dt = self._due_times(self.schedule)
         self.chunk = None  # timer pacing: frames built ahead (worker.spaced)
         self.idx_base = self.sent
         self.run_first = self.sent
@@ -104,6 +105,12 @@ class TxStream:
         )
         self.row[C.T_FIRST_TX_NS] = 0
         self.row[C.T_LAST_TX_NS] = 0
+
+    def _due_times(self, schedule):
+        """The schedule's due times; a replayed capture's builder gives its own (the
+        recorded pace: tgen_tui.packets.replaybuild)."""
+        own = getattr(self.builder, "due_times", None)
+        return own(schedule) if own is not None else DueTimes(schedule)
 
     def clear_sequence(self) -> None:
         """Sequence numbers start from 0 again (with the receiver's clear; port not sending)."""
@@ -136,7 +143,7 @@ class TxStream:
         remaining = None if s.count is None else max(0, s.count - self.sent)
         if self.sent == 0 and rel_s < s.start_s:
             new = dataclasses.replace(self.dt.schedule, pps=float(pps))
-            self.dt, self.idx_base, self.t_base = DueTimes(new), 0, 0.0
+            self.dt, self.idx_base, self.t_base = self._due_times(new), 0, 0.0
         else:
             stop = None if s.stop_s is None else s.stop_s - rel_s
             new = dataclasses.replace(
@@ -149,7 +156,7 @@ class TxStream:
             )
             if stop is not None and stop <= 0:
                 new = dataclasses.replace(new, count=0, stop_s=None)
-            self.dt, self.idx_base, self.t_base = DueTimes(new), self.sent, rel_s
+            self.dt, self.idx_base, self.t_base = self._due_times(new), self.sent, rel_s
         self.chunk = None
         t = self.dt.total()
         self.total = None if t is None else self.idx_base + t
@@ -175,6 +182,7 @@ class Port:
         self.rx: RxRing | None = None
         self.rxstats: RxStats | None = None
         self.learn: Learner | None = None  # RFC 9693 Responder: tuples learned on rx
+        self.replay_rx: ReplayRx | None = None  # replayed captures' unsigned frames, by flow
         self.flows: PortFlows | None = None  # live replies, flow verification, rx gaps
         self.tx = None
         self.streams: list[TxStream] = []
@@ -216,6 +224,8 @@ class Port:
                     stamps=self.w.stamps,
                 )
                 self.ctr[C.P_RX_TABLE] = rx_table
+                self.replay_rx = replay_receiver(self.spec.get("rx_replays"))
+                self.rx.replay_keys = self.replay_rx is not None
             if progs:
                 kind = self.spec.get("tx_path", DEFAULT_TX)
                 kw = {"max_batch": max_batch}
@@ -464,6 +474,8 @@ class Port:
                 np.count_nonzero(b.vlan >= 0)
             )
             good, other = self.rxstats.add(b)
+            if self.replay_rx is not None:
+                other -= self._count_replayed(b)
             if self.learn is not None:
                 self.learn.add(b, now_ns)
             if other:
@@ -476,6 +488,18 @@ class Port:
             self.ctr[C.P_RING_DROPS] = dr
             self.last_stats_ns = now_ns
         self.ctr[C.P_BUSY_NS] += time.perf_counter_ns() - t0
+
+    def _count_replayed(self, b) -> int:
+        """Unsigned frames of replayed streams, by flow, into their rx rows; how many."""
+        assert self.replay_rx is not None and self.rxstats is not None
+        if b.rkey is None:
+            return 0
+        signed = (b.magic == SIG_MAGIC) & (b.stream < self.rxstats.n_streams)
+        sig_stream = np.where(signed, b.stream.astype(np.int64), -1)
+        hit, streams, plain = self.replay_rx.match(b.rkey, sig_stream)
+        rows = hit[plain]
+        self.rxstats.count_plain(streams[plain], b.rx_ns[rows], b.vlan[rows], b.length[rows])
+        return len(rows)
 
     # -------------------------------------------------------------- control
     def start(self, t0_ns: int) -> None:
@@ -544,12 +568,19 @@ class Port:
             )
         return P.Stopped(
             learned=self.learn.write() if self.learn is not None else None,
-            flows=self.flows.report() if self.flows is not None else None,
+            flows=self._flow_report(),
             port=self.name,
             counters=dict(zip(C.PORT_FIELDS, map(int, self.ctr), strict=True)),
             streams=streams,
             id=rid,
         )
+
+    def _flow_report(self) -> dict | None:
+        """The live-flow report, and the replayed captures' frames received per flow."""
+        rep = self.flows.report() if self.flows is not None else None
+        if self.replay_rx is not None:
+            rep = dict(rep or {}, replay=self.replay_rx.report())
+        return rep
 
     def close(self) -> None:
         if self.pacer is not None:

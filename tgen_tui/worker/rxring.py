@@ -106,6 +106,8 @@ class RxBatch:
     # whether the frame is an unfragmented IPv4 UDP/TCP frame those were read from
     hdr: np.ndarray | None = None
     hdr_ok: np.ndarray | None = None
+    # only with RxRing.replay_keys: each frame's destination key (worker.replayrx)
+    rkey: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.length)
@@ -123,6 +125,8 @@ class RxBatch:
         if full and all(p.hdr is not None for p in full):
             out.hdr = np.concatenate([p.hdr for p in full])
             out.hdr_ok = np.concatenate([p.hdr_ok for p in full])
+        if full and all(p.rkey is not None for p in full):
+            out.rkey = np.concatenate([p.rkey for p in full])
         return out
 
     FIELDS = ("length", "snaplen", "magic", "stream", "seq", "ts", "rx_ns", "vlan")
@@ -222,6 +226,7 @@ class RxRing:
         self.respond = bool(respond)
         self.ctl: list[tuple[bytes, int]] = []
         self.headers = bool(headers)  # also gather IPv4/L4 addresses and ports (parse_l3l4)
+        self.replay_keys = False  # also each frame's destination key (worker.replayrx)
         self.block_size = int(block_size)
         self.block_nr = int(block_nr)
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
@@ -283,6 +288,11 @@ class RxRing:
         if self.headers:
             mac = self._u16[b][(offs >> 1) + (H_MAC >> 1)].astype(np.int64)
             out.hdr, out.hdr_ok = parse_l3l4(self._u8[b], offs + mac, out.snaplen)
+        if self.replay_keys:  # a replayed capture arrives here: unsigned frames by flow
+            from tgen_tui.worker.replayrx import frame_keys
+
+            mac = self._u16[b][(offs >> 1) + (H_MAC >> 1)].astype(np.int64)
+            out.rkey = frame_keys(self._u8[b], offs + mac, out.snaplen)
         if self.respond:  # test frames cost one compare per frame; the rest only if unsigned
             has_sig = out.magic == SIG_MAGIC
             if not has_sig.all():

@@ -227,6 +227,22 @@ class RxStats:
         self.account(stream, seq, ts, rx_ns, vlan, length)
         return ng, n - ng
 
+    def count_plain(self, stream, rx_ns, vlan, length) -> None:
+        """Frames of known streams without a signature (a replayed capture's, matched by
+        flow: worker.replayrx): frames, bytes, first and last receive time only."""
+        s = np.asarray(stream, dtype=np.int64)
+        if not len(s):
+            return
+        t = self.t
+        byt = np.asarray(length, dtype=np.int64) + np.where(vlan >= 0, VLAN_TAG_LEN, 0)
+        np.add.at(t[:, R_FRAMES], s, 1)
+        np.add.at(t[:, R_BYTES], s, byt)
+        for k in np.unique(s):
+            mine = rx_ns[s == k]
+            if t[k, R_FIRST_RX_NS] == 0:
+                t[k, R_FIRST_RX_NS] = int(mine.min())
+            t[k, R_LAST_RX_NS] = max(int(t[k, R_LAST_RX_NS]), int(mine.max()))
+
     def account(self, stream, seq, ts, rx_ns, vlan, length) -> None:
         """The arithmetic, on per-frame arrays of signature frames (arrival order)."""
         s = np.asarray(stream, dtype=np.int64)
