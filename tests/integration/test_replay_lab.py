@@ -174,3 +174,34 @@ def test_replay_with_the_dut_dropping_one_percent(lab, tmp_path):
     assert abs(cause["frames"] - (s["lost"] - host)) <= 0.01 * s["lost"] + 1, s["loss_causes"]
     assert sum(f["lost"] for f in s["flow_loss"]) == s["lost"]
     assert s["flows"] == 4 and s["flows_verified"] == sum(f["lost"] == 0 for f in s["flow_loss"])
+
+
+def test_a_frame_over_the_interfaces_mtu_stops_the_run_in_one_line(lab, tmp_path):
+    """pcap.mtu raised past the lab's veth MTU (1500): the worker refuses the stream at
+    configure, naming the frame, the file and the interface."""
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.packet import Raw
+    from scapy.utils import wrpcap
+
+    big = Ether() / IP(src="10.0.0.1", dst="10.1.0.1") / UDP(sport=1, dport=7) / Raw(b"j" * 1700)
+    small = Ether() / IP(src="10.0.0.1", dst="10.1.0.1") / UDP(sport=1, dport=7) / Raw(b"s" * 40)
+    wrpcap(str(tmp_path / "jumbo.pcap"), [small, big])
+    prof = tmp_path / "jumbo.yaml"
+    prof.write_text(f"""
+ports:
+  p0: {{interface: p0, netns: {lab}-tester}}
+  p1: {{interface: p1, netns: {lab}-tester}}
+streams:
+  - name: jumbo
+    port: p0
+    rx_port: p1
+    pcap: {{file: jumbo.pcap, mtu: 9000}}
+    rewrite: {{ipv4: {{"10.0.0.0/24": "198.18.1.0/24", "10.1.0.0/24": "198.19.1.0/24"}}}}
+""")
+    cp = subprocess.run(TGEN + ["run", str(prof), "--no-store", "--quiet"],
+                        capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert cp.returncode != 0
+    assert "Traceback" not in cp.stderr
+    line = next(ln for ln in cp.stderr.splitlines() if "over the MTU" in ln)
+    assert "frame 2 of" in line and "jumbo.pcap is 1728 B of IP" in line and "(1500 B)" in line

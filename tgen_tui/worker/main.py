@@ -35,7 +35,7 @@ from tgen_tui.worker.pacing import (
 )
 from tgen_tui.worker.process import run_worker
 from tgen_tui.worker.protocol import EXIT_OK, LATE_NS, MIN_WAKE_NS
-from tgen_tui.worker.replayrx import ReplayRx, replay_receiver
+from tgen_tui.worker.replayrx import ReplayRx, interface_mtu, replay_receiver
 from tgen_tui.worker.responder import PortResponder, receive_all_multicast, with_macs
 from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
@@ -236,11 +236,31 @@ class Port:
         lane = lanes.lane_from_spec(self.spec)
         for p, row in zip(progs, tx_rows, strict=True):
             self.streams.append(TxStream(p, row, self.idx, max_batch, lane))
+        self._check_replay_mtu()
         self._setup_stamps()
         rx_rows = self.w.cv.rx[rx_table] if rx_table is not None else None
         self.flows = attach_flows(
             self.spec, self.learn, self.streams, self.w.cv.flows[self.idx], rx_rows
         )
+
+    def _check_replay_mtu(self) -> None:
+        """A replayed capture's largest IP packet against the interface's MTU (the
+        profile's pcap.mtu is checked before the run; the interface's only here)."""
+        replays = [st for st in self.streams if st.prog.replay is not None]
+        if not replays:
+            return
+        with netns(self.netns):
+            mtu = interface_mtu(self.interface)
+        for st in replays:
+            r = st.builder.r
+            ip = r.layout.l3end - r.layout.l3off
+            i = int(np.argmax(ip))
+            if mtu and int(ip[i]) > mtu:
+                raise WorkerError(
+                    f"port {self.name}: stream {st.prog.name}: frame {int(r.frame_numbers[i])} "
+                    f"of {st.prog.replay.file} is {int(ip[i])} B of IP, over the MTU of "
+                    f"{self.interface} ({mtu} B): filter it out (pcap.filter) or raise the MTU"
+                )
 
     def _open_pacer(self, progs: list[StreamProgram]) -> None:
         """pacing: qdisc: this port's TBF (made at the streams' rate, removed at close).

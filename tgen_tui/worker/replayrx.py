@@ -142,6 +142,21 @@ def describe_key(key: int) -> str:
     return f"{name} {addr}:{port}" if proto in (6, 17) else f"{name} {addr}"
 
 
+def interface_mtu(interface: str) -> int:
+    """The MTU of ``interface`` in the calling thread's namespace (SIOCGIFMTU); 0 when
+    it cannot be read (the send path then says what is wrong)."""
+    import fcntl
+    import socket
+    import struct
+
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            req = struct.pack("16si", interface.encode()[:15], 0)
+            return int(struct.unpack("16si", fcntl.ioctl(s, 0x8921, req))[1])
+    except OSError:
+        return 0
+
+
 def replay_receiver(specs: list[dict] | None) -> ReplayRx | None:
     """The receiver of the replayed streams arriving at a port (their programs, as the
     port spec's ``rx_replays`` carries them), or None: the frames' keys come from the
@@ -165,6 +180,7 @@ __all__ = [
     "ReplayRx",
     "describe_key",
     "frame_keys",
+    "interface_mtu",
     "replay_receiver",
     "template_keys",
 ]
