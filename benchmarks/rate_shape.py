@@ -16,10 +16,12 @@ last core):
   distance of the tap's gaps from the law (SciPy's distribution, mean 1/rate, the cauchy
   truncated to 0..2× the mean gap as tgen draws it), the same distance of tgen's own
   receive-side histogram (``spacing.ks`` in its result), and the mean rate error.
+- **bursts** (Must show 4): 20 bursts of 1,000 frames at line rate every 50 ms: the tap's
+  gaps inside the bursts and between them, and the stream's losses with their causes.
 
 Every figure is a measurement of this host, not a pass/fail: the JSON records the host.
 Writes ``benchmarks/results/rate_shape.json``. Run as root:
-``.venv/bin/python benchmarks/rate_shape.py [--parts steps,laws] [--law-seconds 20]
+``.venv/bin/python benchmarks/rate_shape.py [--parts steps,bursts,laws] [--law-seconds 20]
 [--pacing auto|qdisc|timer|burst]``.
 """
 
@@ -120,6 +122,33 @@ def steps_case(lab: Lab, a, cpus: tuple[int, int]) -> dict:
     }  # fmt: skip
 
 
+def bursts_case(lab: Lab, a, cpus: tuple[int, int]) -> dict:
+    """Must show 4: bursts of 1,000 frames at line rate every 50 ms, 20 bursts: the tap's
+    gaps inside the bursts and between them, and where the losses went."""
+    prof = lab_profile(lab, pacing=a.pacing)
+    up = prof["streams"][0]
+    up.pop("rate", None)
+    up["mode"] = {"type": "multi_burst", "frames": 1000, "every": "50ms", "at": "line",
+                  "bursts": 20}  # fmt: skip
+    res, t, _, tap_counts = _send(lab, "bursts", prof, 2.0, cpus)
+    s = stream_result(res, "up")
+    gaps_us = np.diff(np.sort(t)) / 1e3
+    between = gaps_us[gaps_us > 10_000]
+    inside = gaps_us[gaps_us <= 10_000]
+    return {
+        "part": "bursts", "pacing": a.pacing, "tx_frames": s.get("tx_frames"),
+        "rx_frames": s.get("rx_frames"), "lost": s.get("lost"),
+        "loss_causes": s.get("loss_causes"), "tap_frames": int(len(t)),
+        "tap_capture": tap_counts,
+        "gaps_over_10ms": int(len(between)),
+        "gap_between_bursts_ms_p50": float(np.median(between) / 1e3) if len(between) else None,
+        "gap_inside_burst_us": {
+            q: float(np.percentile(inside, v)) for q, v in (("p50", 50), ("p99", 99))
+        } if len(inside) else None,
+        "tgen_spacing": s.get("spacing"),
+    }  # fmt: skip
+
+
 def _law_cdf(law: str, p: float, mean: float):
     from scipy import stats
 
@@ -162,7 +191,7 @@ def law_case(lab: Lab, a, law: str, key: str, p: float, cpus: tuple[int, int]) -
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    ap.add_argument("--parts", default="steps,laws", help="steps and/or laws")
+    ap.add_argument("--parts", default="steps,bursts,laws", help="steps, bursts and/or laws")
     ap.add_argument("--law-seconds", type=float, default=20.0, help="per law (default 20)")
     ap.add_argument("--pacing", choices=PACING_CHOICES, help="pacing: X on p0 (default: left out)")
     ap.add_argument("--out", default=str(RESULTS / "rate_shape.json"))
@@ -182,6 +211,12 @@ def main() -> int:
         if "steps" in parts:
             cases.append(steps_case(lab, a, cpus))
             print(json.dumps(cases[-1]["steps"]), cases[-1]["tx_frames"], flush=True)
+        if "bursts" in parts:
+            cases.append(bursts_case(lab, a, cpus))
+            c = cases[-1]
+            print({k: c.get(k) for k in ("tx_frames", "lost", "gaps_over_10ms",
+                                         "gap_between_bursts_ms_p50", "gap_inside_burst_us")},
+                  flush=True)  # fmt: skip
         if "laws" in parts:
             for law, key, p in LAWS:
                 cases.append(law_case(lab, a, law, key, p, cpus))

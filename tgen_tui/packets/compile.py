@@ -112,6 +112,12 @@ def _size_program(s: m.Stream, key: int) -> SizeProgram:
         return SizeProgram("fixed", sz.fixed - FCS_LEN, sz.fixed - FCS_LEN)
     if isinstance(sz, m.RangeSize):
         return SizeProgram(sz.mode, sz.min - FCS_LEN, sz.max - FCS_LEN, sz.step, key)
+    if isinstance(sz, m.LawSize):  # one seeded cycle of drawn sizes, sent as a pattern
+        from tgen_tui.profiles.sizelaw import size_cycle
+
+        cyc = size_cycle(sz.dist, sz.mean, sz.law_param, sz.min, sz.max, key)
+        return SizeProgram("imix", sz.min - FCS_LEN, sz.max - FCS_LEN, 1, key,
+                           tuple(x - FCS_LEN for x in cyc))  # fmt: skip
     # IMIX: an exact, seeded interleaving of the weighted sizes
     import numpy as np
 
@@ -358,6 +364,8 @@ def compile_stream(
     if not pseudo:
         fields.without_l4_csum_of_ip()
     mean = m.size_bounds(s.size)[2]
+    if isinstance(s.size, m.LawSize):  # the stream's own drawn cycle: its exact mean
+        mean = sizes.mean + FCS_LEN
     shape: tuple[tuple[float, float, float], ...] = ()
     if s.shape is not None:  # pps is the shape's peak; the segments are multiples of it
         segs = s.shape.segments_pps(mean, port.speed)

@@ -416,9 +416,44 @@ class ImixSize(Strict):
         return [(e.size, e.weight) for e in self.imix]
 
 
+class LawSize(Strict):
+    """Sizes drawn from a law with a mean, clipped to ``min..max`` (bytes with the FCS):
+    one cycle of 16,384 seeded draws, repeated (exact over every cycle)."""
+
+    dist: Literal["exponential", "normal", "lognormal", "gamma", "weibull", "pareto"]
+    mean: float = Field(gt=0, le=MAX_FRAME, description="Mean frame size (B, with the FCS)")
+    param: float | None = Field(
+        None,
+        gt=0,
+        le=100,
+        description="normal: sd as a fraction of the mean (0.25); lognormal: sigma of "
+        "ln(size) (0.5); gamma, weibull, pareto: the shape (2, 1.5, 2.5; pareto > 1)",
+    )
+    min: int = Field(MIN_FRAME, ge=MIN_FRAME, le=MAX_FRAME)
+    max: int = Field(1518, ge=MIN_FRAME, le=MAX_FRAME)
+
+    @model_validator(mode="after")
+    def _rules(self):
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be ≤ max ({self.max})")
+        if self.dist == "exponential" and self.param is not None:
+            raise ValueError("param: the exponential law has none (give the mean)")
+        if self.dist == "pareto" and self.param is not None and self.param <= 1:
+            raise ValueError("param: a pareto shape must be > 1 for the mean to exist")
+        return self
+
+    @property
+    def law_param(self) -> float:
+        from tgen_tui.profiles.sizelaw import DEFAULT_PARAM
+
+        return self.param if self.param is not None else DEFAULT_PARAM.get(self.dist, 0.0)
+
+
 def _size_tag(v: Any) -> str:
     if isinstance(v, int) and not isinstance(v, bool):
         return "fixed"
+    if isinstance(v, LawSize) or (isinstance(v, dict) and "dist" in v):
+        return "law"
     if isinstance(v, dict):
         if "imix" in v:
             return "imix"
@@ -437,7 +472,7 @@ def _size_scalar(v: Any) -> Any:
         return {"fixed": v}
     if isinstance(v, str) and v in IMIX_PRESETS:
         return {"imix": v}
-    if not isinstance(v, dict | FixedSize | RangeSize | ImixSize):
+    if not isinstance(v, dict | FixedSize | RangeSize | ImixSize | LawSize):
         raise ValueError(
             f"{v!r} is not a frame size: write bytes (64), a range {{min: 64, max: 1518, mode: random}} "
             f"or an IMIX {{imix: classic}}"
@@ -448,16 +483,24 @@ def _size_scalar(v: Any) -> Any:
 FrameSize = Annotated[
     Annotated[FixedSize, Tag("fixed")]
     | Annotated[RangeSize, Tag("range")]
-    | Annotated[ImixSize, Tag("imix")],
+    | Annotated[ImixSize, Tag("imix")]
+    | Annotated[LawSize, Tag("law")],
     Discriminator(_size_tag),
     BeforeValidator(_size_scalar),
 ]
 
 
-def size_bounds(size: FixedSize | RangeSize | ImixSize) -> tuple[int, int, float]:
-    """(smallest, largest, mean) frame size in bytes including FCS."""
+def size_bounds(size: FixedSize | RangeSize | ImixSize | LawSize) -> tuple[int, int, float]:
+    """(smallest, largest, mean) frame size in bytes including FCS (a law's: the mean of
+    its drawn cycle, which the clipping moves; drawn with key 0, within a byte of any
+    stream's own cycle)."""
     if isinstance(size, FixedSize):
         return size.fixed, size.fixed, float(size.fixed)
+    if isinstance(size, LawSize):
+        from tgen_tui.profiles.sizelaw import clipped_mean
+
+        mean = clipped_mean(size.dist, size.mean, size.law_param, size.min, size.max)
+        return size.min, size.max, mean
     if isinstance(size, RangeSize):
         return size.min, size.max, (size.min + size.max) / 2
     e = size.entries

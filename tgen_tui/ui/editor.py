@@ -266,6 +266,8 @@ def _size_note(size) -> str:
         return f"imix of {len(size.imix)} sizes"
     if isinstance(size, m.RangeSize):
         return f"{size.min}-{size.max} B, {size.mode}"
+    if isinstance(size, m.LawSize):
+        return f"{size.dist} law, mean {size.mean:g} B before clipping to {size.min}-{size.max} B"
     return ""
 
 

@@ -1,0 +1,55 @@
+"""Frame sizes drawn from a law (``size: {dist: lognormal, mean: 400, sigma: 0.6}``).
+
+Why: real packet sizes are not uniform (USERS.md §4 draws them from the same laws as the
+gaps). The sizes are drawn once, at compile time, as one cycle of :data:`CYCLE` sizes from
+numpy's generator seeded by the stream's key, rounded to whole bytes and clipped to
+``[min, max]``; the worker sends them as a repeating pattern (the IMIX mechanism), so the
+law holds exactly over every cycle and no Python runs per frame. Clipping moves the mean:
+:func:`clipped_mean` is the mean of the cycle, the one rates in bit/s are resolved with.
+Imports: numpy only.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+CYCLE = 16384
+SIZE_LAWS = ("exponential", "normal", "lognormal", "gamma", "weibull", "pareto")
+#: the law's parameter when none is given: normal sd as a fraction of the mean, lognormal
+#: sigma of ln(size), gamma/weibull/pareto shape
+DEFAULT_PARAM = {"normal": 0.25, "lognormal": 0.5, "gamma": 2.0, "weibull": 1.5, "pareto": 2.5}
+
+
+@functools.lru_cache(maxsize=64)
+def size_cycle(law: str, mean: float, param: float, lo: int, hi: int, key: int) -> tuple[int, ...]:
+    """One cycle of sizes (bytes with the FCS) drawn from ``law`` with mean ``mean``."""
+    rng = np.random.default_rng(key & 0xFFFFFFFFFFFFFFFF)
+    n = CYCLE
+    if law == "exponential":
+        x = rng.exponential(mean, n)
+    elif law == "normal":
+        x = rng.normal(mean, param * mean, n)
+    elif law == "lognormal":
+        x = rng.lognormal(math.log(mean) - 0.5 * param * param, param, n)
+    elif law == "gamma":
+        x = rng.gamma(param, mean / param, n)
+    elif law == "weibull":
+        x = (mean / math.gamma(1.0 + 1.0 / param)) * rng.weibull(param, n)
+    elif law == "pareto":  # Lomax + 1 scaled: x_m (a-1)/a... the classic Pareto with mean
+        xm = mean * (param - 1.0) / param
+        x = xm * (1.0 + rng.pareto(param, n))
+    else:
+        raise ValueError(f"unknown size law {law!r}; expected one of {', '.join(SIZE_LAWS)}")
+    return tuple(int(v) for v in np.clip(np.rint(x), lo, hi))
+
+
+def clipped_mean(law: str, mean: float, param: float, lo: int, hi: int, key: int = 0) -> float:
+    """The mean size (bytes with the FCS) of the cycle: the law's, moved by the clipping."""
+    c = size_cycle(law, mean, param, lo, hi, key)
+    return sum(c) / len(c)
+
+
+__all__ = ["CYCLE", "DEFAULT_PARAM", "SIZE_LAWS", "clipped_mean", "size_cycle"]
