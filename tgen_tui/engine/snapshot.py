@@ -46,7 +46,8 @@ class Spacing:
 
 @dataclass(frozen=True)
 class SetupLatency:
-    """Time to first reply of the verified flows, in ns (tgen_tui.engine.flowstats)."""
+    """Time to first reply of the verified flows, in ns (tgen_tui.engine.flowstats); an
+    app flow's setup and transaction times use it too (tgen_tui.engine.appfigures)."""
 
     min: float | None = None
     p50: float | None = None
@@ -213,6 +214,27 @@ class FlowStats:
     lost: int | None = None
     loss_pct: float | None = None
     jitter_ms: float | None = None
+    # request/response (app) flows: the clients' connections (engine/appfigures.py)
+    app: str | None = None  # request-response | http | dns
+    load: str | None = None  # cps | concurrent | tps
+    target: float | None = None  # the load asked now: conn/s, connections, transactions/s
+    attempted: int | None = None
+    established: int | None = None
+    failed: int | None = None  # the four below together
+    failed_refused: int | None = None
+    failed_reset: int | None = None
+    failed_timeout: int | None = None
+    failed_local: int | None = None  # the tester's own limit (ports, addresses, fds)
+    closed: int | None = None
+    aborted: int | None = None  # of closed: open at the stop's drain end, closed with RST
+    concurrent: int | None = None  # open now
+    transactions: int | None = None
+    served: int | None = None  # responses the server side wrote
+    attempted_per_s: float | None = None  # over the interval
+    established_per_s: float | None = None  # connections per second set up
+    transactions_per_s: float | None = None
+    setup_ns: SetupLatency | None = None  # connect called to writable (client's clock)
+    transaction_ns: SetupLatency | None = None  # request sent to response read in full
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ Layout (table ``ip tgen_lab`` in the DUT namespace)::
         oifname "d1" snat to 198.19.0.1 [fully-random]       stateful NAT44 (conntrack);
                                                              --nat-ports random: every
                                                              new flow gets a random port
+        ip saddr 198.18.104.0/22 oifname "e1" snat to 198.19.100.1 [fully-random]
+                                                             the app flows' clients on h0
+                                                             (lab/hosts.py CLIENT_NET)
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 from tgen_tui.dut import nft as dut_nft
 from tgen_tui.dut.channel import DutChannel
 from tgen_tui.lab import commands
+from tgen_tui.lab.hosts import CLIENT_NET, E1, E1_IP
 from tgen_tui.lab.naming import D1, D1_IP, NFT_TABLE
 
 #: Destination of the filter rules: inside 198.18.0.0/15 but never used by lab traffic.
@@ -61,7 +65,9 @@ def ruleset(
     configuration generator's NAT44 (``tgen dut config``), with the lab's names."""
     from tgen_tui.dut.config import nft_nat44
 
+    random = " fully-random" if nat_ports == "random" else ""
     return nft_nat44(
+        extra_nat=[f'ip saddr {CLIENT_NET} oifname "{E1}" snat to {E1_IP}{random}'],
         table=NFT_TABLE,
         outside_if=D1,
         public_ip=D1_IP,

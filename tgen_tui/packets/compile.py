@@ -19,6 +19,7 @@ from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
+from tgen_tui.packets.appcompile import app_port, app_program
 from tgen_tui.packets.batch import word_sum
 from tgen_tui.packets.flowprogram import (
     FIRST_PORT,
@@ -511,7 +512,7 @@ def compile_flows(profile: m.Profile, rate_scale: float = 1.0) -> list[FlowProgr
                     rx_port=t.rx_port,
                     protocol=t.protocol,
                     cc=None if udp else t.cc,
-                    dst_port=(t.dst_port + k) if t.dst_port else FIRST_PORT + fid,
+                    dst_port=(t.dst_port + k) if t.dst_port else app_port(t, FIRST_PORT + fid),
                     message=message,
                     rate_bps=rate,
                     src_netns=src.netns,
@@ -519,6 +520,7 @@ def compile_flows(profile: m.Profile, rate_scale: float = 1.0) -> list[FlowProgr
                     src_ip=src.ipv4,
                     dst_ip=dst.ipv4,
                     schedule=sched,
+                    app=app_program(t, src.ipv4, rate_scale),
                 )
             )
             fid += 1

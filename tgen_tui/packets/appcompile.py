@@ -1,0 +1,46 @@
+"""A ``transport:`` entry's ``app:``/``load:``/``clients:`` to an :class:`AppProgram`."""
+
+from __future__ import annotations
+
+from tgen_tui.packets.appprogram import DEFAULT_REQUEST, DEFAULT_RESPONSE, AppProgram
+
+#: the server port of an app flow that gives no dst_port
+APP_PORTS = {"http": 80, "dns": 53}
+
+
+def app_program(t, client_ip: str, rate_scale: float = 1.0) -> AppProgram | None:
+    """The entry's request/response program (None: a bulk flow); ``client_ip``: the
+    sending host's address (the one client when ``clients`` gives no first address);
+    ``rate_scale`` scales a rate load (as ``tgen run --rate-scale`` scales frame streams)."""
+    if t.app is None or t.load is None:
+        return None
+    a, ld = t.app, t.load
+    mode = ld.mode
+    target = {"cps": ld.connections_per_s, "concurrent": ld.concurrent}.get(
+        mode, ld.transactions_per_s
+    )
+    clients = t.clients
+    return AppProgram(
+        kind=a.kind,
+        request=a.request or DEFAULT_REQUEST,
+        response=a.response or DEFAULT_RESPONSE,
+        per_connection=a.per_connection,
+        close_rst=a.close == "rst",
+        think_s=float(a.think),
+        timeout_s=float(a.timeout),
+        mode=mode,
+        target=float(target or 0) * (rate_scale if mode != "concurrent" else 1.0),
+        ramp_s=float(ld.ramp),
+        clients_first=(clients.first if clients and clients.first else client_ip),
+        clients_count=clients.count if clients else 1,
+    )
+
+
+def app_port(t, default: int) -> int:
+    """An app flow's server port: dst_port, else its kind's (http 80, dns 53), else ``default``."""
+    if t.dst_port:
+        return int(t.dst_port)
+    return APP_PORTS.get(t.app.kind, default) if t.app is not None else default
+
+
+__all__ = ["APP_PORTS", "app_port", "app_program"]
