@@ -46,7 +46,6 @@ WEB = "{name: w, port: p0, rx_port: p1, "
         (WEB + "app: {kind: http, request: 90}, load: {concurrent: 5}}", "request", "own size"),
         (WEB + "protocol: udp, app: {kind: http}, load: {concurrent: 5}}", "", "over tcp"),
         (WEB + "app: {kind: dns}, load: {concurrent: 5}}", "", "runs over udp"),
-        (WEB + "app: {}, load: {concurrent: 5}, parallel: 2}", "", "parallel"),
         (WEB + "app: {close: bye}, load: {concurrent: 5}}", "app.close", "'fin' or 'rst'"),
         (WEB + "app: {}, load: {concurrent: 5}, clients: {count: 2, first: 1.2.3}}", "first", ""),
         (WEB + "protocol: udp, rate: 1M, app: {}, load: {concurrent: 5}}", "rate", "load"),
@@ -246,3 +245,29 @@ def test_appflow_counts_refused_connections_and_keeps_a_concurrent_target():
     c2 = _counts(cv2)
     held.close()
     assert c2["concurrent"] == 40 and c2["attempted"] == 40 and c2["established"] == 40
+
+
+def test_parallel_splits_an_app_entry_over_workers_by_load_and_clients():
+    from tgen_tui.engine.flowplan import plan_flow_workers
+
+    entry = (
+        WEB
+        + "app: {}, load: {concurrent: 20000}, clients: {count: 1000, first: 198.18.104.1}, parallel: 3}"
+    )
+    flows = compile_profile(load_profile_text(BASE + f"  - {entry}\n")).flows
+    assert [f.name for f in flows] == ["w.1", "w.2", "w.3"]
+    assert {f.dst_port for f in flows} == {5201}  # one server port (SO_REUSEPORT listeners)
+    assert [f.app.clients_count for f in flows] == [333, 333, 334]
+    assert [f.app.clients_first for f in flows] == [
+        "198.18.104.1",
+        "198.18.105.78",
+        "198.18.106.155",
+    ]
+    ips = [ip for f in flows for ip in f.app.client_addresses()]
+    assert len(set(ips)) == 1000 and ips[-1] == "198.18.107.232"
+    assert [f.app.target for f in flows] == [6666, 6667, 6667]  # whole connections
+    plans = plan_flow_workers(tuple(flows), [1], first_id=2)
+    assert [p.flows for p in plans] == [(0,), (1,), (2,)]  # a worker each
+    with pytest.raises(BadInput) as e:
+        load_profile_text(BASE + "  - " + WEB + "app: {}, load: {concurrent: 5}, parallel: 2}\n")
+    assert "need as many client addresses" in e.value.lines()[0]

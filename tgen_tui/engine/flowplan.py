@@ -1,7 +1,8 @@
 """Which flow worker runs which socket flows, on which core (DESIGN rule 6).
 
-One flow worker per ``transport:`` entry (a request/response entry is one flow, its
-connections all in its worker): its ``parallel`` flows share one process, which
+One flow worker per ``transport:`` entry (a request/response entry's ``parallel`` flows
+get a worker each, every one with its share of the load): its ``parallel`` flows share
+one process, which
 holds both ends of each (the sender's socket in one host namespace, the receiver's in the
 other). A flow worker belongs to its entry's sending port: it starts, stops and drains
 with it. Flow workers are pinned round-robin onto the allowed cores, after the frame
@@ -38,8 +39,8 @@ def plan_flow_workers(
     """One plan per transport entry, in profile order; core round-robin from where the
     ``first_id`` frame workers left off."""
     entries: dict[str, list[int]] = {}
-    for i, f in enumerate(flows):
-        entries.setdefault(f.stream, []).append(i)
+    for i, f in enumerate(flows):  # an app flow's parallel flows: a worker each
+        entries.setdefault(f.stream if f.app is None else f.name, []).append(i)
     plans = []
     for k, pos in enumerate(entries.values()):
         wid = first_id + k

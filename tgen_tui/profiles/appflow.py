@@ -19,7 +19,10 @@ kept open (replacing those that end), or a transaction rate, with an optional li
 
 ``kind: http`` is an HTTP/1.1 GET with headers and a response with headers and a body of
 ``response`` bytes; ``kind: dns`` (UDP) a DNS query and its answer; ``kind:
-request-response`` plain ``request``/``response`` bytes.
+request-response`` plain ``request``/``response`` bytes. ``parallel: N`` splits the entry
+over N flow workers (``NAME.1`` ... ``NAME.N``), each with 1/N of the load and of the
+clients and its own server socket on the same port (SO_REUSEPORT: the kernel spreads the
+connections over them), for a load one process (its CPU, its file descriptors) cannot hold.
 """
 
 from __future__ import annotations
@@ -156,8 +159,12 @@ def check_app(t) -> list[str]:
         out.append("protocol: kind dns runs over udp")
     if t.app.kind == "http" and t.protocol != "tcp":
         out.append("protocol: kind http runs over tcp")
-    if t.parallel != 1:
-        out.append("parallel: an app flow is one flow worker; its load: sets how many connections")
+    count = t.clients.count if t.clients else 1
+    if t.parallel > count:
+        out.append(
+            f"parallel: {t.parallel} flow workers need as many client addresses (clients.count "
+            f"is {count}): each worker takes its share of the clients and of the load"
+        )
     if t.message is not None:
         out.append("message: an app flow's sizes are app.request and app.response")
     return out

@@ -96,7 +96,11 @@ class TransportStream(Strict):
                     f"cc: {self.cc!r} is not offered by this kernel (it has: "
                     f"{', '.join(offered)}; no tcp_{self.cc} module to load)"
                 )
-        if self.dst_port is not None and self.dst_port + self.parallel - 1 > 65535:
+        if (
+            self.app is None
+            and self.dst_port is not None
+            and self.dst_port + self.parallel - 1 > 65535
+        ):
             raise ValueError(
                 f"dst_port: {self.parallel} parallel flows from {self.dst_port} run past 65535 "
                 f"(flow k uses dst_port + k): give dst_port ≤ {65536 - self.parallel}"

@@ -138,6 +138,8 @@ class AppFlow:
             kind = socket.SOCK_DGRAM if self.udp else socket.SOCK_STREAM
             self.lst = socket.socket(socket.AF_INET, kind | socket.SOCK_NONBLOCK)
         self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # the entry's other workers listen on the same port: the kernel spreads over them
+        self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if self.udp:
             self.lst.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         self.lst.bind(self.dst)
