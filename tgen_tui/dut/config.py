@@ -159,6 +159,7 @@ def nft_nat44(
     drop_percent: float = 0.0,
     rate_limit_pps: int | None = None,
     ct_limit: int | None = None,
+    ct_new_rate: int | None = None,
     filter_rules: list[str] | None = None,
     extra_nat: list[str] | None = None,
 ) -> str:
@@ -180,6 +181,13 @@ def nft_nat44(
     if ct_limit:
         lines.append(  # the comment names the cause in the drop counters (dut/counters.py)
             f'    ct state new ct count over {ct_limit} counter drop comment "ct count over {ct_limit}"'
+        )
+    if ct_new_rate:  # a connections-per-second limit (burst: 100 ms worth, at least 5:
+        # a tester late by a few ms catches up without meeting the limit)
+        lines.append(
+            f"    ct state new limit rate over {ct_new_rate}/second burst "
+            f"{max(5, ct_new_rate // 10)} packets counter drop comment "
+            f'"new connections over {ct_new_rate}/s"'
         )
     lines += [
         "  }",

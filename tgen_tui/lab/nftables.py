@@ -12,6 +12,7 @@ Layout (table ``ip tgen_lab`` in the DUT namespace)::
         numgen random mod 10000 < P*100 counter drop         --drop-percent P (exact to 0.01 %)
         limit rate over R/second burst B packets counter drop --rate-limit R
         ct state new ct count over N counter drop            --ct-limit N
+        ct state new limit rate over R/second burst B packets counter drop   --ct-new-rate R
     chain fwd_filter (filter, hook forward, priority 0)      --filter-rules N
         ip saddr 198.18.128.x ip daddr 198.19.255.254 udp dport Y drop   (x N, never match)
         accept                                                the one matching rule, last
@@ -58,6 +59,7 @@ def ruleset(
     drop_percent: float = 0.0,
     rate_limit_pps: int | None = None,
     ct_limit: int | None = None,
+    ct_new_rate: int | None = None,
     filter_rules: int = 0,
     nat_ports: str = "preserve",
 ) -> str:
@@ -75,6 +77,7 @@ def ruleset(
         drop_percent=drop_percent,
         rate_limit_pps=rate_limit_pps,
         ct_limit=ct_limit,
+        ct_new_rate=ct_new_rate,
         filter_rules=[filter_rule(i) for i in range(filter_rules)],
     )
 

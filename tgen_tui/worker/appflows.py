@@ -49,6 +49,8 @@ from tgen_tui.worker.rxstats import lat_bucket
 IP_BIND_ADDRESS_NO_PORT = 24  # linux/in.h
 LINGER_RST = struct.pack("ii", 1, 0)
 BURST = 256  # connections opened per turn at most (then the sockets get a look)
+CATCH_UP_S = 0.005  # a rate load's turn opens at most this long's worth (a late sender
+# catches up over the next turns, not in one burst of SYNs)
 ACCEPTS = 128  # accept calls per readable listener
 MAX_WAIT_S = 0.05
 BACKLOG = 65535
@@ -216,16 +218,18 @@ class AppFlow:
         rel = (now_ns - self.t0_ns) / 1e9
         if a.mode == "concurrent":
             want = int(a.target_at(rel)) - len(self.conns)
-            n = min(max(0, want), BURST)
+            cap = BURST
+            n = min(max(0, want), cap)
             wait = 0.0 if want > BURST else MAX_WAIT_S
-        else:
-            n = min(max(0, a.due_connections(rel) - self.opened), BURST)
+        else:  # a late turn catches up by at most CATCH_UP_S worth of connections
             rate = a.conn_rate() * (1.0 if rel >= a.ramp_s else max(rel / a.ramp_s, 0.01))
+            cap = min(BURST, max(4, int(rate * CATCH_UP_S)))
+            n = min(max(0, a.due_connections(rel) - self.opened), cap)
             wait = min(MAX_WAIT_S, 1.0 / rate) if rate > 0 else MAX_WAIT_S
         for _ in range(n):
             if not self.connect(now_ns):  # the tester's own limit: try again a little later
                 return LOCAL_BACKOFF_S
-        return 0.0 if n == BURST else wait
+        return 0.0 if n == cap else wait
 
     def connect(self, now_ns: int) -> bool:
         """One new client connection from the next client address; False when the
@@ -385,8 +389,13 @@ class AppFlow:
         self.row[FC.FC_CONCURRENT] = len(self.conns)
 
     def abort_all(self) -> None:
-        """The drain ended: the connections still open close with RST (counted closed)."""
+        """The drain ended: the connections still open close with RST (counted closed
+        and aborted); a connect still unanswered then has timed out (a CPS search counts
+        a SYN the DUT dropped near the end as the failure it is)."""
         for c in list(self.conns.values()):
+            if c.state == CONNECTING and not self.udp:
+                self._fail(c, None)
+                continue
             self.row[FC.FC_ABORTED] += 1
             self._close(c, rst=True)
         self.deadlines.clear()
