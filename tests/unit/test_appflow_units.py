@@ -271,3 +271,30 @@ def test_parallel_splits_an_app_entry_over_workers_by_load_and_clients():
     with pytest.raises(BadInput) as e:
         load_profile_text(BASE + "  - " + WEB + "app: {}, load: {concurrent: 5}, parallel: 2}\n")
     assert "need as many client addresses" in e.value.lines()[0]
+
+
+def test_fail_on_app_metrics_judge_the_worst_app_flow():
+    from tgen_tui.engine.thresholds import evaluate, parse_thresholds
+    from tgen_tui.results.models import RunResult
+
+    web = {
+        "protocol": "tcp",
+        "app": "http",
+        "attempted": 2000,
+        "failed": 10,
+        "established_per_s": 1990.0,
+        "setup_ns": {"p99": 6e6},
+        "transaction_ns": {"p99": 2e6},
+    }
+    bulk = {"protocol": "tcp", "goodput_bps": 1e9, "span_s": 1.0}  # fmt: skip
+    r = RunResult.model_validate({"transport": {"streams": {"web": web, "bulk": bulk}}})
+    ths = parse_thresholds(["conn_failed>0", "conn_failed>1%", "cps<1995", "setup_p99>5ms",
+                            "txn_p99>5"])  # fmt: skip
+    got = {b["threshold"]: (b["where"], b["value"]) for b in evaluate(ths, r)}
+    assert got == {
+        "conn_failed>0": ("flow web", 10),
+        "cps<1995": ("flow web", 1990.0),
+        "setup_p99>5ms": ("flow web", 6e6),
+    }  # 0.5 % failed is not above 1 %; txn_p99 2 ms is not above 5 ms
+    with pytest.raises(BadInput):
+        parse_thresholds(["setup_p99>5M"])
