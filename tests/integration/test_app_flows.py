@@ -102,6 +102,7 @@ def test_http_cps_through_the_nat_established_then_time_wait_over_every_client(a
     w = res["transport"]["streams"]["web"]
     _ended_one_way(w)
     assert w["app"] == "http" and w["load"] == "cps" and w["attempted"] > 0
+    assert w["due"] >= w["attempted"] and w["achieved_pct"] == 100.0 * w["attempted"] / w["due"]
     assert w["established"] >= 0.99 * w["attempted"], w  # established ≈ attempted
     assert w["served"] >= w["transactions"] >= w["closed"] - w["aborted"]
     s = w["setup_ns"]
@@ -113,6 +114,8 @@ def test_http_cps_through_the_nat_established_then_time_wait_over_every_client(a
     ]
     tw = [m for m in listed if m["state"] == "TIME_WAIT"]
     assert len(tw) == w["closed"] - w["aborted"], (len(tw), w)
+    # ... which the run's own DUT probe read too (ctnetlink, by state, at the final sample)
+    assert res["dut"]["conntrack_states_final"]["TIME_WAIT"] == len(tw)
     assert {m["rdst"] for m in tw} == {hosts.E1_IP}  # the NAT's public address
     public = {m["rport"] for m in tw}
     assert len(public) == len(tw)  # one public port per connection (same address, server)

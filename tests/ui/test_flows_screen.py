@@ -291,7 +291,10 @@ def test_an_app_flow_shows_connections_per_second_and_open_connections_as_charts
             assert _cell(app, "web", "fail") == "0"
             assert _cell(app, "web", "setup").endswith("µs")
             detail = str(app.screen.query_one("#flow-detail", TextWidget).render())
-            assert "2,000 conn/s asked" in detail and "refused 0, reset 0, timed out 0" in detail
+            assert (
+                "2,000 conn/s asked · achieved 100.0 %" in detail
+                and "refused 0, reset 0, timed out 0" in detail
+            )
             cps, conc = app.screen.query_one("#fchart-good"), app.screen.query_one("#fchart-rtt")
             assert (cps.title, conc.title) == ("Connections/s", "Concurrent")
             series = [v for v in app.history.values(("cps", "web"), app.window) if v]

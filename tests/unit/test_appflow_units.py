@@ -214,6 +214,7 @@ def test_appflow_runs_request_response_on_loopback_counting_every_connection(pro
     c = _counts(cv)
     af.close()
     assert 150 <= c["attempted"] <= 210  # 400/s for 0.5 s, as the loop's turns fall
+    assert c["due"] >= c["attempted"]  # the asked rate's count (achieved = attempted / due)
     fails = c["fail_refused"] + c["fail_reset"] + c["fail_timeout"] + c["fail_local"]
     assert fails == 0, c
     assert c["established"] == c["closed"] == c["attempted"] and c["concurrent"] == 0
@@ -298,3 +299,24 @@ def test_fail_on_app_metrics_judge_the_worst_app_flow():
     }  # 0.5 % failed is not above 1 %; txn_p99 2 ms is not above 5 ms
     with pytest.raises(BadInput):
         parse_thresholds(["setup_p99>5M"])
+
+
+def test_conntrack_states_count_ctnetlink_entries_by_tcp_state_or_protocol():
+    import struct as st
+
+    from tgen_tui.dut import ctstates as CS
+    from tgen_tui.dut.netlink import attr
+
+    def entry(proto: int, state: int | None = None) -> bytes:
+        orig = attr(
+            CS.CTA_TUPLE_ORIG, attr(CS.CTA_TUPLE_PROTO, attr(CS.CTA_PROTO_NUM, bytes([proto])))
+        )
+        info = b""
+        if state is not None:
+            tcp = attr(CS.CTA_PROTOINFO_TCP, attr(CS.CTA_PROTOINFO_TCP_STATE, bytes([state])))
+            info = attr(CS.CTA_PROTOINFO, tcp)
+        return st.pack("=BBH", 2, 0, 0) + orig + info
+
+    msgs = [(CS.CT_GET, entry(6, 7))] * 3 + [(CS.CT_GET, entry(6, 3)), (CS.CT_GET, entry(17))]
+    assert CS.count_states(msgs) == {"TIME_WAIT": 3, "ESTABLISHED": 1, "udp": 1}
+    assert CS.TCP_STATES[7] == "TIME_WAIT" and CS.entry_state(entry(1)) == "icmp"

@@ -155,8 +155,12 @@ def app_lines(r: RunResult) -> list[str]:
         if f.app is None:
             continue
         s, x = f.setup_ns or {}, f.transaction_ns or {}
+        due = ""
+        if f.due:
+            late = ": the tester fell behind" if (f.achieved_pct or 0) < 99.0 else ""
+            due = f" of {f.due:,} due ({f.achieved_pct or 0:.1f} % of the asked rate{late})"
         out.append(
-            f"app {name} ({f.app}): attempted {f.attempted or 0:,}, established "
+            f"app {name} ({f.app}): attempted {f.attempted or 0:,}{due}, established "
             f"{f.established or 0:,} ({_num(f.established_per_s, ',.0f')} conn/s over the run), "
             f"closed {f.closed or 0:,}, failed {f.failed or 0:,} (refused "
             f"{f.failed_refused or 0:,}, reset {f.failed_reset or 0:,}, timed out "

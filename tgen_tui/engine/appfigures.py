@@ -11,7 +11,9 @@ baselines subtracted) and the counts of the sample before.
 - **setup time**: connect called to writable, on the client's clock (SYN to established);
   **transaction latency**: request's first byte written to the response read in full;
   both as min/p50/p90/p99/max/avg from the row's fixed-bucket histograms;
-- per interval: attempted, established (connections per second) and transactions per s.
+- per interval: attempted, established (connections per second) and transactions per s;
+- **achieved** (rate loads): attempted / due × 100, *due* being the connections the asked
+  rate makes due by now (by the stop): below 100 the tester fell behind (DESIGN rule 7).
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ def app_figures(row: np.ndarray, before: tuple[int, ...] | None, dt: float, udp:
     return {
         "target": int(row[FC.FC_TARGET]) / 1000.0,
         "attempted": now[0],
+        "due": int(row[FC.FC_DUE]) or None,
+        "achieved_pct": 100.0 * now[0] / int(row[FC.FC_DUE]) if row[FC.FC_DUE] > 0 else None,
         "established": now[1],
         "failed": refused + reset + timeout + local,
         "failed_refused": refused,

@@ -219,6 +219,8 @@ class FlowStats:
     load: str | None = None  # cps | concurrent | tps
     target: float | None = None  # the load asked now: conn/s, connections, transactions/s
     attempted: int | None = None
+    due: int | None = None  # rate loads: connections due at the asked rate (by the stop)
+    achieved_pct: float | None = None  # attempted / due: below 100, the tester fell behind
     established: int | None = None
     failed: int | None = None  # the four below together
     failed_refused: int | None = None
@@ -289,6 +291,9 @@ class DutStats:
     counters: tuple[CounterRow, ...] = ()
     cpu: tuple[CoreCpu, ...] = ()  # per core over the last interval
     cpu_note: str | None = None  # netns lab: "the host's CPUs..."; ssh: "the DUT's own CPUs"
+    # entries by state (TCP states, else the protocol), read every few seconds for
+    # profiles with request/response flows (dut/ctstates.py); () when not read
+    conntrack_states: tuple[tuple[str, int], ...] = ()
     counters_errors: tuple[str, ...] = ()  # what could not be read this interval
     counters_excess: int = 0  # counted drops beyond the loss (other traffic on the DUT)
 

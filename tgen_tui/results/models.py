@@ -140,6 +140,7 @@ class DutResult(Part):
     conntrack_rise: int | None = None
     conntrack_max: int | None = None
     conntrack_final: int | None = None
+    conntrack_states_final: dict[str, int] | None = None  # app flows: entries by state
     full_at_s: Num | None = None
     settings: dict[str, Any] | None = None
     error: str | None = None
@@ -175,6 +176,8 @@ class FlowResult(Part):
     app: str | None = None
     load: str | None = None
     attempted: int | None = None
+    due: int | None = None
+    achieved_pct: Num | None = None
     established: int | None = None
     failed: int | None = None
     failed_refused: int | None = None

@@ -237,6 +237,8 @@ class SimFlows:
             r[k] = b[k] + v
         r[FC.FC_CONCURRENT] = held or round(a.conn_rate() * (APP_SETUP_NS + APP_TXN_NS) / 1e9)
         r[FC.FC_TARGET] = round(a.target_at(rel) * 1000)
+        if a.mode != "concurrent":
+            r[FC.FC_DUE] = b[FC.FC_DUE] + n  # the fake keeps up with its rate
         setup, done = int(r[FC.FC_ESTABLISHED]), int(r[FC.FC_TRANSACTIONS])
         for hist, total, lo, hi, count, ns in (
             (FC.FC_SETUP_HIST, FC.FC_SETUP_SUM_NS, FC.FC_SETUP_MIN_NS, FC.FC_SETUP_MAX_NS,

@@ -116,7 +116,7 @@ class AppFlow:
         self.thinking: deque[tuple[int, int, int]] = deque()
         self.lst: socket.socket | None = None
         self.running = False
-        self.t0_ns = self.opened = self.next_client = self.phases = 0
+        self.t0_ns = self.opened = self.next_client = self.phases = self.due_base = 0
         self.timeout_ns = int(prog.app.timeout_s * 1e9)
         self.think_ns = int(prog.app.think_s * 1e9)
         self.buf = bytearray(max(65536, len(self.resp), len(self.req)))
@@ -186,6 +186,7 @@ class AppFlow:
     # ------------------------------------------------------------------ schedule
     def begin(self, t0_ns: int) -> None:
         self.t0_ns, self.opened, self.running = t0_ns, 0, True
+        self.due_base = int(self.row[FC.FC_DUE])  # a restart's due count goes on
 
     def end(self) -> None:
         """No new connections; those open finish (or the drain's end aborts them)."""
@@ -224,7 +225,9 @@ class AppFlow:
         else:  # a late turn catches up by at most CATCH_UP_S worth of connections
             rate = a.conn_rate() * (1.0 if rel >= a.ramp_s else max(rel / a.ramp_s, 0.01))
             cap = min(BURST, max(4, int(rate * CATCH_UP_S)))
-            n = min(max(0, a.due_connections(rel) - self.opened), cap)
+            due = a.due_connections(rel)
+            self.row[FC.FC_DUE] = self.due_base + due  # the asked rate, for "achieved"
+            n = min(max(0, due - self.opened), cap)
             wait = min(MAX_WAIT_S, 1.0 / rate) if rate > 0 else MAX_WAIT_S
         for _ in range(n):
             if not self.connect(now_ns):  # the tester's own limit: try again a little later

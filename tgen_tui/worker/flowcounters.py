@@ -90,7 +90,7 @@ FLOW_FIELDS = (
     "setup_min_ns",  # 44 (g) the shortest setup time (0: none yet)
     "txn_min_ns",  # 45 (g) the shortest transaction
     "aborted",  # 46 of closed: still open when the drain ended, closed with RST
-    "reserved47",
+    "due",  # 47 rate loads: connections due by now (by the stop) at the asked rate
 )
 (
     FC_FLOW,
@@ -140,7 +140,8 @@ FLOW_FIELDS = (
     FC_SETUP_MIN_NS,
     FC_TXN_MIN_NS,
     FC_ABORTED,
-) = range(47)
+    FC_DUE,
+) = range(48)
 assert len(FLOW_FIELDS) == FLOW_SCALARS
 FC_SETUP_HIST = FLOW_SCALARS  # setup time histogram (connect start to writable)
 FC_TXN_HIST = FLOW_SCALARS + HIST_BUCKETS  # transaction latency histogram
@@ -166,7 +167,7 @@ MONOTONIC = (
     FC_RTT_SUM_US,
     FC_RTT_SAMPLES,
     FC_ERRORS,
-    *(k for k in range(FC_ATTEMPTED, FC_ABORTED + 1) if k not in APP_GAUGES),
+    *(k for k in range(FC_ATTEMPTED, FC_DUE + 1) if k not in APP_GAUGES),
     *range(FC_SETUP_HIST, FLOW_STRIDE),
 )
 

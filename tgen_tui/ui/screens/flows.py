@@ -168,7 +168,8 @@ def app_lines_text(f: FlowStats) -> list[str]:
     sl, tl = f.setup_ns, f.transaction_ns
     return [
         f"  load      {fmt.count(round(f.target or 0))} {LOAD_TEXT.get(f.load or '', '')} asked"
-        f" · open {fmt.count(f.concurrent)} · goodput {fmt.bps(f.goodput_bps)}",
+        + (f" · achieved {fmt.pct(f.achieved_pct, 1)}" if f.achieved_pct is not None else "")
+        + f" · open {fmt.count(f.concurrent)} · goodput {fmt.bps(f.goodput_bps)}",
         f"  conns     attempted {fmt.count(f.attempted)} · established "
         f"{fmt.count(f.established)} · closed {fmt.count(f.closed)}",
         f"  failed    {fmt.count(f.failed)}: {failure_text(f)}",
