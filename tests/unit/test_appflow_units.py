@@ -320,3 +320,27 @@ def test_conntrack_states_count_ctnetlink_entries_by_tcp_state_or_protocol():
     msgs = [(CS.CT_GET, entry(6, 7))] * 3 + [(CS.CT_GET, entry(6, 3)), (CS.CT_GET, entry(17))]
     assert CS.count_states(msgs) == {"TIME_WAIT": 3, "ESTABLISHED": 1, "udp": 1}
     assert CS.TCP_STATES[7] == "TIME_WAIT" and CS.entry_state(entry(1)) == "icmp"
+
+
+def test_the_consoles_record_carries_app_counts_over_a_clear():
+    import dataclasses
+
+    from tgen_tui.engine.snapshot import FlowStats, StatsSnapshot
+    from tgen_tui.session.record import InteractiveRecord
+
+    f = FlowStats("web", "web", "p0", "p1", "tcp", app="http", attempted=100, due=100,
+                  established=98, failed=2, failed_timeout=2, closed=98, transactions=98)  # fmt: skip
+    snap = StatsSnapshot(t=1.0, seq=1, ports=(), streams=(), workers=(), flows=(f,))
+    rec = InteractiveRecord()
+    rec.before_clear(snap)
+    after = dataclasses.replace(f, attempted=50, due=60, established=50, failed=0,
+                                failed_timeout=0, closed=50, transactions=50)  # fmt: skip
+    m = rec.merged(dataclasses.replace(snap, flows=(after,))).flows[0]
+    assert (m.attempted, m.due, m.established, m.failed_timeout, m.transactions) == (
+        150,
+        160,
+        148,
+        2,
+        148,
+    )
+    assert m.achieved_pct == 100.0 * 150 / 160
