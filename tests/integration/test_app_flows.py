@@ -186,3 +186,25 @@ def test_a_concurrent_target_is_held_and_a_ct_limit_fails_the_rest_as_timeouts(a
     causes = w["failure_causes"]
     assert causes[0]["cause"] == "nft_rule_drop" and "ct count over 1000" in causes[0]["counter"]
     assert f"why web: {w['failed']:,} failed" in stdout and '"ct count over 1000"' in stdout
+
+
+def test_a_new_connection_rate_limit_fails_the_excess_and_the_cps_trial_counts_it(
+    app_lab, tmp_path
+):
+    """``--ct-new-rate 500`` against 2,000 conn/s: about three quarters of the SYNs are
+    dropped (the app's timeout below the SYN retransmission: each fails its connection),
+    and the CPS search's trial (methodology/procedures/mlr/cps.py) counts them as loss."""
+    import trio
+
+    from tgen_tui.methodology.procedures.mlr.cps import run_trial
+
+    prof = _example("http-cps.yaml", app_lab, tmp_path, **{"timeout: 3s": "timeout: 900ms"})
+    lab.set_dut(app_lab, ct_new_rate=500)
+    try:
+        t = trio.run(run_trial, prof, 2000.0, 2000.0, 3.0)
+    finally:
+        lab.set_dut(app_lab, ct_new_rate=None)
+    d = t.extra.directions["forward"]
+    assert d.offered_frames == t.tx_frames > 0 and t.lost > d.offered_frames // 2, t
+    assert d.received_frames == t.tx_frames - t.lost and not t.passed
+    assert t.extra.established == d.received_frames  # every connection that did not fail
