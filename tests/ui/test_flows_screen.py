@@ -52,18 +52,23 @@ def _highlight(app, flow: str) -> None:
     t.move_cursor(row=t.get_row_index(flow))
 
 
+async def _start_then_flows(pilot, app, clock: FrozenClock, seconds: float) -> DataTable:
+    """``S``, ``seconds`` of the fake's flows, then ``n``: the Flows screen's table."""
+    await pilot.pause(0.1)
+    app.tick()
+    await press(pilot, app, "S")
+    await ticks(pilot, app, clock, seconds)
+    await press(pilot, app, "n")
+    assert isinstance(app.screen, FlowsScreen)
+    return app.screen.query_one("#flows", DataTable)
+
+
 def test_n_opens_the_flows_screen_with_every_flow_and_its_figures() -> None:
     async def go():
         clock = FrozenClock()
         app, _ = make_app(CC, clock=clock, tick_s=3600)
         async with app.run_test(size=(120, 36)) as pilot:
-            await pilot.pause(0.1)
-            app.tick()
-            await press(pilot, app, "S")
-            await ticks(pilot, app, clock, 6.0)
-            await press(pilot, app, "n")
-            assert isinstance(app.screen, FlowsScreen)
-            t = app.screen.query_one("#flows", DataTable)
+            t = await _start_then_flows(pilot, app, clock, 6.0)
             assert [r.value for r in t.rows] == ["cubic-a", "cubic-b", "reno", "background"]
             assert _cell(app, "cubic-a", "state") == "sending"
             assert _cell(app, "cubic-a", "good").endswith("Mbit/s")
@@ -265,5 +270,37 @@ def test_the_rtt_history_has_gaps_while_a_flow_is_off() -> None:
             assert ("rtt", "background") not in app.history.series  # UDP: no RTT
             await ticks(pilot, app, clock, 3.0)
             assert app.history.values(("rtt", "cubic-b"), app.window)[-1] is not None
+
+    run(go())
+
+
+HTTP = PROFILES / "http-cps.yaml"  # one request/response flow: 2,000 conn/s, 1,000 clients
+
+
+def test_an_app_flow_shows_connections_per_second_and_open_connections_as_charts() -> None:
+    async def go():
+        clock = FrozenClock()
+        app, _ = make_app(HTTP, clock=clock, tick_s=3600)
+        async with app.run_test(size=(120, 36)) as pilot:
+            t = await _start_then_flows(pilot, app, clock, 4.0)
+            assert [str(c.label).strip() for c in t.columns.values()][:8] == [
+                "Flow", "Proto", "State", "Conn/s", "Open", "Failed", "Txn/s", "Setup p99",
+            ]  # fmt: skip
+            assert _cell(app, "web", "proto") == "http tcp"
+            assert _cell(app, "web", "cps") == "2,000"  # the fake's connections, as asked
+            assert _cell(app, "web", "fail") == "0"
+            assert _cell(app, "web", "setup").endswith("µs")
+            detail = str(app.screen.query_one("#flow-detail", TextWidget).render())
+            assert (
+                "2,000 conn/s asked · achieved 100.0 %" in detail
+                and "refused 0, reset 0, timed out 0" in detail
+            )
+            cps, conc = app.screen.query_one("#fchart-good"), app.screen.query_one("#fchart-rtt")
+            assert (cps.title, conc.title) == ("Connections/s", "Concurrent")
+            series = [v for v in app.history.values(("cps", "web"), app.window) if v]
+            assert series and round(max(series)) == 2000, series
+            assert any(v for v in app.history.values(("open", "web"), app.window))
+            rendered = "".join(s.text for s in cps._strips)
+            assert "web" in rendered  # the line's legend is drawn
 
     run(go())

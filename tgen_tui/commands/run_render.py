@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tgen_tui import fmt
+from tgen_tui.engine.appfigures import why_failed
 from tgen_tui.results.models import RunResult
 
 
@@ -20,6 +21,12 @@ def progress_line(snap: Any) -> str:
             f"{p.name} tx {fmt.rate_short(p.tx_pps)}pps rx {fmt.rate_short(p.rx_pps)}pps{flag}"
         )
     for f in snap.flows:
+        if f.app is not None:
+            parts.append(
+                f"{f.name} {f.established_per_s or 0:,.0f}conn/s open {f.concurrent or 0:,} "
+                f"failed {f.failed or 0:,}"
+            )
+            continue
         rtt = f" rtt {f.rtt_ms:.1f}ms" if f.rtt_ms is not None else ""
         parts.append(f"{f.name} {f.goodput_bps / 1e6:.2f}Mbit/s{rtt}")
     if snap.streams:
@@ -131,11 +138,38 @@ def flow_lines(r: RunResult) -> list[str]:
                 f"{f.mss} B, RTT {f.rtt_ms or 0:.1f} ms, p = {(f.retransmit_pct or 0) / 100:.4f}; "
                 f"measured {f.goodput_bps / 1e6:.3f} Mbit/s, ratio {f.mathis_ratio or 0:.2f}"
             )
+    out += app_lines(r)
     m = t.metrics
     out.append(
         f"flows: total goodput {(m.get('goodput_bps') or 0) / 1e6:.3f} Mbit/s (bytes read while "
         f"due to send / time due to send), Jain's fairness {_num(m.get('fairness_jain'), '.3f')}"
     )
+    return out
+
+
+def app_lines(r: RunResult) -> list[str]:
+    """A line per request/response flow: connections, failures by reason, setup and
+    transaction percentiles (tgen_tui.engine.appfigures)."""
+    out = []
+    for name, f in (r.transport.streams if r.transport else {}).items():
+        if f.app is None:
+            continue
+        s, x = f.setup_ns or {}, f.transaction_ns or {}
+        due = ""
+        if f.due:
+            late = ": the tester fell behind" if (f.achieved_pct or 0) < 99.0 else ""
+            due = f" of {f.due:,} due ({f.achieved_pct or 0:.1f} % of the asked rate{late})"
+        out.append(
+            f"app {name} ({f.app}): attempted {f.attempted or 0:,}{due}, established "
+            f"{f.established or 0:,} ({_num(f.established_per_s, ',.0f')} conn/s over the run), "
+            f"closed {f.closed or 0:,}, failed {f.failed or 0:,} (refused "
+            f"{f.failed_refused or 0:,}, reset {f.failed_reset or 0:,}, timed out "
+            f"{f.failed_timeout or 0:,}, tester limits {f.failed_local or 0:,}); transactions "
+            f"{f.transactions or 0:,}; setup p50 {_lat(s.get('p50'))} p99 {_lat(s.get('p99'))}; "
+            f"transaction p50 {_lat(x.get('p50'))} p99 {_lat(x.get('p99'))}"
+        )
+        if f.failed:
+            out.append("why " + why_failed(name, f.model_dump(), f.failure_causes or []))
     return out
 
 

@@ -159,11 +159,14 @@ def nft_nat44(
     drop_percent: float = 0.0,
     rate_limit_pps: int | None = None,
     ct_limit: int | None = None,
+    ct_new_rate: int | None = None,
     filter_rules: list[str] | None = None,
+    extra_nat: list[str] | None = None,
 ) -> str:
     """A NAT44 ruleset as one ``nft -f`` transaction (the old table replaced atomically):
     the impairments chain (random drop in 0.01 % steps, a rate limit, a cap on tracked
-    flows), the filter chain (``filter_rules``, then accept), and the SNAT."""
+    flows), the filter chain (``filter_rules``, then accept), and the SNAT (then the
+    ``extra_nat`` rules of nat_post: the lab's client range)."""
     t = table
     lines = [f"table ip {t}", f"delete table ip {t}", f"table ip {t} {{", "  chain fwd_drop {",
              "    type filter hook forward priority -10; policy accept;"]  # fmt: skip
@@ -176,7 +179,16 @@ def nft_nat44(
             f"    limit rate over {rate_limit_pps}/second burst {burst} packets counter drop"
         )
     if ct_limit:
-        lines.append(f"    ct state new ct count over {ct_limit} counter drop")
+        lines.append(  # the comment names the cause in the drop counters (dut/counters.py)
+            f'    ct state new ct count over {ct_limit} counter drop comment "ct count over {ct_limit}"'
+        )
+    if ct_new_rate:  # a connections-per-second limit (burst: 100 ms worth, at least 5:
+        # a tester late by a few ms catches up without meeting the limit)
+        lines.append(
+            f"    ct state new limit rate over {ct_new_rate}/second burst "
+            f"{max(5, ct_new_rate // 10)} packets counter drop comment "
+            f'"new connections over {ct_new_rate}/s"'
+        )
     lines += [
         "  }",
         "  chain fwd_filter {",
@@ -184,10 +196,14 @@ def nft_nat44(
     ]
     lines.extend("    " + r for r in filter_rules or [])
     to = public_ip + (f":{port_range[0]}-{port_range[1]}" if port_range else "")
-    lines += ["    accept", "  }", "  chain nat_post {",
-              "    type nat hook postrouting priority 100; policy accept;",
-              f'    oifname "{outside_if}" snat to {to}' + (" fully-random" if fully_random else ""),
-              "  }", "}", ""]  # fmt: skip
+    lines += [
+        "    accept",
+        "  }",
+        "  chain nat_post {",
+        "    type nat hook postrouting priority 100; policy accept;",
+        f'    oifname "{outside_if}" snat to {to}' + (" fully-random" if fully_random else ""),
+    ]
+    lines += ["    " + r for r in extra_nat or []] + ["  }", "}", ""]  # fmt: skip
     return "\n".join(lines)
 
 

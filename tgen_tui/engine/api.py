@@ -251,6 +251,7 @@ class FlowInfo:
     core: int
     src: str  # "198.18.100.2 (netns tgen-h0)"
     dst: str
+    app: str | None = None  # a request/response flow's kind (http, dns, request-response)
 
 
 @dataclass(frozen=True)

@@ -51,12 +51,14 @@ def plan_flow_rate(
     pos = setup.flow_pos(target)
     if pos is not None:
         f = setup.flows[pos]
+        if f.app is not None:
+            raise RateError(target, "a request/response flow's load: sets its pace")
         if f.protocol != "udp":
             raise RateError(target, "a TCP flow sends as fast as its congestion control allows")
         new[pos] = resolve_bps(rate, setup.ports[f.port].speed_bps, target)
         return new, new[pos]
     ps = setup.ports[target]
-    udp = [i for i in ps.flows if setup.flows[i].protocol == "udp"]
+    udp = [i for i in ps.flows if setup.flows[i].protocol == "udp" and setup.flows[i].app is None]
     if not udp:
         raise RateError(target, "the port sends no frame stream and no UDP flow")
     total = resolve_bps(rate, ps.speed_bps, target)
@@ -68,7 +70,11 @@ def plan_flow_rate(
 
 def initial_flow_rates(setup: Setup) -> dict[int, float]:
     """Every UDP flow's payload bit/s as the profile asks."""
-    return {i: float(f.rate_bps or 0.0) for i, f in enumerate(setup.flows) if f.protocol == "udp"}
+    return {
+        i: float(f.rate_bps or 0.0)
+        for i, f in enumerate(setup.flows)
+        if f.protocol == "udp" and f.app is None
+    }
 
 
 __all__ = ["flow_target", "initial_flow_rates", "plan_flow_rate", "resolve_bps"]

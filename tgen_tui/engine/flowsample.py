@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tgen_tui.engine import appfigures as AF
 from tgen_tui.engine import flowfigures as FF
 from tgen_tui.engine.snapshot import FlowStats
 from tgen_tui.worker import flowcounters as FC
@@ -34,6 +35,8 @@ class FlowCtx:
     cc: str | None
     worker: int
     core: int
+    app: str | None = None  # a request/response flow's kind (None: a bulk flow)
+    load: str | None = None  # its load target: cps | concurrent | tps
 
 
 @dataclass
@@ -83,18 +86,21 @@ class FlowSampler:
     def sample(
         self,
         rows: dict[int, np.ndarray],
-        prev: dict[int, tuple[int, int]] | None,
+        prev: dict[int, tuple[int, ...]] | None,
         dt: float,
         alive: dict[int, bool],
-    ) -> tuple[tuple[FlowStats, ...], float | None, float | None, dict[int, tuple[int, int]]]:
+    ) -> tuple[tuple[FlowStats, ...], float | None, float | None, dict[int, tuple[int, ...]]]:
         """(flows, Jain's index live, Jain's index over the run, this sample's byte
-        counts for the next one's rates)."""
-        out, cur = [], {}
+        counts, and an app flow's connection counts, for the next one's rates)."""
+        out: list[FlowStats] = []
+        cur: dict[int, tuple[int, ...]] = {}
         for c in self.ctx:
             row = rows.get(c.pos)
             if row is None:
                 row = np.zeros(FC.FLOW_STRIDE, dtype=np.int64)
-            counts = (int(row[FC.FC_RX_BYTES]), int(row[FC.FC_TX_BYTES]))
+            counts: tuple[int, ...] = (int(row[FC.FC_RX_BYTES]), int(row[FC.FC_TX_BYTES]))
+            if c.app is not None:
+                counts += AF.rate_counts(row)
             cur[c.pos] = counts
             before = (prev or {}).get(c.pos)
             rates = (0.0, 0.0)
@@ -103,7 +109,8 @@ class FlowSampler:
                     FF.per_s_bits(counts[0], before[0], dt),
                     FF.per_s_bits(counts[1], before[1], dt),
                 )
-            out.append(flow_stats(c, row, rates, alive.get(c.worker, True)))
+            app_before = before[2:] if before is not None and len(before) > 2 else None
+            out.append(flow_stats(c, row, rates, alive.get(c.worker, True), app_before, dt))
         flows = tuple(out)
         live = FF.fairness((f.protocol, f.on, f.goodput_bps) for f in flows)
         run = FF.fairness((f.protocol, f.active_s > 0, f.goodput_run_bps) for f in flows)
@@ -115,10 +122,24 @@ class FlowSampler:
         self.blocks.clear()
 
 
-def flow_stats(c: FlowCtx, row: np.ndarray, rates: tuple[float, float], alive: bool) -> FlowStats:
-    """One flow's figures from its row and its interval rates (goodput, tx bit/s)."""
+def flow_stats(
+    c: FlowCtx,
+    row: np.ndarray,
+    rates: tuple[float, float],
+    alive: bool,
+    app_before: tuple[int, ...] | None = None,
+    dt: float = 0.0,
+) -> FlowStats:
+    """One flow's figures from its row and its interval rates (goodput, tx bit/s; an app
+    flow's connection counts of the sample before, ``dt`` s ago)."""
     good_run = FF.goodput_mean_bps(int(row[FC.FC_RX_BYTES_DUE]), int(row[FC.FC_ACTIVE_NS]))
-    part = FF.tcp_figures(row, c.cc, good_run) if c.protocol == "tcp" else FF.udp_figures(row)
+    if c.app is not None:
+        part = AF.app_figures(row, app_before, dt, c.protocol == "udp")
+        part.update(app=c.app, load=c.load)
+    elif c.protocol == "tcp":
+        part = FF.tcp_figures(row, c.cc, good_run)
+    else:
+        part = FF.udp_figures(row)
     return FlowStats(
         name=c.name,
         stream=c.stream,

@@ -173,6 +173,9 @@ class PortControl:
             pr.tx_done = pr.lanes_done >= set(senders(self.setup, ev.port))
         elif isinstance(ev, P.Error) and ev.id is None:
             self.log.warning(f"worker {st.plan.id}: {ev.message}")
+        elif isinstance(ev, P.FlowsReady):
+            for note in ev.notes:  # limits a flow worker raised in the tester's namespaces
+                self.log.notice(f"worker {st.plan.id}: {note}")
 
     def ports_done_sending(self) -> bool:
         """True when every sending port's worker reported ``tx_done``."""

@@ -108,6 +108,7 @@ def build_result(
             "conntrack_rise": F.conntrack_rise(snap.dut.conntrack_peak, snap.dut.conntrack_start),
             "conntrack_max": snap.dut.conntrack_max,
             "conntrack_final": snap.dut.conntrack_count,
+            "conntrack_states_final": dict(snap.dut.conntrack_states) or None,
             "full_at_s": snap.dut.full_at_s,
             "mem_available_bytes": snap.dut.mem_available_bytes,
             "settings": dut_settings(dut_channel),

@@ -18,6 +18,8 @@ from typing import Any
 
 import trio
 
+from tgen_tui.dut.ctstates import EVERY_S as STATES_EVERY_S
+from tgen_tui.dut.ctstates import ConntrackStates
 from tgen_tui.dut.settings import dut_settings
 from tgen_tui.engine import stats
 from tgen_tui.engine.events import EventLog, fan_out
@@ -60,6 +62,12 @@ class Sampler:
             DutProbe(setup.dut_netns, setup.dut_ssh) if (setup.dut_netns or setup.dut_ssh) else None
         )
         self.acc = stats.Accumulator(setup.sample_context(self.dut_source))
+        apps = any(f.app is not None for f in setup.flows)
+        old_states: ConntrackStates | None = self.__dict__.get("states")
+        if old_states is not None:
+            old_states.close()
+        self.states = ConntrackStates(setup.dut_netns) if apps and setup.dut_netns else None
+        self.states_now: tuple[tuple[str, int], ...] = ()
         old: LossCauses | None = self.__dict__.get("losses")
         if old is not None:
             old.close()
@@ -183,12 +191,40 @@ class Sampler:
         snap = self.acc.sample(rd, live, final=final, pre=pre)
         snap = self.transport.adjust(snap)  # latency notes of streams across hosts
         snap = self.losses.apply(snap, counters)  # loss causes, DUT counters and CPU
+        if self.states is not None and snap.dut is not None:
+            if final:  # the result's figure is read now, not up to STATES_EVERY_S ago
+                await self._read_states()
+            snap = dataclasses.replace(
+                snap, dut=dataclasses.replace(snap.dut, conntrack_states=self.states_now)
+            )
         self.latest = snap
         fan_out(self.subscribers, snap)
         return snap
 
+    async def _read_states(self) -> None:
+        assert self.states is not None
+        try:
+            got = await trio.to_thread.run_sync(self.states.read)
+        except OSError:
+            return  # the count and its probe error say what is wrong with the DUT
+        self.states_now = tuple(got.items())
+
+    async def _states_loop(self) -> None:
+        """The DUT's entries by state every STATES_EVERY_S (a dump walks the table)."""
+        while True:
+            await self._read_states()
+            await trio.sleep(STATES_EVERY_S)
+
     async def run(self, interval: float, closed: Callable[[], bool]) -> None:
-        """The sampler task: one snapshot per ``interval`` until ``closed()``."""
+        """The sampler task: one snapshot per ``interval`` until ``closed()`` (and the
+        DUT's entries by state beside it, for request/response flows)."""
+        async with trio.open_nursery() as nursery:
+            if self.states is not None:
+                nursery.start_soon(self._states_loop)
+            await self._sample_loop(interval, closed)
+            nursery.cancel_scope.cancel()
+
+    async def _sample_loop(self, interval: float, closed: Callable[[], bool]) -> None:
         next_t = trio.current_time() + interval  # trio's clock, not time.monotonic()
         while True:
             await trio.sleep_until(next_t)
@@ -209,6 +245,8 @@ class Sampler:
         """The set-up's workers are gone: unmap their counter blocks."""
         self.acc.close()
         self.losses.close()
+        if self.states is not None:
+            self.states.close()
 
     def close_subscribers(self) -> None:
         for ch in self.subscribers:

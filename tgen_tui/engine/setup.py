@@ -303,11 +303,8 @@ class Setup:
         for plan in self.flow_plans:
             for i in plan.flows:
                 f = self.flows[i]
-                out.append(
-                    FlowCtx(
-                        i, f.name, f.stream, f.port, f.rx_port, f.protocol, f.cc, plan.id, plan.core
-                    )
-                )
+                app = (f.app.kind, f.app.mode) if f.app else (None, None)
+                out.append(FlowCtx(i, *_ident(f), plan.id, plan.core, *app))
         return tuple(sorted(out, key=lambda c: c.pos))
 
     def describe(
@@ -384,17 +381,13 @@ class Setup:
                 bps = rates.get(i, f.rate_bps) if f.protocol == "udp" else None
                 out.append(
                     FlowInfo(
-                        f.name,
-                        f.stream,
-                        f.port,
-                        f.rx_port,
-                        f.protocol,
-                        f.cc,
+                        *_ident(f),
                         bps,
                         fp.id,
                         fp.core,
                         f"{f.src_ip} (netns {f.src_netns})" if f.src_netns else f.src_ip,
                         f"{f.dst_ip} (netns {f.dst_netns})" if f.dst_netns else f.dst_ip,
+                        f.app.kind if f.app else None,
                     )
                 )
         return tuple(sorted(out, key=lambda x: self.flow_pos(x.name) or 0))
@@ -427,6 +420,11 @@ def _flows_of(
 def _sans_rate(p: StreamProgram) -> StreamProgram:
     """A program with its rate blanked, to tell rate-only edits from the rest."""
     return replace(p, schedule=replace(p.schedule, pps=0.0))
+
+
+def _ident(f) -> tuple[str, str, str, str, str, str | None]:
+    """A flow's name, transport entry, ports, protocol and cc (FlowCtx and FlowInfo)."""
+    return f.name, f.stream, f.port, f.rx_port, f.protocol, f.cc
 
 
 __all__ = ["PortSetup", "Setup", "distinct_flows", "resolve_rate"]

@@ -46,7 +46,8 @@ class Spacing:
 
 @dataclass(frozen=True)
 class SetupLatency:
-    """Time to first reply of the verified flows, in ns (tgen_tui.engine.flowstats)."""
+    """Time to first reply of the verified flows, in ns (tgen_tui.engine.flowstats); an
+    app flow's setup and transaction times use it too (tgen_tui.engine.appfigures)."""
 
     min: float | None = None
     p50: float | None = None
@@ -213,6 +214,29 @@ class FlowStats:
     lost: int | None = None
     loss_pct: float | None = None
     jitter_ms: float | None = None
+    # request/response (app) flows: the clients' connections (engine/appfigures.py)
+    app: str | None = None  # request-response | http | dns
+    load: str | None = None  # cps | concurrent | tps
+    target: float | None = None  # the load asked now: conn/s, connections, transactions/s
+    attempted: int | None = None
+    due: int | None = None  # rate loads: connections due at the asked rate (by the stop)
+    achieved_pct: float | None = None  # attempted / due: below 100, the tester fell behind
+    established: int | None = None
+    failed: int | None = None  # the four below together
+    failed_refused: int | None = None
+    failed_reset: int | None = None
+    failed_timeout: int | None = None
+    failed_local: int | None = None  # the tester's own limit (ports, addresses, fds)
+    closed: int | None = None
+    aborted: int | None = None  # of closed: open at the stop's drain end, closed with RST
+    concurrent: int | None = None  # open now
+    transactions: int | None = None
+    served: int | None = None  # responses the server side wrote
+    attempted_per_s: float | None = None  # over the interval
+    established_per_s: float | None = None  # connections per second set up
+    transactions_per_s: float | None = None
+    setup_ns: SetupLatency | None = None  # connect called to writable (client's clock)
+    transaction_ns: SetupLatency | None = None  # request sent to response read in full
 
 
 @dataclass(frozen=True)
@@ -267,6 +291,9 @@ class DutStats:
     counters: tuple[CounterRow, ...] = ()
     cpu: tuple[CoreCpu, ...] = ()  # per core over the last interval
     cpu_note: str | None = None  # netns lab: "the host's CPUs..."; ssh: "the DUT's own CPUs"
+    # entries by state (TCP states, else the protocol), read every few seconds for
+    # profiles with request/response flows (dut/ctstates.py); () when not read
+    conntrack_states: tuple[tuple[str, int], ...] = ()
     counters_errors: tuple[str, ...] = ()  # what could not be read this interval
     counters_excess: int = 0  # counted drops beyond the loss (other traffic on the DUT)
 

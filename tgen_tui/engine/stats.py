@@ -81,7 +81,7 @@ class _Prev:
     busy: dict[int, int] = field(default_factory=dict)
     ct: int | None = None
     wframes: dict[int, tuple[int, int]] = field(default_factory=dict)  # worker: tx, rx frames
-    flow: dict[int, tuple[int, int]] = field(default_factory=dict)  # flow: rx, tx bytes
+    flow: dict[int, tuple[int, ...]] = field(default_factory=dict)  # rx, tx bytes (app: ...)
 
 
 @dataclass

@@ -16,6 +16,11 @@ socket flows (the profile's ``transport:``; the worst flow decides):
   rtt        a TCP flow's mean RTT (``rtt>40ms``; bare numbers are ms)
   retrans    a TCP flow's retransmitted share, % (``retrans>1%``)
   udp_loss   a UDP flow's datagrams lost, % (``udp_loss>0.5%``)
+request/response (app) flows (the worst app flow decides):
+  conn_failed  failed connections (count; with %, of those attempted: ``conn_failed>0.1%``)
+  cps          connections established per second over the run (``cps<1900``)
+  setup_p99, txn_p99   setup time (connect to writable) and transaction time p99
+               (``setup_p99>5ms``; bare numbers are ms)
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ _EXPR = re.compile(
 )
 LATENCY = ("p50", "p99", "p999", "avg", "max", "min", "jitter")
 FLOW_METRICS = ("goodput", "rtt", "retrans", "udp_loss")
+APP_METRICS = ("conn_failed", "cps", "setup_p99", "txn_p99")
 METRICS = (
     "loss", "lost", "ooo", "dup", "achieved", "conntrack", "rx_pps", "tx_pps", *LATENCY,
-    *FLOW_METRICS,
+    *FLOW_METRICS, *APP_METRICS,
 )  # fmt: skip
 _SI = {"k": 1e3, "M": 1e6, "G": 1e9}
 
@@ -58,7 +64,7 @@ class Threshold:
         return x is not None and _OPS[self.op](x, self.value)
 
 
-_PERCENT = ("loss", "achieved", "conntrack", "retrans", "udp_loss")
+_PERCENT = ("loss", "achieved", "conntrack", "retrans", "udp_loss", "conn_failed")
 _TIME_UNITS = (None, "ns", "us", "µs", "ms", "s")
 
 
@@ -75,6 +81,10 @@ def _value(text: str, metric: str, num: float, unit: str | None) -> float:
         if unit not in _TIME_UNITS:
             raise BadInput(f"--fail-on {text!r}: rtt takes a time unit (ms, s)")
         return time_ns(num, unit, bare="ms") / 1e6
+    if metric in ("setup_p99", "txn_p99"):  # ns (bare numbers are ms)
+        if unit not in _TIME_UNITS:
+            raise BadInput(f"--fail-on {text!r}: {metric} takes a time unit (us, ms, s)")
+        return time_ns(num, unit, bare="ms")
     if metric in LATENCY:  # ns (bare numbers are µs)
         if unit not in _TIME_UNITS:
             raise BadInput(f"--fail-on {text!r}: latency takes a time unit (ns, us, ms, s)")
@@ -154,11 +164,26 @@ def _flows(th: Threshold, r: RunResult) -> Iterator[tuple[str, float | None]]:
             yield f"flow {name}", f.rtt_ms if th.metric == "rtt" else f.retransmit_pct
 
 
+def _apps(th: Threshold, r: RunResult) -> Iterator[tuple[str, float | None]]:
+    for name, f in (r.transport.streams if r.transport else {}).items():
+        if f.app is None:
+            continue
+        if th.metric == "conn_failed":
+            n, of = f.failed or 0, f.attempted or 0
+            yield f"flow {name}", (100.0 * n / of if of else None) if th.percent else n
+        elif th.metric == "cps":
+            yield f"flow {name}", f.established_per_s
+        else:
+            part = f.setup_ns if th.metric == "setup_p99" else f.transaction_ns
+            yield f"flow {name}", (part or {}).get("p99")
+
+
 _CANDIDATES: dict[str, Candidates] = {
     **dict.fromkeys(("loss", "lost", "ooo", "dup", *LATENCY), _streams),
     **dict.fromkeys(("achieved", "rx_pps", "tx_pps"), _ports),
     "conntrack": _dut,
     **dict.fromkeys(FLOW_METRICS, _flows),
+    **dict.fromkeys(APP_METRICS, _apps),
 }
 
 

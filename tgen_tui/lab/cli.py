@@ -158,6 +158,15 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
         help="drop forwarded packets above PPS per second (nftables limit; 0 = none)",
     )
     g.add_argument(
+        "--ct-new-rate",
+        dest="ct_new_rate",
+        type=_pos_int,
+        default=d,
+        metavar="N",
+        help="drop new connections above N per second: nftables 'ct state new limit rate "
+        "over N/second' (a connections-per-second limit for app flows; 0 = none)",
+    )
+    g.add_argument(
         "--tbf",
         default=d,
         metavar="RATE[,LATENCY]",
@@ -217,7 +226,7 @@ _OPTION_FIELDS = (*labconfig.DUT_FIELDS, "rps_cpus")
 
 
 def _normalise(field: str, value):
-    if field in ("ct_limit", "rate_limit_pps", "conntrack_max", "conntrack_buckets"):
+    if field in ("ct_limit", "rate_limit_pps", "ct_new_rate", "conntrack_max", "conntrack_buckets"):
         return value or None  # 0 means "none"
     if field == "tbf" and value is not None and value.lower() in ("none", "off", ""):
         return None
@@ -305,6 +314,7 @@ def format_status(st: dict) -> str:
                 f"  DUT nftables ({'loaded' if nft['loaded'] else 'MISSING'}): {nft['nat']};"
                 f" drop {_v(nft['drop_percent'])} %, rate limit {_v(nft['rate_limit_pps'])} pps,"
                 f" ct limit {_v(nft['ct_limit'])}, filter rules {_v(nft['filter_rules'])}"
+                + (f", new conn/s limit {nft['ct_new_rate']}" if nft.get("ct_new_rate") else "")
             )
             if nft.get("dropped"):
                 lines.append(

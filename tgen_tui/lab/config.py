@@ -24,6 +24,7 @@ DUT_FIELDS = (
     "udp_stream_timeout",
     "drop_percent",
     "rate_limit_pps",
+    "ct_new_rate",
     "tbf",
     "filter_rules",
     "nat_ports",
@@ -125,6 +126,7 @@ class LabConfig:
     udp_stream_timeout: int = DEFAULT_UDP_STREAM_TIMEOUT  # nf_conntrack_udp_timeout_stream (s)
     drop_percent: float = 0.0  # random drop on the DUT's forward path, 0.01 % steps
     rate_limit_pps: int | None = None  # nftables "limit rate over N/second drop"
+    ct_new_rate: int | None = None  # new connections/s: "ct state new limit rate over N/second"
     tbf: str | None = None  # "RATE[,LATENCY]": TBF qdisc on d1 egress
     filter_rules: int = 0  # non-matching rules before the accepting rule
     nat_ports: str = "preserve"  # NAT_PORT_MODES: "random" rewrites every source port
@@ -181,6 +183,7 @@ def validate(cfg: LabConfig) -> None:
     _positive_int("udp_timeout", cfg.udp_timeout, allow_none=False)
     _positive_int("udp_stream_timeout", cfg.udp_stream_timeout, allow_none=False)
     _positive_int("rate_limit_pps", cfg.rate_limit_pps)
+    _positive_int("ct_new_rate", cfg.ct_new_rate)
     _positive_int("filter_rules", cfg.filter_rules, allow_none=False, minimum=0)
     if cfg.filter_rules > MAX_FILTER_RULES:
         raise BadInput(f"filter_rules must be at most {MAX_FILTER_RULES}, got {cfg.filter_rules}")

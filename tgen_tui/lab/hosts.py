@@ -19,7 +19,11 @@ no delay or loss is asked; otherwise the user-space delay line (:mod:`.delayline
 forwards between them, holding each frame for the delay and dropping the given share.
 So data from h0 to h1 crosses the DUT's forward chain (filter rules, drops), the TBF
 bottleneck on e1, then the delay; the ACKs come back through the delay again (RTT = 2 x
-delay). The DUT does not NAT these flows (its NAT is on d1 only).
+delay). The DUT does not NAT these flows (its NAT is on d1 only), but for the client
+range: :data:`CLIENT_NET` is local on h0 (one ``local`` route on lo, so a request/response
+flow's clients bind to any of its addresses without an address each), the DUT routes it
+back via h0, and its traffic toward h1 is NATed to e1's address (``tgen_lab``'s nat_post:
+many inside hosts behind one public address, as a NAT gateway sees them).
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ X1, Y1, B1 = "x1", "y1", "b1"
 H0_IP, E0_IP = "198.18.100.2", "198.18.100.1"
 H1_IP, E1_IP = "198.19.100.2", "198.19.100.1"
 HOST_PREFIX_LEN = 24
+#: request/response clients on h0 (1,022 addresses from 198.18.104.1), NATed toward h1
+CLIENT_NET = "198.18.104.0/22"
+CLIENT_FIRST = "198.18.104.1"
 
 
 def mb_netns(prefix: str) -> str:
@@ -100,6 +107,16 @@ def build(prefix: str) -> None:
         commands.run(["ip", "-n", d_ns, "addr", "replace", f"{e_ip}/{HOST_PREFIX_LEN}", "dev", e])
         commands.sysctl_set(d_ns, {f"net.ipv4.conf.{e}.rp_filter": 0})
         _up(d_ns, e)
+    client_range(prefix)
+
+
+def client_range(prefix: str) -> None:
+    """:data:`CLIENT_NET` local on h0 and routed to it from the DUT; idempotent."""
+    h0 = host_netns(prefix, 0)
+    commands.run(["ip", "-n", h0, "route", "replace", "local", CLIENT_NET, "dev", "lo"])
+    commands.run(
+        ["ip", "-n", dut_netns(prefix), "route", "replace", CLIENT_NET, "via", H0_IP, "dev", E0]
+    )
 
 
 def bridge(prefix: str, on: bool) -> None:
@@ -140,6 +157,12 @@ def exists(prefix: str) -> bool:
 def describe(prefix: str) -> dict:
     """What profiles need: each side's namespace and address (``hosts:`` in a profile)."""
     return {
-        "p0": {"netns": host_netns(prefix, 0), "ipv4": H0_IP, "gateway": E0_IP},
+        "p0": {
+            "netns": host_netns(prefix, 0),
+            "ipv4": H0_IP,
+            "gateway": E0_IP,
+            "clients": CLIENT_NET,
+            "clients_nat": E1_IP,
+        },
         "p1": {"netns": host_netns(prefix, 1), "ipv4": H1_IP, "gateway": E1_IP},
     }

@@ -171,6 +171,11 @@ def status_lines(st: dict) -> list[str]:
             lines.append(
                 f"  transport host for {port}: {h['netns']} {h['ipv4']} via {h['gateway']}"
             )
+            if h.get("clients"):
+                lines.append(
+                    f"    clients {h['clients']} (app flows' clients: first "
+                    f"{h['clients'].split('/')[0][:-1]}1), NATed to {h['clients_nat']} toward h1"
+                )
     dl = st.get("delay_line")
     if dl:
         hold = dl.get("hold_us") or {}

@@ -12,6 +12,7 @@ Layout (table ``ip tgen_lab`` in the DUT namespace)::
         numgen random mod 10000 < P*100 counter drop         --drop-percent P (exact to 0.01 %)
         limit rate over R/second burst B packets counter drop --rate-limit R
         ct state new ct count over N counter drop            --ct-limit N
+        ct state new limit rate over R/second burst B packets counter drop   --ct-new-rate R
     chain fwd_filter (filter, hook forward, priority 0)      --filter-rules N
         ip saddr 198.18.128.x ip daddr 198.19.255.254 udp dport Y drop   (x N, never match)
         accept                                                the one matching rule, last
@@ -19,6 +20,9 @@ Layout (table ``ip tgen_lab`` in the DUT namespace)::
         oifname "d1" snat to 198.19.0.1 [fully-random]       stateful NAT44 (conntrack);
                                                              --nat-ports random: every
                                                              new flow gets a random port
+        ip saddr 198.18.104.0/22 oifname "e1" snat to 198.19.100.1 [fully-random]
+                                                             the app flows' clients on h0
+                                                             (lab/hosts.py CLIENT_NET)
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 from tgen_tui.dut import nft as dut_nft
 from tgen_tui.dut.channel import DutChannel
 from tgen_tui.lab import commands
+from tgen_tui.lab.hosts import CLIENT_NET, E1, E1_IP
 from tgen_tui.lab.naming import D1, D1_IP, NFT_TABLE
 
 #: Destination of the filter rules: inside 198.18.0.0/15 but never used by lab traffic.
@@ -54,6 +59,7 @@ def ruleset(
     drop_percent: float = 0.0,
     rate_limit_pps: int | None = None,
     ct_limit: int | None = None,
+    ct_new_rate: int | None = None,
     filter_rules: int = 0,
     nat_ports: str = "preserve",
 ) -> str:
@@ -61,7 +67,9 @@ def ruleset(
     configuration generator's NAT44 (``tgen dut config``), with the lab's names."""
     from tgen_tui.dut.config import nft_nat44
 
+    random = " fully-random" if nat_ports == "random" else ""
     return nft_nat44(
+        extra_nat=[f'ip saddr {CLIENT_NET} oifname "{E1}" snat to {E1_IP}{random}'],
         table=NFT_TABLE,
         outside_if=D1,
         public_ip=D1_IP,
@@ -69,6 +77,7 @@ def ruleset(
         drop_percent=drop_percent,
         rate_limit_pps=rate_limit_pps,
         ct_limit=ct_limit,
+        ct_new_rate=ct_new_rate,
         filter_rules=[filter_rule(i) for i in range(filter_rules)],
     )
 

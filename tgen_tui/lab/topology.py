@@ -282,6 +282,7 @@ def _apply_dut(cfg: LabConfig, state: dict) -> None:
         drop_percent=cfg.drop_percent,
         rate_limit_pps=cfg.rate_limit_pps,
         ct_limit=cfg.ct_limit,
+        ct_new_rate=cfg.ct_new_rate,
         filter_rules=cfg.filter_rules,
         nat_ports=cfg.nat_ports,
     )
@@ -527,6 +528,7 @@ LAB_REPORT_KEYS = (
     "rate_limit_pps",
     "drop_percent",
     "ct_limit",
+    "ct_new_rate",
     "filter_rules",
     "tbf",
     "rps_cpus",
@@ -551,6 +553,7 @@ def describe_dut(cfg: LabConfig | None) -> dut_settings.DutDescription:
             "drop_percent": cfg.drop_percent if cfg else None,
             "rate_limit_pps": cfg.rate_limit_pps if cfg else None,
             "ct_limit": cfg.ct_limit if cfg else None,
+            "ct_new_rate": cfg.ct_new_rate if cfg else None,
             "filter_rules": cfg.filter_rules if cfg else None,
         },
         tbf_interface=D1,

@@ -19,6 +19,7 @@ from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Dot1Q, Ether
 from scapy.packet import Raw
 
+from tgen_tui.packets.appcompile import app_port, app_program
 from tgen_tui.packets.batch import word_sum
 from tgen_tui.packets.flowprogram import (
     FIRST_PORT,
@@ -580,7 +581,7 @@ def compile_flows(profile: m.Profile, rate_scale: float = 1.0) -> list[FlowProgr
                     rx_port=t.rx_port,
                     protocol=t.protocol,
                     cc=None if udp else t.cc,
-                    dst_port=(t.dst_port + k) if t.dst_port else FIRST_PORT + fid,
+                    dst_port=_dst_port(t, k, fid),
                     message=message,
                     rate_bps=rate,
                     src_netns=src.netns,
@@ -588,10 +589,19 @@ def compile_flows(profile: m.Profile, rate_scale: float = 1.0) -> list[FlowProgr
                     src_ip=src.ipv4,
                     dst_ip=dst.ipv4,
                     schedule=sched,
+                    app=app_program(t, src.ipv4, rate_scale, share=(k, t.parallel)),
                 )
             )
             fid += 1
     return out
+
+
+def _dst_port(t: m.TransportStream, k: int, fid: int) -> int:
+    """Flow k's receiving port: dst_port + k, else 5201 + its number; an app flow's
+    parallel flows share one (its kind's: http 80, dns 53)."""
+    if t.app is not None:
+        return app_port(t, FIRST_PORT + fid - k)
+    return t.dst_port + k if t.dst_port else FIRST_PORT + fid
 
 
 __all__ = [

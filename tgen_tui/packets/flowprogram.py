@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+from tgen_tui.packets.appprogram import AppProgram, app_from_dict
 from tgen_tui.packets.program import Schedule, schedule_from_dict
 
 FIRST_PORT = 5201  # the receiving port of flow 0 when an entry gives no dst_port
@@ -41,6 +42,11 @@ class FlowProgram:
     src_ip: str
     dst_ip: str
     schedule: Schedule  # start/stop/on-off; pps = UDP datagrams/s (0 for TCP)
+    app: AppProgram | None = None  # request/response connections (None: a bulk flow)
+
+    @property
+    def is_app(self) -> bool:
+        return self.app is not None
 
     @property
     def is_udp(self) -> bool:
@@ -66,7 +72,8 @@ def flow_to_dict(f: FlowProgram) -> dict:
 
 
 def flow_from_dict(d: dict) -> FlowProgram:
-    return FlowProgram(**{**d, "schedule": schedule_from_dict(d["schedule"])})
+    sc = schedule_from_dict(d["schedule"])
+    return FlowProgram(**{**d, "schedule": sc, "app": app_from_dict(d.get("app"))})
 
 
 __all__ = [

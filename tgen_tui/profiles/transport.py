@@ -23,6 +23,7 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from tgen_tui.profiles.appflow import App, Clients, Load, check_app
 from tgen_tui.profiles.base import NetnsName, Schedule, Strict
 from tgen_tui.profiles.units import parse_bitrate
 
@@ -73,8 +74,16 @@ class TransportStream(Strict):
     rate: BitRate | None = Field(None, description="UDP payload rate per flow, e.g. 2M")
     schedule: Schedule = Field(default_factory=Schedule)
     dst_port: int | None = Field(
-        None, ge=1, le=65535, description="First receiving port (default: 5201 + flow number)"
+        None,
+        ge=1,
+        le=65535,
+        description="First receiving port (default: 5201 + flow number; app http 80, dns 53)",
     )
+    app: App | None = Field(
+        None, description="Request/response connections instead of a bulk flow (see appflow)"
+    )
+    load: Load | None = Field(None, description="An app flow's load target")
+    clients: Clients | None = Field(None, description="An app flow's client addresses")
 
     @model_validator(mode="after")
     def _rules(self):
@@ -87,12 +96,20 @@ class TransportStream(Strict):
                     f"cc: {self.cc!r} is not offered by this kernel (it has: "
                     f"{', '.join(offered)}; no tcp_{self.cc} module to load)"
                 )
-        if self.dst_port is not None and self.dst_port + self.parallel - 1 > 65535:
+        if (
+            self.app is None
+            and self.dst_port is not None
+            and self.dst_port + self.parallel - 1 > 65535
+        ):
             raise ValueError(
                 f"dst_port: {self.parallel} parallel flows from {self.dst_port} run past 65535 "
                 f"(flow k uses dst_port + k): give dst_port ≤ {65536 - self.parallel}"
             )
-        if self.protocol == "udp" and self.rate is None:
+        for problem in check_app(self):
+            raise ValueError(problem)
+        if self.app is not None and self.rate is not None:
+            raise ValueError("rate: an app flow's load: sets its pace")
+        if self.protocol == "udp" and self.rate is None and self.app is None:
             raise ValueError("rate: a UDP transport stream needs a rate, e.g. rate: 2M")
         if self.protocol == "tcp" and self.rate is not None:
             raise ValueError("rate: TCP sends as fast as its congestion control allows")

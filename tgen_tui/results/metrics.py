@@ -77,6 +77,22 @@ CATALOGUE: dict[str, Metric] = {
         Metric("tcp_goodput_bps", "tcp goodput", "bit/s", None, "transport: TCP flows' sum"),
         Metric("udp_loss_pct", "udp loss", "%", None, "transport: UDP datagrams lost"),
         Metric(
+            "app_established_per_s",
+            "connections/s",
+            "conn/s",
+            "higher",
+            "transport: app flows' connections set up per second over the run",
+        ),
+        Metric("app_failed", "failed connections", "conns", "lower", "transport: app flows"),
+        Metric("app_setup_p99_ns", "setup p99", "ns", None, "transport: connect to writable"),
+        Metric(
+            "app_transaction_p99_ns",
+            "transaction p99",
+            "ns",
+            None,
+            "transport: request to response read",
+        ),
+        Metric(
             "loss_unexplained",
             "unexplained loss",
             "frames",

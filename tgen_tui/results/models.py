@@ -140,6 +140,7 @@ class DutResult(Part):
     conntrack_rise: int | None = None
     conntrack_max: int | None = None
     conntrack_final: int | None = None
+    conntrack_states_final: dict[str, int] | None = None  # app flows: entries by state
     full_at_s: Num | None = None
     settings: dict[str, Any] | None = None
     error: str | None = None
@@ -171,6 +172,27 @@ class FlowResult(Part):
     lost: int | None = None
     loss_pct: Num | None = None
     jitter_ms: Num | None = None
+    # a request/response flow (tgen_tui.engine.appfigures): its clients' connections
+    app: str | None = None
+    load: str | None = None
+    attempted: int | None = None
+    due: int | None = None
+    achieved_pct: Num | None = None
+    established: int | None = None
+    failed: int | None = None
+    failed_refused: int | None = None
+    failed_reset: int | None = None
+    failed_timeout: int | None = None
+    failed_local: int | None = None
+    closed: int | None = None
+    aborted: int | None = None
+    transactions: int | None = None
+    served: int | None = None
+    established_per_s: Num | None = None  # over the run: established / span_s
+    transactions_per_s: Num | None = None
+    setup_ns: dict[str, Num | None] | None = None  # min, p50, p90, p99, max, avg
+    transaction_ns: dict[str, Num | None] | None = None
+    failure_causes: list[dict[str, Any]] | None = None  # drop counters that moved meanwhile
 
 
 class TransportResult(Part):

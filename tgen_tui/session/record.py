@@ -30,10 +30,17 @@ STREAM_COUNTERS = (
     "due_frames",
 )
 # socket flows: counts that add up over clears (the run goodput is weighted by active time)
-FLOW_COUNTERS = (
+FLOW_COUNTERS: tuple[str, ...] = (
     "tx_bytes", "rx_bytes", "active_s", "errors", "retransmits", "data_segs_out", "connections",
     "tx_packets", "rx_packets", "lost",
 )  # fmt: skip
+# request/response flows' connection counts (their setup and transaction percentiles are
+# the ones since the last clear: histograms are not carried)
+APP_COUNTERS = (
+    "attempted", "due", "established", "failed", "failed_refused", "failed_reset",
+    "failed_timeout", "failed_local", "closed", "aborted", "transactions", "served",
+)  # fmt: skip
+FLOW_COUNTERS += APP_COUNTERS
 
 
 class InteractiveRecord:
@@ -104,9 +111,18 @@ class InteractiveRecord:
         active = kw.get("active_s", f.active_s)
         bits = add["bits_due"] + (f.goodput_run_bps or 0.0) * f.active_s
         kw["goodput_run_bps"] = bits / active if active > 0 else f.goodput_run_bps
-        for k in ("tx_packets", "rx_packets", "lost", "retransmits", "data_segs_out"):
+        for k in (
+            "tx_packets",
+            "rx_packets",
+            "lost",
+            "retransmits",
+            "data_segs_out",
+            *APP_COUNTERS,
+        ):
             if k in kw:
                 kw[k] = int(kw[k])
+        if kw.get("due"):
+            kw["achieved_pct"] = 100.0 * kw.get("attempted", 0) / kw["due"]
         if f.protocol == "udp":
             got = kw.get("rx_packets", 0)
             kw["loss_pct"] = FF.udp_loss(got + kw.get("lost", 0), got)[1]

@@ -296,6 +296,16 @@ def rtt_lines(hist: History, flows: Sequence[str], win: Window) -> list[Line]:
     ]
 
 
+def app_lines(hist: History, flows: Sequence[str], win: Window, what: str) -> list[Line]:
+    """An app flow's ``cps`` (connections set up per second) or ``open`` (concurrent
+    connections) series, each flow in the colour it has on the other charts."""
+    return [
+        Line(f, hist.values((what, f), win), PALETTE[i % len(PALETTE)])
+        for i, f in enumerate(flows)
+        if (what, f) in hist.series
+    ]
+
+
 def draw_conntrack(chart: Chart, hist: History, win: Window) -> None:
     """Conntrack entries against the max: the top of the chart is the max when known."""
     mx = next((v for v in reversed(hist.values(("ct_max", ""), win)) if v), None)
@@ -401,6 +411,7 @@ __all__ = [
     "PALETTE",
     "Chart",
     "Line",
+    "app_lines",
     "charts_fit",
     "columns",
     "draw_main_charts",

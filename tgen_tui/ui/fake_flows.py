@@ -32,6 +32,7 @@ from tgen_tui.engine.setup import Setup
 from tgen_tui.packets.flowprogram import FlowProgram
 from tgen_tui.packets.schedule import DueTimes, is_on
 from tgen_tui.worker import flowcounters as FC
+from tgen_tui.worker.rxstats import lat_bucket
 
 TCP_BPS = 400e6  # goodput of the first TCP flow while on, bit/s
 TCP_STEP = 0.08  # each further TCP flow gets this share less (Jain's index is not 1)
@@ -49,6 +50,8 @@ UDP_JITTER_NS = 45_000
 TICK_HZ = 1000  # the on-time clock: ticks of the schedule counted by DueTimes
 FLOW_CPU_PCT = 2.0  # a flow worker's load with nothing to send
 CPU_PCT_PER_GBIT = 8.0  # and per Gbit/s it sends
+APP_SETUP_NS = 180_000  # a simulated app connection's setup time (connect to writable)
+APP_TXN_NS = 420_000  # and its transaction (request to response read)
 
 
 def on_clock(prog: FlowProgram) -> DueTimes:
@@ -189,7 +192,9 @@ class SimFlows:
             r[FC.FC_ON] = int(on)
             r[FC.FC_STATE] = FC.STATE_SENDING if on else FC.STATE_OFF
             r[FC.FC_ACTIVE_NS] = f.base[FC.FC_ACTIVE_NS] + round(on_s * 1e9)
-            if f.tcp:
+            if f.prog.app is not None:
+                self._app(f, rel, on_s)
+            elif f.tcp:
                 self._tcp(f, rel, on_s, on)
             else:
                 self._udp(f, rel, on)
@@ -217,6 +222,35 @@ class SimFlows:
         r[FC.FC_CWND] = max(INIT_CWND, round(rate / 8 * rtt / 1e6 / MSS))
         r[FC.FC_DELIVERY_RATE] = round(rate / 8)
 
+    @staticmethod
+    def _app(f: SimFlow, rel: float, on_s: float) -> None:
+        """A request/response flow: its load's connections, each set up in APP_SETUP_NS
+        and answered in APP_TXN_NS, none failing (the concurrent target held at once)."""
+        a, r, b = f.prog.app, f.row, f.base
+        assert a is not None
+        n = round(a.conn_rate() * on_s) if a.mode != "concurrent" else round(a.target)
+        held = round(a.target) if a.mode == "concurrent" else 0
+        txn = n * a.per_connection
+        for k, v in ((FC.FC_ATTEMPTED, n), (FC.FC_ESTABLISHED, n), (FC.FC_CLOSED, n - held),
+                     (FC.FC_TRANSACTIONS, txn), (FC.FC_SERVED, txn),
+                     (FC.FC_ACCEPTED, n)):  # fmt: skip
+            r[k] = b[k] + v
+        r[FC.FC_CONCURRENT] = held or round(a.conn_rate() * (APP_SETUP_NS + APP_TXN_NS) / 1e9)
+        r[FC.FC_TARGET] = round(a.target_at(rel) * 1000)
+        if a.mode != "concurrent":
+            r[FC.FC_DUE] = b[FC.FC_DUE] + n  # the fake keeps up with its rate
+        setup, done = int(r[FC.FC_ESTABLISHED]), int(r[FC.FC_TRANSACTIONS])
+        for hist, total, lo, hi, count, ns in (
+            (FC.FC_SETUP_HIST, FC.FC_SETUP_SUM_NS, FC.FC_SETUP_MIN_NS, FC.FC_SETUP_MAX_NS,
+             setup, APP_SETUP_NS),
+            (FC.FC_TXN_HIST, FC.FC_TXN_SUM_NS, FC.FC_TXN_MIN_NS, FC.FC_TXN_MAX_NS, done,
+             APP_TXN_NS),
+        ):  # fmt: skip
+            r[hist + int(lat_bucket(np.array([ns]))[0])] = count
+            r[total], r[lo], r[hi] = count * ns, ns if count else 0, ns if count else 0
+        r[FC.FC_RX_BYTES] = r[FC.FC_RX_BYTES_DUE] = b[FC.FC_RX_BYTES] + txn * a.response
+        r[FC.FC_TX_BYTES] = b[FC.FC_TX_BYTES] + txn * a.request
+
     def _udp(self, f: SimFlow, rel: float, on: bool) -> None:
         r = f.row
         if f.pacer is not None and on:  # the worker sends only while is_on says so
@@ -234,7 +268,10 @@ class SimFlows:
     def conntrack_entries(self) -> int:
         """The DUT's entries for the flows: a TCP flow's from its set-up (it connects
         then), a UDP flow's once it sent."""
-        return sum(f.tcp or f.slot(FC.FC_TX_PACKETS) > 0 for f in self.flows)
+        return sum(
+            f.slot(FC.FC_ESTABLISHED) if f.prog.app else f.tcp or f.slot(FC.FC_TX_PACKETS) > 0
+            for f in self.flows
+        )
 
     def load_pct(self, worker: int) -> float:
         """A flow worker's CPU share now: a little, and more the more it sends."""

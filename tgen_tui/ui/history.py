@@ -127,7 +127,10 @@ class History:
         by_port: dict[str, float] = {}
         for f in snap.flows:
             self.get(("goodput", f.name)).add(f.goodput_bps, close)
-            if f.protocol == "tcp":
+            if f.app is not None:  # connections per second and open connections
+                self.get(("cps", f.name)).add(f.established_per_s, close)
+                self.get(("open", f.name)).add(float(f.concurrent or 0), close)
+            elif f.protocol == "tcp":
                 self.get(("rtt", f.name)).add(f.rtt_ms if f.on else None, close)
             by_port[f.port] = by_port.get(f.port, 0.0) + f.goodput_bps
         for port, bps in by_port.items():

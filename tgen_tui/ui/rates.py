@@ -25,6 +25,7 @@ TCP_REFUSAL = (
     "is a TCP flow: it sends as fast as its congestion control allows "
     "(r, + and - set a UDP flow's rate)"
 )
+APP_REFUSAL = "is a request/response flow: its profile's load: sets its pace"
 FRAME_HINT = "50kpps, 200Mbit, 10%, or fps"
 BIT_HINT = "a bit rate: 2M, 500kbit, 10% (of the port's speed)"
 
@@ -66,6 +67,8 @@ class Refused(Exception):
 def flow_target(desc: EngineDescription, snap: StatsSnapshot | None, name: str) -> RateTarget:
     """A flow's rate target; Refused for a TCP flow."""
     info = desc.flow(name)
+    if info.app is not None:
+        raise Refused(f"{name} {APP_REFUSAL}")
     if info.protocol != "udp":
         raise Refused(f"{name} {TCP_REFUSAL}")
     now = _live_bps(snap, name)
@@ -78,7 +81,7 @@ def port_target(desc: EngineDescription, snap: StatsSnapshot | None, port: str) 
     info = desc.port(port)
     if info.streams:
         return RateTarget(port, port, port_pps(desc, snap, port), False)
-    udp = [f for f in desc.port_flows(port) if f.protocol == "udp"]
+    udp = [f for f in desc.port_flows(port) if f.protocol == "udp" and f.app is None]
     if not udp:
         raise Refused(f"port {port} sends no frame stream and no UDP flow: it has no rate")
     total = 0.0

@@ -12,8 +12,15 @@ retransmitted) add the closed connections' totals to the open one's.
 
 Layout (int64 slots)::
 
-    header  HDR_SLOTS (8)             see H_*
-    flows   n_flows x FLOW_STRIDE (32) see FC_*, in configure order
+    header  HDR_SLOTS (8)              see H_*
+    flows   n_flows x FLOW_STRIDE      see FC_*, in configure order: 48 scalar slots, then
+            two HIST_BUCKETS histograms (FC_SETUP_HIST, FC_TXN_HIST: the frame workers'
+            log-linear geometry, :func:`tgen_tui.worker.rxstats.lat_bucket`)
+
+The request/response slots (FC_ATTEMPTED ... FC_TXN_HIST) are written by an app flow
+(:mod:`tgen_tui.worker.appflows`) only; a bulk flow leaves them 0. An app flow counts its
+clients' request bytes in tx_bytes, the response bytes they read in rx_bytes (and
+rx_bytes_due), and its connections' TCP retransmits (SYNs included) in retrans.
 
 Imports: the standard library and numpy only.
 """
@@ -25,15 +32,15 @@ import os
 
 import numpy as np
 
-from tgen_tui.worker.counters import create_block, map_block
+from tgen_tui.worker.counters import HIST_BUCKETS, create_block, map_block
 
 MAGIC = int.from_bytes(b"tgenflw1", "little")
-VERSION = 1
+VERSION = 2
 
 HDR_SLOTS = 8
 H_MAGIC, H_VERSION, H_N_FLOWS, H_STRIDE, H_PID, H_HEARTBEAT_NS = range(6)
 
-FLOW_STRIDE = 32
+FLOW_SCALARS = 48
 FLOW_FIELDS = (
     "flow",  # 0  (g) the flow's id (FlowProgram.id)
     "state",  # 1  (g) STATE_*
@@ -63,10 +70,27 @@ FLOW_FIELDS = (
     "errors",  # 25 send/receive/connect errors (the last one's text goes as an event)
     "ti_reads",  # 26 TCP_INFO reads (the figures are this fresh)
     "started_ns",  # 27 (g) CLOCK_MONOTONIC ns of the port start the flow last ran from
-    "reserved28",
-    "reserved29",
-    "reserved30",
-    "reserved31",
+    # request/response (app) flows: connections from the client side's view
+    "attempted",  # 28 connections begun (connect called, UDP: socket opened)
+    "established",  # 29 connects that completed (TCP: writable without error)
+    "fail_refused",  # 30 connect refused (RST to the SYN, ECONNREFUSED)
+    "fail_reset",  # 31 reset (or EPIPE) after it was established
+    "fail_timeout",  # 32 no answer in the app's timeout: connect, or a response
+    "fail_local",  # 33 the tester's own limit: no port or address, no file descriptor
+    "closed",  # 34 connections that ended after their last transaction (FIN or RST sent)
+    "concurrent",  # 35 (g) client connections open now (connecting or established)
+    "transactions",  # 36 responses read in full
+    "setup_sum_ns",  # 37 connect start to writable, summed over established connections
+    "setup_max_ns",  # 38 (g) the longest of those
+    "txn_sum_ns",  # 39 request sent (first byte) to response read in full, summed
+    "txn_max_ns",  # 40 (g) the longest of those
+    "target",  # 41 (g) the load asked now (conn/s, connections or transactions/s) x 1000
+    "served",  # 42 server side: responses written in full
+    "accepted",  # 43 server side: connections accepted (TCP) or first requests (UDP)
+    "setup_min_ns",  # 44 (g) the shortest setup time (0: none yet)
+    "txn_min_ns",  # 45 (g) the shortest transaction
+    "aborted",  # 46 of closed: still open when the drain ended, closed with RST
+    "due",  # 47 rate loads: connections due by now (by the stop) at the asked rate
 )
 (
     FC_FLOW,
@@ -97,9 +121,35 @@ FLOW_FIELDS = (
     FC_ERRORS,
     FC_TI_READS,
     FC_STARTED_NS,
-) = range(28)
-assert len(FLOW_FIELDS) == FLOW_STRIDE
+    FC_ATTEMPTED,
+    FC_ESTABLISHED,
+    FC_FAIL_REFUSED,
+    FC_FAIL_RESET,
+    FC_FAIL_TIMEOUT,
+    FC_FAIL_LOCAL,
+    FC_CLOSED,
+    FC_CONCURRENT,
+    FC_TRANSACTIONS,
+    FC_SETUP_SUM_NS,
+    FC_SETUP_MAX_NS,
+    FC_TXN_SUM_NS,
+    FC_TXN_MAX_NS,
+    FC_TARGET,
+    FC_SERVED,
+    FC_ACCEPTED,
+    FC_SETUP_MIN_NS,
+    FC_TXN_MIN_NS,
+    FC_ABORTED,
+    FC_DUE,
+) = range(48)
+assert len(FLOW_FIELDS) == FLOW_SCALARS
+FC_SETUP_HIST = FLOW_SCALARS  # setup time histogram (connect start to writable)
+FC_TXN_HIST = FLOW_SCALARS + HIST_BUCKETS  # transaction latency histogram
+FLOW_STRIDE = FLOW_SCALARS + 2 * HIST_BUCKETS
 
+#: an app flow's gauges (the other app slots only increase)
+APP_GAUGES = (FC_CONCURRENT, FC_SETUP_MAX_NS, FC_TXN_MAX_NS, FC_TARGET)
+APP_GAUGES += (FC_SETUP_MIN_NS, FC_TXN_MIN_NS)
 #: the slots that only increase: the engine subtracts their baselines at a clear
 MONOTONIC = (
     FC_TX_BYTES,
@@ -117,6 +167,8 @@ MONOTONIC = (
     FC_RTT_SUM_US,
     FC_RTT_SAMPLES,
     FC_ERRORS,
+    *(k for k in range(FC_ATTEMPTED, FC_DUE + 1) if k not in APP_GAUGES),
+    *range(FC_SETUP_HIST, FLOW_STRIDE),
 )
 
 # a flow's life; the engine shows it by these names
@@ -198,8 +250,10 @@ class FlowCounterView:
 
 __all__ = [name for name in dir() if name.startswith(("FC_", "STATE_", "H_"))] + [
     "FLOW_FIELDS",
+    "FLOW_SCALARS",
     "FLOW_STRIDE",
     "FlowCounterView",
+    "HIST_BUCKETS",
     "HDR_SLOTS",
     "MONOTONIC",
     "STATES",

@@ -35,6 +35,7 @@ from tgen_tui.packets.flowprogram import FlowProgram, flow_from_dict
 from tgen_tui.packets.schedule import DueTimes, is_on
 from tgen_tui.worker import flowcounters as FC
 from tgen_tui.worker import protocol as P
+from tgen_tui.worker.appflows import AppFlow
 from tgen_tui.worker.netns import netns
 from tgen_tui.worker.process import run_worker
 from tgen_tui.worker.protocol import EXIT_OK
@@ -101,6 +102,7 @@ class Flow:
         self.t_base = 0.0  # ... and when, s after t0
         self.dt: DueTimes | None = None
         self.row[FC.FC_RATE_BPS] = round(prog.rate_bps or 0)
+        self.app: AppFlow | None = AppFlow(prog, row) if prog.app is not None else None
 
     # ------------------------------------------------------------------ sockets
     def open_receiver(self) -> None:
@@ -370,16 +372,21 @@ class FlowWorker:
         progs = [flow_from_dict(d) for d in cmd.flows]
         self.cv = FC.FlowCounterView.create(cmd.shm, [p.id for p in progs])
         self.flows = [Flow(p, self.cv.rows[i]) for i, p in enumerate(progs)]
+        notes: list[str] = []
         for f in self.flows:
-            f.open_receiver()
-            if f.prog.protocol == "tcp":
-                f.connect()
+            if f.app is not None:  # request/response: its server now, its clients at start
+                f.app.open_server()
+                notes += [f"flow {f.prog.name}: {n}" for n in f.app.notes]
+                self.sel.register(f.app, selectors.EVENT_READ, f.app)
+            else:
+                f.open_receiver()
+                if f.prog.protocol == "tcp":
+                    f.connect()
+                self._watch_receiver(f)
             f.row[FC.FC_STATE] = FC.STATE_IDLE
-            self._watch_receiver(f)
         ports = sorted({f.prog.port for f in self.flows})
-        self.emit(
-            P.FlowsReady(shm=cmd.shm, flows=[f.prog.id for f in self.flows], ports=ports, id=cmd.id)
-        )
+        ids = [f.prog.id for f in self.flows]
+        self.emit(P.FlowsReady(shm=cmd.shm, flows=ids, ports=ports, notes=notes, id=cmd.id))
 
     def _watch_receiver(self, f: Flow) -> None:
         if f.rcv is not None and f.prog.id not in self.reading:
@@ -400,7 +407,9 @@ class FlowWorker:
         t0 = cmd.t0_ns or time.monotonic_ns()
         flows = self._mine(cmd.ports)
         for f in flows:
-            if f.prog.protocol == "tcp" and f.snd is None:
+            if f.app is not None:
+                f.app.begin(t0)
+            elif f.prog.protocol == "tcp" and f.snd is None:
                 f.connect()  # an earlier stop closed its connection
                 self._watch_receiver(f)
             f.begin(t0)
@@ -417,7 +426,10 @@ class FlowWorker:
             f.tick_active(time.monotonic_ns(), False)
             f.stopping_until = until + (TCP_DRAIN_S if f.prog.protocol == "tcp" else 0.0)
             f.row[FC.FC_STATE] = FC.STATE_DRAINING
-            if f.prog.protocol == "tcp" and f.snd is not None:
+            if f.app is not None:
+                f.app.end()
+                f.stopping_until = until  # open connections finish within the drain
+            elif f.prog.protocol == "tcp" and f.snd is not None:
                 self._stop_writing(f)
                 try:
                     f.snd.shutdown(socket.SHUT_WR)
@@ -436,8 +448,10 @@ class FlowWorker:
         for f in self.flows:
             if f.stopping_until is None:
                 continue
-            tcp = f.prog.protocol == "tcp"
-            if (tcp and (f.eof or f.rcv is None)) or now >= f.stopping_until:
+            tcp = f.prog.protocol == "tcp" and f.app is None
+            if f.app is not None and (f.app.idle() or now >= f.stopping_until):
+                f.app.abort_all()
+            elif (tcp and (f.eof or f.rcv is None)) or now >= f.stopping_until:
                 if tcp:
                     f.end_connection()
                     self._unwatch(f)
@@ -445,9 +459,11 @@ class FlowWorker:
                 else:  # nothing more in flight: the receiver should have every datagram sent
                     sent = int(f.row[FC.FC_TX_PACKETS])
                     f.row[FC.FC_EXPECTED] = max(int(f.row[FC.FC_EXPECTED]), sent)
-                f.stopping_until = None
-                f.running = False
-                f.row[FC.FC_STATE] = FC.STATE_STOPPED
+            else:
+                continue
+            f.stopping_until = None
+            f.running = False
+            f.row[FC.FC_STATE] = FC.STATE_STOPPED
         for port in sorted(self.stopping_ports):
             if not any(g.running for g in self.flows if g.prog.port == port):
                 self.stopping_ports.discard(port)
@@ -464,7 +480,7 @@ class FlowWorker:
             self.stop(cmd)
         elif isinstance(cmd, P.SetFlowRate):
             f = next((x for x in self.flows if x.prog.id == cmd.flow), None)
-            if f is None or f.prog.protocol != "udp":
+            if f is None or f.prog.protocol != "udp" or f.app is not None:
                 raise ValueError(f"set_flow_rate: no UDP flow {cmd.flow} here")
             f.set_rate(float(cmd.bps), time.monotonic_ns())
             self.emit(P.FlowRateSet(flow=cmd.flow, bps=float(cmd.bps), id=cmd.id))
@@ -511,7 +527,9 @@ class FlowWorker:
             on = f.is_on(now_ns)
             f.tick_active(now_ns, on)
             f.read_info(now_ns)
-            if f.prog.protocol == "tcp":
+            if f.app is not None:
+                wait = min(wait, f.app.turn(now_ns, on))
+            elif f.prog.protocol == "tcp":
                 self._tcp_writable(f, on)
             elif on:
                 err, nxt = f.send_udp(now_ns)
@@ -560,6 +578,9 @@ class FlowWorker:
                 if f is None:
                     self.read_commands()
                     continue
+                if isinstance(f, AppFlow):
+                    f.poll(time.monotonic_ns())
+                    continue
                 if events & selectors.EVENT_READ and key.fileobj is f.rcv:
                     now_ns = time.monotonic_ns()
                     self._flow_error(f, f.receive(self.buf, f.is_on(now_ns)))
@@ -570,6 +591,8 @@ class FlowWorker:
                     self._flow_error(f, f.send_tcp())
         for f in self.flows:
             f.close()
+            if f.app is not None:
+                f.app.close()
         return EXIT_OK
 
 

@@ -265,6 +265,7 @@ class FlowsReady(Event):
     shm: str
     flows: list[int]
     ports: list[str]
+    notes: list[str] = field(default_factory=list)  # limits raised, for the log
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,9 @@ class DutScreen(ViewScreen):
             "table filled at", fmt.seconds(d.full_at_s) if d.full_at_s is not None else "not full"
         )
         self._kv("free memory", fmt.nbytes(d.mem_available_bytes))
+        if d.conntrack_states:  # request/response flows: the entries by state
+            by_state = ", ".join(f"{k} {fmt.count(v)}" for k, v in d.conntrack_states[:4])
+            self._kv("entries by state", by_state)
         for k, v in d.settings:
             self._kv(k.replace("_", " "), str(v))
         if d.error:

@@ -5,8 +5,14 @@ and the throughput equation's figure (Reno) from 160. Below: Jain's fairness ind
 and over the run), every figure of the highlighted flow, and goodput and RTT charts per
 flow (a sparkline of the highlighted flow's goodput at 80x24).
 
-Every figure is the snapshot's (:mod:`tgen_tui.engine.flowfigures` defines them); the
-screen only formats them. ``r``, ``+`` and ``-`` act on the highlighted flow: a UDP flow
+A profile with request/response (app) flows shows their columns instead: connections set
+up per second, open connections, failed, transactions per second and setup p99 at 80
+columns (goodput, transaction p99 and retransmits from 120), their figures below (counts,
+failures by reason, setup and transaction percentiles), and the charts become connections
+per second and concurrent connections (the sparkline: the highlighted flow's conn/s).
+
+Every figure is the snapshot's (:mod:`tgen_tui.engine.flowfigures` and
+:mod:`tgen_tui.engine.appfigures` define them); the screen only formats them. ``r``, ``+`` and ``-`` act on the highlighted flow: a UDP flow
 takes a bit rate, a TCP flow is refused (ui/rates.py).
 """
 
@@ -23,8 +29,9 @@ from textual.widgets import DataTable, Label
 
 from tgen_tui import fmt
 from tgen_tui.engine.api import EngineDescription, FlowInfo
+from tgen_tui.engine.appfigures import failure_text
 from tgen_tui.engine.snapshot import FlowStats, StatsSnapshot
-from tgen_tui.ui.charts import Chart, charts_fit, goodput_lines, rtt_lines, timebase
+from tgen_tui.ui.charts import Chart, app_lines, charts_fit, goodput_lines, rtt_lines, timebase
 from tgen_tui.ui.screens.base import ViewScreen
 from tgen_tui.ui.widgets import OrderedFooter, Spark, TextWidget
 
@@ -51,6 +58,8 @@ def ms(v: float | None) -> str:
 
 
 def proto(f: FlowStats | FlowInfo) -> str:
+    if f.app is not None:
+        return f"{f.app} {f.protocol}" if f.app != "request-response" else f"rr {f.protocol}"
     return f"{f.protocol} {f.cc}" if f.cc else f.protocol
 
 
@@ -86,6 +95,37 @@ FLOW_COLS: tuple[tuple[str, str, int, int, Callable[[FlowStats], Text | str]], .
 )
 
 
+def _app(f: FlowStats, show: Callable[[FlowStats], str]) -> str:
+    return show(f) if f.app is not None else "-"
+
+
+def _rate(v: float | None) -> str:
+    return "-" if v is None else fmt.count(round(v))
+
+
+def _p(lat, q: str) -> str:
+    v = getattr(lat, q) if lat is not None else None
+    return fmt.ns(v)
+
+
+#: the columns of a profile with request/response flows (same shape as FLOW_COLS)
+APP_COLS: tuple[tuple[str, str, int, int, Callable[[FlowStats], Text | str]], ...] = (
+    ("name", "Flow", 13, 0, lambda f: f.name),
+    ("proto", "Proto", 10, 0, proto),
+    ("state", "State", 11, 0, flow_state),
+    ("cps", "Conn/s", 9, 0, lambda f: _app(f, lambda f: _rate(f.established_per_s))),
+    ("open", "Open", 8, 0, lambda f: _app(f, lambda f: fmt.count(f.concurrent))),
+    ("fail", "Failed", 8, 0, lambda f: _app(f, lambda f: fmt.count(f.failed))),
+    ("tps", "Txn/s", 9, 0, lambda f: _app(f, lambda f: _rate(f.transactions_per_s))),
+    ("setup", "Setup p99", 10, 0, lambda f: _app(f, lambda f: _p(f.setup_ns, "p99"))),
+    ("good", "Goodput", 13, 120, lambda f: fmt.bps(f.goodput_bps)),
+    ("txn", "Txn p99", 10, 120, lambda f: _app(f, lambda f: _p(f.transaction_ns, "p99"))),
+    ("retr", "Retr.", 7, 120, lambda f: fmt.count(f.retransmits)),
+    ("ports", "Ports", 8, 160, lambda f: f"{f.port}→{f.rx_port}"),
+    ("att", "Attempted", 11, 160, lambda f: _app(f, lambda f: fmt.count(f.attempted))),
+)
+
+
 def tier(width: int) -> int:
     """Which columns a terminal this wide shows: 0, 120 or 160."""
     return 160 if width >= 160 else 120 if width >= 120 else 0
@@ -115,7 +155,32 @@ def detail_lines(f: FlowStats, info: FlowInfo | None) -> list[str]:
         f"  bytes     sent {fmt.nbytes(f.tx_bytes)} · read {fmt.nbytes(f.rx_bytes)}"
         f" · errors {fmt.count(f.errors)}"
     )
+    if f.app is not None:
+        return out[:1] + app_lines_text(f)
     return out + (tcp_lines(f) if f.protocol == "tcp" else udp_lines(f))
+
+
+LOAD_TEXT = {"cps": "conn/s", "concurrent": "open", "tps": "transactions/s"}
+
+
+def app_lines_text(f: FlowStats) -> list[str]:
+    """A request/response flow's figures: connections, failures, rates, times (7 lines)."""
+    sl, tl = f.setup_ns, f.transaction_ns
+    return [
+        f"  load      {fmt.count(round(f.target or 0))} {LOAD_TEXT.get(f.load or '', '')} asked"
+        + (f" · achieved {fmt.pct(f.achieved_pct, 1)}" if f.achieved_pct is not None else "")
+        + f" · open {fmt.count(f.concurrent)} · goodput {fmt.bps(f.goodput_bps)}",
+        f"  conns     attempted {fmt.count(f.attempted)} · established "
+        f"{fmt.count(f.established)} · closed {fmt.count(f.closed)}",
+        f"  failed    {fmt.count(f.failed)}: {failure_text(f)}",
+        f"  now       {_rate(f.established_per_s)} conn/s · {_rate(f.transactions_per_s)} "
+        f"transactions/s · {fmt.count(f.transactions)} done · retr. {fmt.count(f.retransmits)}",
+        f"  setup     p50 {_p(sl, 'p50')} · p99 {_p(sl, 'p99')} · max {_p(sl, 'max')}"
+        " (connect to writable)",
+        f"  txn       p50 {_p(tl, 'p50')} · p99 {_p(tl, 'p99')} · max {_p(tl, 'max')}"
+        " (request to response)",
+        f"  server    {fmt.count(f.served)} responses written",
+    ]
 
 
 def tcp_lines(f: FlowStats) -> list[str]:
@@ -176,7 +241,8 @@ class FlowsScreen(ViewScreen):
         t.fixed_columns = 1
         t.cell_padding = 0  # widths include one leading space
         self._tier = tier(self.app.size.width)
-        self._cols = [c for c in FLOW_COLS if c[3] <= self._tier]
+        self._apps = any(f.app is not None for f in desc.flows)
+        self._cols = [c for c in (APP_COLS if self._apps else FLOW_COLS) if c[3] <= self._tier]
         for key, label, width, _, _ in self._cols:
             t.add_column(" " + label, width=width, key=key)
         for f in desc.flows:
@@ -189,6 +255,12 @@ class FlowsScreen(ViewScreen):
         self._charts_on = charts_fit(self.app.size.width, self.app.size.height)
         self.query_one("#flow-charts").display = self._charts_on and bool(desc.flows)
         self.query_one("#flow-spark-row").display = not self._charts_on and bool(desc.flows)
+        titles = ((("Connections/s", "conn/s"), ("Concurrent", "connections")) if self._apps
+                  else (("Goodput", "bit/s"), ("RTT", "ms")))  # fmt: skip
+        for cid, (title, unit) in zip(("#fchart-good", "#fchart-rtt"), titles, strict=True):
+            chart = self.query_one(cid, Chart)
+            chart.title, chart.unit = title, unit
+        self.query_one("#flow-spark-row Label", Label).update("conn/s" if self._apps else "goodput")
         self._tick = 0
 
     def on_resize(self) -> None:
@@ -249,10 +321,16 @@ class FlowsScreen(ViewScreen):
             return
         if not self._charts_on:
             name = self.selected_flow() or names[0]  # the flow whose figures are above
-            vals = [v or 0.0 for v in hist.values(("goodput", name), win)]
+            key = ("cps", name) if ("cps", name) in hist.series else ("goodput", name)
+            vals = [v or 0.0 for v in hist.values(key, win)]
             self.query_one("#flow-spark", Spark).set_data(vals)
             return
         n = timebase(hist, win)
+        if self._apps:
+            cps, conc = app_lines(hist, names, win, "cps"), app_lines(hist, names, win, "open")
+            self.query_one("#fchart-good", Chart).plot(cps, n, win.name)
+            self.query_one("#fchart-rtt", Chart).plot(conc, n, win.name)
+            return
         self.query_one("#fchart-good", Chart).plot(goodput_lines(hist, names, win), n, win.name)
         note = "" if any(f.protocol == "tcp" for f in snap.flows) else "no TCP flow"
         rtt = rtt_lines(hist, names, win)
@@ -260,7 +338,9 @@ class FlowsScreen(ViewScreen):
 
 
 __all__ = [
+    "APP_COLS",
     "FLOW_COLS",
+    "app_lines_text",
     "FlowsScreen",
     "detail_lines",
     "fairness_text",
