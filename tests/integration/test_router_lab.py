@@ -345,7 +345,10 @@ def test_before_trial_runs_once_per_rfc9693_trial_and_the_report_counts_it(route
     assert cp.returncode == 0, cp.stderr
     doc = json.loads(out.read_text())
     trials = [t for s in doc["searches"] for t in s["trials"]]
-    assert len(trials) >= 2 and any(t["verdict"] == "pass" for t in trials)
+    # the hook's counts are the point; whether a 12.5 ms trial at 40,000/s passes is the
+    # DUT's and the host's speed (no timing in pass/fail tests): it failed in two full
+    # suites (ci55, ci56) and passed alone every time
+    assert len(trials) >= 2
     # a trial that a sender stall invalidated is run again (extra.retried): each attempt
     # is a trial on the DUT, so the hook ran before each one
     attempts = [a for t in trials for a in [*(t["extra"].get("retried") or []), t]]
