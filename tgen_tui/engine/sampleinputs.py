@@ -122,7 +122,7 @@ class Readings:
     dut_settings: tuple[tuple[str, str], ...] = ()
 
 
-def with_shape_rates(live: LiveState, streams: Any, tx: dict[int, Any], req_col: int) -> LiveState:
+def with_asked_rates(live: LiveState, streams: Any, tx: dict[int, Any], req_col: int) -> LiveState:
     """The live state with each shaped stream's requested rate replaced by its shape's rate
     now (the workers' requested-rate column, ``req_col``, in mpps), and each multi-burst
     stream's by its mean rate, so "requested" and the achieved rate are what the stream
@@ -146,7 +146,7 @@ def with_shape_rates(live: LiveState, streams: Any, tx: dict[int, Any], req_col:
 
 
 __all__ = [
-    "with_shape_rates",
+    "with_asked_rates",
     "LiveState",
     "PortSetup",
     "Readings",

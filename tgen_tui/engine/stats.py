@@ -38,7 +38,7 @@ from tgen_tui.engine.sampleinputs import (
     WorkerCtx,
     WorkerLive,
     ifc_key,
-    with_shape_rates,
+    with_asked_rates,
 )
 from tgen_tui.engine.snapshot import PortStats, StatsSnapshot, StreamStats, WorkerStats
 from tgen_tui.worker import counters as C
@@ -299,7 +299,7 @@ class Accumulator:
         prev = self.rate_base(now)
         dt = (now - prev.t) if prev else 0.0
         r = self._read(pre)
-        live = with_shape_rates(live, self.ctx.streams, r.tx, C.T_REQ_MPPS)
+        live = with_asked_rates(live, self.ctx.streams, r.tx, C.T_REQ_MPPS)
         cur = _Prev(now, busy=r.busy, wframes=r.wframes)
         ports = tuple(self._port(pc, r, rd, live, prev, dt, cur) for pc in self.ctx.ports)
         streams = tuple(

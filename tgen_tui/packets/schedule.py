@@ -363,10 +363,7 @@ class DueTimes:
             return self._count_le_search(t)
         x = t - self.start_s
         if self.shape is not None:
-            n = math.floor(self.shape.frames_until(x)) + 1
-            tot = self.shape.total_frames()
-            if tot is not None:
-                n = min(n, math.ceil(tot))
+            n = math.floor(self.shape.frames_until(x)) + 1  # total() caps a shape sent once
         elif self.per_on:
             q = math.floor(x / self.period_s)
             r = x - q * self.period_s

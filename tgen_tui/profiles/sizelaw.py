@@ -38,7 +38,7 @@ def size_cycle(law: str, mean: float, param: float, lo: int, hi: int, key: int) 
         x = rng.gamma(param, mean / param, n)
     elif law == "weibull":
         x = (mean / math.gamma(1.0 + 1.0 / param)) * rng.weibull(param, n)
-    elif law == "pareto":  # Lomax + 1 scaled: x_m (a-1)/a... the classic Pareto with mean
+    elif law == "pareto":  # classic Pareto (numpy draws Lomax: + 1), x_m for the mean
         xm = mean * (param - 1.0) / param
         x = xm * (1.0 + rng.pareto(param, n))
     else:
