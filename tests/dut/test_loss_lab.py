@@ -97,7 +97,13 @@ def test_tbf_alone_is_the_qdisc_on_d1(lab, tmp_path) -> None:
     doc = _run(lab, tmp_path)
     up, down = doc["streams"]["up"], doc["streams"]["down"]
     _explained(up, "qdisc_drop")
-    assert {c["where"] for c in up["loss_causes"]} == {"d1"}
+    # the tbf on d1 is the cause; a loaded host may also drop a few frames in the tester's
+    # own rx ring on p1 (seen in one full CI run), which is named but must stay marginal
+    where = {c["where"]: 0 for c in up["loss_causes"]}
+    for c in up["loss_causes"]:
+        where[c["where"]] += c["frames"]
+    assert "d1" in where, up["loss_causes"]
+    assert sum(n for w, n in where.items() if w != "d1") <= 0.01 * up["lost"], where
     assert down["lost"] == 0 and down["loss_causes"] == []  # d0's egress has no tbf
     assert abs(_counter(doc, "qdisc_drop") - up["lost"]) <= 0.01 * up["lost"]
 
