@@ -148,8 +148,10 @@ def test_dns_over_udp_through_the_nat_one_entry_per_socket(app_lab, tmp_path):
     listed = [
         m for m in map(TUPLE.search, _conntrack(app_lab, "-L", "-p", "udp", "--dport", "53")) if m
     ]
-    # each query's socket is its own conntrack entry (a new 5-tuple), NATed to one address
-    assert len(listed) == d["established"]
+    # each query's socket is its own conntrack entry (a new 5-tuple), NATed to one address;
+    # a later socket of the same client may draw a closed one's ephemeral port (the same
+    # 5-tuple, so the same entry): 2 of 2,984 did in one full CI run
+    assert 0.995 * d["established"] <= len(listed) <= d["established"]
     assert {m["rdst"] for m in listed} == {hosts.E1_IP}
     assert d["transaction_ns"]["p50"] > 0
 

@@ -14,7 +14,7 @@ interface (``tgen_quiet_p0``; the port lock makes one tgen per port):
   packet sockets do not pass this hook, so tgen's own frames are untouched;
 - ``arp`` output, the same for the kernel's ARP.
 
-The kernel's own IPv6 timers are stopped too (the tables drop what they send, but the
+The kernel's own IPv6 timers are stopped first (the tables drop what they send, but the
 kernel counts it first): ``router_solicitations`` 0, ``accept_ra`` 0, ``dad_transmits``
 0 on the port, their old values put back when the engine closes (which sends nothing).
 Every command runs through trio (``trio.run_process``): the engine starts no process
@@ -117,6 +117,13 @@ async def silence(ports: Iterable[tuple[str | None, str]], notice: Callable[[str
     done: list[tuple] = []
     for netns, group in _by_ns(ports).items():
         names = [ifname for _, ifname in group]
+        # the timers first: a router solicitation due between the tables and the sysctls
+        # would be counted by the kernel (then dropped by the table), seen in one CI run
+        try:
+            olds = await _sysctls(netns, names, None)
+        except OSError:
+            olds = [{} for _ in names]
+        done += [(netns, n, old) for n, old in zip(names, olds, strict=True)]
         try:
             cp = await _run(netns, ["nft", "-f", "-"], "".join(ruleset(n) for n in names))
         except OSError:
@@ -125,12 +132,6 @@ async def silence(ports: Iterable[tuple[str | None, str]], notice: Callable[[str
         if cp.returncode != 0:
             msg = (cp.stderr.decode(errors="replace").strip().splitlines() or ["nft failed"])[-1]
             notice(f"cannot silence the kernel on {', '.join(names)}: {msg}")
-            continue
-        try:
-            olds = await _sysctls(netns, names, None)
-        except OSError:
-            olds = [{} for _ in names]
-        done += [(netns, n, old) for n, old in zip(names, olds, strict=True)]
     return done
 
 
