@@ -25,7 +25,7 @@ from tgen_tui.engine.api import (
     StreamInfo,
     WorkerInfo,
 )
-from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers
+from tgen_tui.engine.assignment import WorkerPlan, default_cores, plan_workers, spare_cores
 from tgen_tui.engine.flowplan import (
     FlowPlan,
     flow_plan_lines,
@@ -118,7 +118,8 @@ class Setup:
         if max(lanes.values(), default=1) > 1:  # several workers per port (engine/lanes.py)
             plans, warnings = plan_lanes(port_streams, lanes, cores)
         else:
-            plans, warnings = plan_workers(port_streams, cores)
+            spare = [] if options.cores else spare_cores()  # only when the cores are tgen's
+            plans, warnings = plan_workers(port_streams, cores, spare)
         n_names = max(len(compiled.all_stream_names), 1)
         n_lanes = max(lanes.values(), default=1)
         neigh = options.neighbours or {}
