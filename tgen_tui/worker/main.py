@@ -31,6 +31,7 @@ from tgen_tui.worker.pacing import (
     QDISC_WAKE_NS,
     TRIM_EVERY_NS,
     QdiscPacer,
+    WakeMargin,
     remove_tbf,
 )
 from tgen_tui.worker.process import run_worker
@@ -196,6 +197,7 @@ class Port:
         self.pacing = str(spec.get("pacing") or "burst")  # qdisc | timer | burst (worker.pacing)
         self.pacer: QdiscPacer | None = None  # pacing qdisc: the TBF on this port
         self.min_wake_ns = MIN_WAKE_NS if self.pacing == "burst" else 0
+        self.wake_margin = WakeMargin()  # pacing timer: how early to wake (measured)
 
     def open(self, tx_rows: list[np.ndarray], rx_table: int | None, ring_opts: dict) -> None:
         progs = [program_from_dict(d) for d in self.spec.get("tx_streams", [])]

@@ -27,7 +27,6 @@ from tgen_tui.worker.pacing import (
     QDISC_LOOKAHEAD_NS,
     QDISC_WAKE_NS,
     TIMER_COALESCE_NS,
-    TIMER_SPIN_NS,
     TIMER_TURN_NS,
 )
 from tgen_tui.worker.txstamps import tags_at
@@ -169,9 +168,12 @@ def _next_due(st: TxStream) -> float:
 
 
 def timer_step(port: Port, now_ns: int) -> tuple[int, bool]:
-    """Release each frame at its due time (sleep, then spin the last µs); (next wake, done)."""
+    """Release each frame at its due time (sleep to the port's measured wake-up margin
+    before it, then spin); (next wake, done)."""
     end = now_ns + TIMER_TURN_NS
     t0 = port.t0_ns
+    margin = port.wake_margin
+    margin.woke(now_ns)
     while True:
         ready = [st for st in port.streams if not st.done and not st.paused]
         if not ready:
@@ -181,8 +183,8 @@ def timer_step(port: Port, now_ns: int) -> tuple[int, bool]:
         st = min(ready, key=lambda s: s.next_due_s)
         due_ns = t0 + int(st.next_due_s * 1e9)
         now = time.monotonic_ns()
-        if due_ns - now > TIMER_SPIN_NS or now > end:
-            return max(now, due_ns - TIMER_SPIN_NS), False
+        if due_ns - now > margin.ns or now > end:
+            return margin.sleep_until(max(now, due_ns - margin.ns)), False
         while now < due_ns:
             now = time.monotonic_ns()
         _release(port, st, now)
