@@ -7,7 +7,8 @@ sender does not use) on the DUT's ingress d0, while one sender sends one 64-byte
 tester's p0:
 
 - tgen: lab.yaml's ``up`` stream alone, ``rate: {pps: R}``, the run as long as
-  ``--seconds``, the worker pinned to the last core (``--cores``); with ``--pacing X``
+  ``--seconds``, the workers where tgen puts them (the sender on the last core, p1's
+  receive-only worker on core 0) unless ``--cores`` says; with ``--pacing X``
   the profile says ``pacing: X`` on p0 (without it, the field is left out: tgen's default);
 - tgen, ``idt: {dist: exponential}`` at 10 kpps: the KS distance of the tap's gaps from
   the exponential law with mean 1/rate, and the mean rate error;
@@ -114,7 +115,8 @@ def tgen_case(lab: Lab, pps: float, a, idt: str | None, send_cpu: int, tap_cpu: 
             "pacing": a.pacing, "where": "lab d0", "send_cpu": send_cpu}  # fmt: skip
     tap = Tap(lab.dut, "d0", pcap, tap_cpu)
     try:
-        r = run_group([TGEN, "run", str(path), "-d", f"{a.seconds:g}", "--cores", str(send_cpu),
+        cores = ["--cores", a.cores] if a.cores else []  # default: tgen's own placement
+        r = run_group([TGEN, "run", str(path), "-d", f"{a.seconds:g}", *cores,
                        "--json", str(out), "--no-store", "--quiet"], timeout=a.seconds + 120)  # fmt: skip
     finally:
         case["tap_capture"] = tap.stop()
@@ -253,6 +255,11 @@ def main() -> int:
     ap.add_argument("--exponential-pps", type=float, default=10000.0)
     ap.add_argument("--trafgen-modes", default="rate,gap",
                     help="trafgen's options to use: rate (-b), gap (-t), comma-separated")  # fmt: skip
+    ap.add_argument(
+        "--cores",
+        help="tgen run --cores (default: tgen's: the sender on the "
+        "last core, a receive-only port's worker on core 0)",
+    )
     ap.add_argument("--out", default=str(RESULTS / "spacing.json"))
     a = ap.parse_args()
     if os.geteuid() != 0:
