@@ -110,3 +110,30 @@ def test_kernel_stamp_matches_the_egress_tap(veth, tmp_path):
     diff = np.array([ts[i] - tap[int(t)] for i, t in enumerate(tags) if int(t) in tap])
     assert len(diff) == len(tap)
     assert np.abs(diff).max() < 1_000_000, np.percentile(np.abs(diff), [50, 99])
+
+
+def test_send_one_between_stamped_frames_keeps_the_tags(veth):
+    """The timer pacer's send_one (send(2) of an unstamped frame) between stamped sends:
+    every frame arrives, and each report still names its stamped frame."""
+    r0 = veth.rx_packets()
+    with netns(veth.ns_a):
+        tx = open_tx(veth.if_a, "sendmmsg", max_batch=64)
+    try:
+        tx.enable_tx_timestamps(every=1)
+        b = BatchBuilder(make_program(size=60), max_batch=64)
+        stamped = []
+        for k in range(0, 640, 64):
+            buf, lens = b.build(k, 64)
+            for r in range(64):
+                if r % 8 == 0:
+                    tag = np.array([k + r], dtype=np.uint64)
+                    assert tx.send(buf[r : r + 1], lens[r : r + 1], tag, np.array([0])) == 1
+                    stamped.append(k + r)
+                else:
+                    assert tx.send_one(buf.ctypes.data + r * buf.strides[0], int(lens[r])) == 1
+        time.sleep(0.05)
+        tags, _ = tx.read_tx_timestamps()
+    finally:
+        tx.close()
+    assert tags.tolist() == stamped and tx.ts_lost == 0
+    assert veth.rx_packets() - r0 == 640

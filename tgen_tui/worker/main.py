@@ -92,6 +92,7 @@ class TxStream:
         (DESIGN: a restart never creates phantom loss)."""
         self.dt = self._due_times(self.schedule)
         self.chunk = None  # timer pacing: frames built ahead (worker.spaced)
+        self.ahead = None  # ... and the chunk after it, built while the pacer had time
         self.idx_base = self.sent
         self.run_first = self.sent
         self.due_prev = int(self.row[C.T_DUE])
@@ -158,7 +159,7 @@ class TxStream:
             if stop is not None and stop <= 0:
                 new = dataclasses.replace(new, count=0, stop_s=None)
             self.dt, self.idx_base, self.t_base = self._due_times(new), self.sent, rel_s
-        self.chunk = None
+        self.chunk = self.ahead = None
         t = self.dt.total()
         self.total = None if t is None else self.idx_base + t
         self.done = self.total is not None and self.sent >= self.total
