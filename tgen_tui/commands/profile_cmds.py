@@ -127,6 +127,17 @@ def _write(path: str, write) -> int:
         raise EnvironmentProblem(f"{path}: {e.strerror or e}") from None
 
 
+def _fps(pps: float) -> str:
+    """A frame rate as a user reads it: whole frames from 10/s up, else 2 decimals."""
+    return f"{pps:,.0f}" if pps >= 10 else f"{pps:.2f}"
+
+
+def _idt(s) -> str:
+    """The stream's inter-departure law when it is not a constant rate ("idt quake3 ")."""
+    law = getattr(s.idt, "dist", "constant")
+    return "" if law == "constant" else f"idt {law} "
+
+
 def _summary(profile) -> list[str]:
     from tgen_tui.profiles.models import size_bounds
 
@@ -143,8 +154,9 @@ def _summary(profile) -> list[str]:
         state = "" if s.enabled else " (disabled)"
         peak = " peak" if s.shape is not None else " mean" if s.burst_text(speed) else ""
         lines.append(
-            f"  {s.name}: {s.port}->{s.rx_port or '-'} {s.l4_kind} {size} {pps:,.0f} fps{peak} "
-            f"{pps * (mean + 20) * 8 / 1e6:,.2f} Mbit/s(L1) flows={s.distinct_flows():,}{state}"
+            f"  {s.name}: {s.port}->{s.rx_port or '-'} {s.l4_kind} {size} {_fps(pps)} fps{peak} "
+            f"{_idt(s)}{pps * (mean + 20) * 8 / 1e6:,.2f} Mbit/s(L1) "
+            f"flows={s.distinct_flows():,}{state}"
         )
         if s.shape is not None:
             lines.append(f"    shape: {s.shape_text(speed)}")

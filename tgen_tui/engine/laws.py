@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from tgen_tui.packets.schedule import IDT_DEFAULTS, cauchy_bounds
+from tgen_tui.packets.schedule import IDT_DEFAULTS, QUAKE3_PARTS, cauchy_bounds
 
 _EPS = 1e-14
 _MAX_TERMS = 500
@@ -88,6 +88,10 @@ def law_cdf(law: str, params: tuple[float, ...], mean_ns: float, x: np.ndarray) 
         lo, hi = cauchy_bounds(p)
         f = 0.5 + np.arctan((x / m - 1.0) / p) / math.pi
         return np.clip((f - lo) / (hi - lo), 0.0, 1.0)
+    if law == "quake3":
+        p_exp, m_exp, m_const = QUAKE3_PARTS
+        ex = 1.0 - np.exp(-np.maximum(x, 0.0) / (m * m_exp))
+        return p_exp * ex + (1.0 - p_exp) * (x >= m * m_const)
     raise ValueError(f"no law {law!r}")
 
 

@@ -296,19 +296,51 @@ VOICE_PRESETS: dict[str, tuple[int, int, float, int]] = {
 RTP_HLEN = 12
 
 
+#: D-ITG's application presets (D-ITG 2.8.1, ITGSend/traffic.cpp: dnsParser, QuakeParser).
+#: D-ITG's sizes are UDP payloads, so the frame adds UDP, IP and Ethernet with the FCS.
+#: dns: one query every 1/0.56 s (constant), payload uniform on 100..320 B;
+#: quake3: gaps 0.6 exponential (mean 4.29 ms) / 0.4 constant 10.75 ms, payload normal
+#: (mean 64.151757 B, sd 3.2035755 B), after Lang, Branch and Armitage (ACE 2004).
+DITG_DNS_PPS = 0.56
+DITG_DNS_PAYLOAD = (100, 320)
+DITG_QUAKE3_PAYLOAD = (64.151757, 3.2035755)
+DITG_QUAKE3_MEAN_MS = 0.6 * 4.29 + 0.4 * 10.75  # = packets.schedule.QUAKE3_MEAN_MS
+
+
+def _app_preset(data: dict, hdr: int) -> dict:
+    """``preset: dns`` or ``quake3`` (D-ITG's models) fills what the stream leaves out;
+    ``hdr`` is the frame's bytes around the UDP payload (Ethernet, tags, IP, UDP, FCS)."""
+    name = data.get("preset")
+    if name == "dns":
+        data.setdefault("udp", {"src_port": 1053, "dst_port": 53})
+        lo, hi = DITG_DNS_PAYLOAD
+        data.setdefault("size", {"min": hdr + lo, "max": hdr + hi, "mode": "random"})
+        data.setdefault("rate", {"pps": DITG_DNS_PPS})
+    elif name == "quake3":
+        data.setdefault("udp", {"src_port": 27960, "dst_port": 27960})
+        mean, sd = DITG_QUAKE3_PAYLOAD
+        size = hdr + mean
+        data.setdefault("size", {"dist": "normal", "mean": size, "param": sd / size})
+        data.setdefault("rate", {"pps": 1000.0 / DITG_QUAKE3_MEAN_MS})
+        data.setdefault("idt", {"dist": "quake3"})
+    return data
+
+
 def _voice_preset(data: dict) -> dict:
     """``preset: g711`` fills what the stream leaves out: UDP to port 5004, the RTP header,
     the frame size (the codec's payload behind RTP, UDP, IP and Ethernet, with the FCS)
     and the codec's packet rate."""
     name = data.get("preset")
+    l3 = 40 if data.get("ipv6") is not None else 20
+    vlans = data.get("vlan") or []
+    tags = len(vlans) if isinstance(vlans, list) else 0
+    if name in ("dns", "quake3"):
+        return _app_preset(data, ETH_HLEN + VLAN_HLEN * tags + l3 + 8 + FCS_LEN)
     if name is None or name not in VOICE_PRESETS:
         return data
     pt, payload, pps, step = VOICE_PRESETS[name]
     data.setdefault("udp", {"src_port": 5004, "dst_port": 5004})
     data.setdefault("rtp", {"payload_type": pt, "clock_step": step})
-    l3 = 40 if data.get("ipv6") is not None else 20
-    vlans = data.get("vlan") or []
-    tags = len(vlans) if isinstance(vlans, list) else 0
     data.setdefault("size", ETH_HLEN + VLAN_HLEN * tags + l3 + 8 + RTP_HLEN + payload + FCS_LEN)
     data.setdefault("rate", {"pps": pps})
     return data
@@ -801,6 +833,13 @@ class CauchyIdt(Strict):
     )
 
 
+class Quake3Idt(Strict):
+    """D-ITG's Quake3 gaps (``preset: quake3``): with probability 0.6 exponential of mean
+    4.29 ms, else a constant 10.75 ms (mean 6.874 ms), scaled to the stream's mean gap."""
+
+    dist: Literal["quake3"]
+
+
 Idt = Annotated[
     ConstantIdt
     | ExponentialIdt
@@ -810,7 +849,8 @@ Idt = Annotated[
     | GammaIdt
     | WeibullIdt
     | LognormalIdt
-    | CauchyIdt,
+    | CauchyIdt
+    | Quake3Idt,
     Field(discriminator="dist"),
     BeforeValidator(lambda v: {"dist": v} if isinstance(v, str) else v),
 ]
@@ -839,10 +879,12 @@ class Stream(Strict):
     tcp: TCP | None = None
     icmp: ICMP | None = None
     rtp: RTP | None = Field(None, description="An RTP header at the start of the UDP payload")
-    preset: Literal["g711", "g729", "g723"] | None = Field(
+    preset: Literal["g711", "g729", "g723", "dns", "quake3"] | None = Field(
         None,
         description="A voice codec's stream (RFC 3551): UDP 5004, RTP, the codec's frame size "
-        "and packet rate (g711: 218 B at 50 fps); fields given override it",
+        "and packet rate (g711: 218 B at 50 fps); or D-ITG's application models: dns (UDP "
+        "53, 0.56 queries/s, 100-320 B payloads), quake3 (UDP 27960, 145.5 pps, D-ITG's "
+        "gap law, payload normal 64.2 ± 3.2 B); fields given override it",
     )
     size: FrameSize = Field(
         default_factory=lambda: FixedSize(fixed=64),
