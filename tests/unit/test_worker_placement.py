@@ -7,6 +7,8 @@ is the host's measured lateness, not a constant."""
 
 from __future__ import annotations
 
+import pytest
+
 from tgen_tui.engine.assignment import plan_workers
 from tgen_tui.worker.pacing import (
     TIMER_SPIN_MAX_NS,
@@ -72,3 +74,34 @@ def test_wake_margin_ignores_early_wakes_and_stays_in_bounds() -> None:
         m.sleep_until(10)
         m.woke(10 + 10**9)  # a second late
     assert m.ns == TIMER_SPIN_MAX_NS
+
+
+def _setup(idt: str):
+    import os
+
+    from tgen_tui.engine.options import EngineOptions
+    from tgen_tui.engine.setup import Setup
+    from tgen_tui.packets.compile import compile_profile
+    from tgen_tui.profiles.loader import load_profile_text
+
+    text = f"""
+ports: {{p0: {{interface: veth0}}, p1: {{interface: veth1}}}}
+streams:
+  - {{name: up, port: p0, rx_port: p1, rate: {{pps: 1000}}, idt: {idt}}}
+"""
+    setup = Setup.build(compile_profile(load_profile_text(text, "t.yaml")), EngineOptions())
+    return {w.ports[0]: w.core for w in setup.plans}, sorted(os.sched_getaffinity(0))
+
+
+def test_a_timer_paced_sender_sends_its_receiver_to_the_engines_core() -> None:
+    cores, online = _setup("exponential")
+    if len(online) != 2:
+        pytest.skip("the move is planned for 2 workers on a 2-core host (1 default core)")
+    assert cores == {"p0": online[1], "p1": online[0]}
+
+
+def test_a_constant_rate_sender_keeps_round_robin() -> None:
+    cores, online = _setup("constant")
+    if len(online) != 2:
+        pytest.skip("the move is planned for 2 workers on a 2-core host (1 default core)")
+    assert cores == {"p0": online[1], "p1": online[1]}  # the TBF spaces; core 0 is the DUT's

@@ -50,6 +50,12 @@ def _plain(p: StreamProgram) -> bool:
     return plain and not _recorded(p)
 
 
+def plain(p: StreamProgram) -> bool:
+    """Whether ``auto`` may pace the stream with the qdisc: constant gaps, no bursts or
+    on/off, not a capture at its recorded times (else it is timer-paced, or burst)."""
+    return _plain(p)
+
+
 def ceilings(driver: str, interface: str, netns: str | None, path: Path | None = None):
     """(qdisc, timer) ceilings in pps, and where they come from (cache or default)."""
     try:
@@ -128,4 +134,4 @@ def _k(pps: float) -> str:
     return f"{pps / 1000:g} kpps" if pps >= 1000 else f"{pps:g} pps"
 
 
-__all__ = ["PACINGS", "PacingChoice", "ceilings", "resolve_pacing", "DEFAULT_CEILING_PPS"]
+__all__ = ["PACINGS", "PacingChoice", "ceilings", "plain", "resolve_pacing", "DEFAULT_CEILING_PPS"]

@@ -4,8 +4,9 @@ One worker per port (it sends that port's streams and reads that port's RX ring)
 round-robin onto the allowed cores. The default allowed set is every core but the first,
 which stays with the engine, the console and the kernel's receive work (RPS). When there
 are more workers than cores, workers share cores: that is said in a warning, never done
-silently; with the default cores, the workers of receive-only ports go to that first
-core instead, so that each sender keeps a core of its own (its spacing: issue 30).
+silently; with the default cores and a sender paced by the timer (engine.setup), the
+workers of receive-only ports go to that first core instead, so that each sender keeps a
+core of its own (its spacing: issue 30).
 """
 
 from __future__ import annotations

@@ -61,6 +61,21 @@ if TYPE_CHECKING:
     from tgen_tui.engine.options import EngineOptions
 
 
+def _timer_paced(compiled: CompiledProfile, programs: tuple[StreamProgram, ...]) -> bool:
+    """Whether a port may release frames one by one on the timer (``pacing: timer``, or
+    auto with drawn gaps, bursts, on/off or recorded times): such a sender's wake-ups suffer
+    from a receiver on its core, so receive-only workers then go to the engine's core
+    (assignment.plan_workers). A constant-rate port is spaced by its TBF: it keeps them,
+    and the DUT's receive work (RPS on the engine's core in the lab) keeps that core."""
+    from tgen_tui.calibrate.pacing import plain
+
+    for p in programs:
+        pacing = getattr(compiled.ports[p.port], "pacing", "auto") or "auto"
+        if pacing == "timer" or (pacing == "auto" and not plain(p)):
+            return True
+    return False
+
+
 @dataclass(frozen=True, eq=False)
 class Setup:
     """Everything fixed between two reloads (see the module docstring)."""
@@ -118,7 +133,7 @@ class Setup:
         if max(lanes.values(), default=1) > 1:  # several workers per port (engine/lanes.py)
             plans, warnings = plan_lanes(port_streams, lanes, cores)
         else:
-            spare = [] if options.cores else spare_cores()  # only when the cores are tgen's
+            spare = [] if options.cores or not _timer_paced(compiled, programs) else spare_cores()
             plans, warnings = plan_workers(port_streams, cores, spare)
         n_names = max(len(compiled.all_stream_names), 1)
         n_lanes = max(lanes.values(), default=1)
