@@ -164,7 +164,11 @@ def test_conntrack_max_below_the_flows_is_conntrack_drop(lab, tmp_path) -> None:
     _explained(up, "conntrack_drop")
     # replies without a mapping are new flows (conntrack drop) or, given an entry of their
     # own, delivered to the DUT itself (UdpNoPorts): both named, nothing else
-    assert set(_by_cause(down)) <= {"conntrack_drop", "delivered_to_dut_no_port"}
+    causes = _by_cause(down)
+    named = {"conntrack_drop", "delivered_to_dut_no_port"}
+    # a loaded host may drop a few frames in the tester's own rx ring: named, and marginal
+    assert sum(n for c, n in causes.items() if c not in named) <= 0.01 * down["lost"], causes
+    assert set(causes) <= named | {"tester_ring_drop", "tester_if_drop", "backlog_drop"}
     assert down["loss_unexplained"] <= 0.01 * down["lost"]
     total = up["lost"] + down["lost"]
     counted = _counter(doc, "conntrack_drop") + _counter(doc, "delivered_to_dut_no_port")
