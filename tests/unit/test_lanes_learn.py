@@ -71,8 +71,8 @@ def test_lanes_option_keeps_one_lane_on_learn_ports_and_says_so():
     assert (s.ports["p0"].lanes, s.ports["p1"].lanes) == (1, 1)
     assert len(s.plans) == 2 and s.n_streams == 2
     assert (
-        "--lanes 2: port p0, p1 keeps one lane (it learns tuples or verifies flows: each "
-        "lane would see only its fanout share)"
+        "--lanes 2: port p0, p1 keeps one lane (it learns tuples, verifies flows or sends "
+        "flows in blocks: each lane would see only its share)"
     ) in s.warnings
     plain = Setup.build(compiled, EngineOptions(cores=[0, 1]))
     assert not any("keeps one lane" in w for w in plain.warnings)

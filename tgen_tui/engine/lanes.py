@@ -57,13 +57,19 @@ def live_learn_ports(programs) -> frozenset[str]:
     return frozenset(p.port for p in live) | frozenset(p.rx_port for p in live if p.rx_port)
 
 
+def block_ports(programs) -> frozenset[str]:
+    """Ports of streams that send their flows in blocks (``blocks`` > 1): one lane each,
+    as a lane would carry only every N-th frame of a block."""
+    return frozenset(p.port for p in programs if getattr(p, "blocks", 1) > 1)
+
+
 def one_lane_warning(override: int | None, kept: list[str]) -> list[str]:
     """The line that says ``--lanes N`` left these ports with one lane (never silent)."""
     if not override or override <= 1 or not kept:
         return []
     return [
-        f"--lanes {override}: port {', '.join(kept)} keeps one lane (it learns tuples or "
-        "verifies flows: each lane would see only its fanout share)"
+        f"--lanes {override}: port {', '.join(kept)} keeps one lane (it learns tuples, "
+        "verifies flows or sends flows in blocks: each lane would see only its share)"
     ]
 
 
@@ -201,6 +207,7 @@ def assignment_lines(plans, host_of=None) -> list[str]:
 
 __all__ = [
     "assignment_lines",
+    "block_ports",
     "fanout_group",
     "label",
     "lane_entries",

@@ -36,6 +36,7 @@ from tgen_tui.engine.flowsample import FlowCtx
 from tgen_tui.engine.flowstats import stream_roles
 from tgen_tui.engine.lanes import (
     assignment_lines,
+    block_ports,
     live_learn_ports,
     one_lane_warning,
     plan_lanes,
@@ -109,7 +110,7 @@ class Setup:
         cores = options.cores or default_cores()
         try:
             live = live_learn_ports(programs)  # learn: true exchanges: one lane too
-            learning = frozenset(options.learn or ()) | live
+            learning = frozenset(options.learn or ()) | live | block_ports(programs)
             lanes = port_lanes(compiled, used, getattr(options, "lanes", None), learning)
         except ValueError as e:
             raise BadInput(str(e)) from None

@@ -23,6 +23,7 @@ import time
 
 import numpy as np
 
+from tgen_tui.packets.flowsplit import PAYLOAD_FIELDS
 from tgen_tui.packets.prng import GOLDEN as _GOLDEN
 from tgen_tui.packets.prng import FeistelPermutation, splitmix64, uniform_int
 from tgen_tui.packets.program import (
@@ -254,8 +255,28 @@ class BatchBuilder:
         """Values (uint64) of every field op for the frame indexes, in ``program.fields`` order.
 
         ``contiguous``: ``idx`` is ``arange(idx[0], idx[0] + len(idx))`` (the builder's own
-        batches), so cached chunks may serve it.
+        batches), so cached chunks may serve it. With ``blocks`` B > 1 the header fields
+        take frame ``i // B``'s values (each computed once, then repeated); the payload's
+        own fields (RTP's sequence and timestamp) keep frame i's.
         """
+        b = self.p.blocks
+        if b <= 1 or not len(idx):
+            return self._field_values(idx, contiguous)
+        q = idx.astype(np.uint64) // np.uint64(b)
+        if contiguous:
+            uq = np.arange(int(q[0]), int(q[-1]) + 1, dtype=np.uint64)
+            inv = (q - q[0]).astype(np.int64)
+        else:
+            uq, inv = np.unique(q, return_inverse=True)
+        out = [v[inv] for v in self._field_values(uq, contiguous)]
+        own = [fi for fi, f in enumerate(self.p.fields) if f.name.startswith(PAYLOAD_FIELDS)]
+        if own:
+            mine = self._field_values(idx, contiguous)
+            for fi in own:
+                out[fi] = mine[fi]
+        return out
+
+    def _field_values(self, idx: np.ndarray, contiguous: bool) -> list[np.ndarray]:
         p = self.p
         out: list[np.ndarray | None] = [None] * len(p.fields)
         if p.unique:

@@ -403,6 +403,7 @@ def compile_stream(
         rx_port=s.rx_port,
         vlan_ids=tuple(v.id for v in s.vlan),
         eth_auto=auto,
+        blocks=s.blocks,
     )
 
 

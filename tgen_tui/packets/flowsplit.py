@@ -89,7 +89,7 @@ def flow_period(program: StreamProgram, rows: int | None = None) -> int | None:
         p = math.lcm(p, q)
         if p >= HUGE:
             return HUGE
-    return p
+    return min(HUGE, p * max(1, program.blocks))  # flows in blocks: each tuple B frames
 
 
 @dataclasses.dataclass(frozen=True)

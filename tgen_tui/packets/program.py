@@ -219,6 +219,9 @@ class StreamProgram:
     # writes them into the template's first 12 bytes (issue 19)
     eth_auto: bool = False
     replay: ReplayProgram | None = None  # a pcap: stream (packets.replay builds its frames)
+    # flows in blocks: every header field takes frame i // blocks's value, so each flow
+    # sends ``blocks`` frames in a row (1: the next flow every frame, round-robin)
+    blocks: int = 1
 
     @property
     def unique_space(self) -> int:

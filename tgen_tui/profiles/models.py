@@ -899,6 +899,14 @@ class Stream(Strict):
     mode: Mode = Field(default_factory=Continuous)
     schedule: Schedule = Field(default_factory=Schedule)
     idt: Idt = Field(default_factory=ConstantIdt, description="Inter-departure time distribution")
+    blocks: int = Field(
+        1,
+        ge=1,
+        le=1 << 20,
+        description="Flows in blocks: each flow (header tuple) sends this many frames in a row "
+        "before the next flow's (1: the next flow every frame). With schedule.burst of the "
+        "same size, each burst is one flow",
+    )
     seed: int | None = Field(None, ge=0, description="Overrides the profile seed for this stream")
     learn: bool = Field(
         False,
@@ -1390,6 +1398,16 @@ class Profile(Strict):
                 problems.append(
                     f"{where}.pcap: port {s.port} has lanes: {self.ports[s.port].lanes}; a "
                     "pcap: stream is sent by one lane (its loops and unique offsets)"
+                )
+            if s.blocks > 1 and self.ports[s.port].lanes > 1:
+                problems.append(
+                    f"{where}.blocks: port {s.port} has lanes: {self.ports[s.port].lanes}; a "
+                    "stream that sends its flows in blocks is sent by one lane (lanes would "
+                    "split each block)"
+                )
+            if s.blocks > 1 and s.pcap is not None:
+                problems.append(
+                    f"{where}.blocks: a pcap: stream sends the capture's frames in order"
                 )
             if s.enabled and self.ports[s.port].rate is None:
                 speed = self.ports[s.port].speed
