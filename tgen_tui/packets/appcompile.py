@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import zlib
 
 from tgen_tui.packets.appprogram import DEFAULT_REQUEST, DEFAULT_RESPONSE, AppProgram
 
@@ -37,14 +38,31 @@ def app_program(
         response=a.response or DEFAULT_RESPONSE,
         per_connection=a.per_connection,
         close_rst=a.close == "rst",
-        think_s=float(a.think),
+        think_s=a.think_mean,
         timeout_s=float(a.timeout),
         mode=mode,
         target=_share(float(target or 0), k, n, mode, rate_scale),
         ramp_s=float(ld.ramp),
         clients_first=first,
         clients_count=hi - lo,
+        think_cycle=think_cycle(a.think, f"{t.name}/{k}"),
     )
+
+
+THINK_CYCLE = 4096
+
+
+def think_cycle(think, key: str) -> tuple[float, ...]:
+    """A law's think times: one cycle of THINK_CYCLE draws seeded by the flow's name,
+    clipped to the law's min..max (s); () for a constant."""
+    if isinstance(think, int | float):
+        return ()
+    import numpy as np
+
+    from tgen_tui.profiles.sizelaw import draw
+
+    x = draw(think.dist, float(think.mean), think.law_param, THINK_CYCLE, zlib.crc32(key.encode()))
+    return tuple(float(v) for v in np.clip(x, float(think.min), think.hi))
 
 
 def _share(target: float, k: int, n: int, mode: str, rate_scale: float) -> float:
@@ -63,4 +81,4 @@ def app_port(t, default: int) -> int:
     return APP_PORTS.get(t.app.kind, default) if t.app is not None else default
 
 
-__all__ = ["APP_PORTS", "app_port", "app_program"]
+__all__ = ["APP_PORTS", "THINK_CYCLE", "app_port", "app_program", "think_cycle"]

@@ -35,6 +35,7 @@ class AppProgram:
     ramp_s: float
     clients_first: str  # the first client address
     clients_count: int
+    think_cycle: tuple[float, ...] = ()  # drawn think times (s), used in turn; () = think_s
 
     def client_addresses(self) -> list[str]:
         first = int(ipaddress.IPv4Address(self.clients_first))

@@ -31,6 +31,7 @@ Imports: the standard library, numpy and this package (``packets.appprogram``).
 from __future__ import annotations
 
 import errno
+import heapq
 import os
 import resource
 import selectors
@@ -113,12 +114,14 @@ class AppFlow:
         self.sel = selectors.EpollSelector()
         self.conns: dict[int, Conn] = {}
         self.deadlines: deque[tuple[int, int, int]] = deque()  # (ns, fd, gen)
-        self.thinking: deque[tuple[int, int, int]] = deque()
+        self.thinking: list[tuple[int, int, int]] = []  # a heap: drawn pauses end out of order
         self.lst: socket.socket | None = None
         self.running = False
         self.t0_ns = self.opened = self.next_client = self.phases = self.due_base = 0
         self.timeout_ns = int(prog.app.timeout_s * 1e9)
         self.think_ns = int(prog.app.think_s * 1e9)
+        self.think_law = [int(x * 1e9) for x in prog.app.think_cycle]  # drawn, used in turn
+        self.think_i = 0
         self.buf = bytearray(max(65536, len(self.resp), len(self.req)))
         self.setup_ns: list[int] = []
         self.txn_ns: list[int] = []
@@ -347,18 +350,28 @@ class AppFlow:
         c.gen = self._gen()
         if c.done >= self.app.per_connection:
             self._close(c, self.app.close_rst)
-        elif self.think_ns > 0:
+        elif (think := self._think()) > 0:
             c.state = THINKING
             if not self.udp:
                 self.sel.modify(c.sock, selectors.EVENT_READ, c)
-            self.thinking.append((now_ns + self.think_ns, c.sock.fileno(), c.gen))
+            self._sleep(now_ns + think, c.sock.fileno(), c.gen)
         else:
             self._request(c, now_ns)
+
+    def _think(self) -> int:
+        """The next pause (ns): the constant, or the law's cycle's next draw."""
+        if not self.think_law:
+            return self.think_ns
+        self.think_i = (self.think_i + 1) % len(self.think_law)
+        return self.think_law[self.think_i]
+
+    def _sleep(self, until_ns: int, fd: int, gen: int) -> None:
+        heapq.heappush(self.thinking, (until_ns, fd, gen))
 
     def _wake_thinkers(self, now_ns: int) -> None:
         q = self.thinking
         while q and q[0][0] <= now_ns:
-            _, fd, gen = q.popleft()
+            _, fd, gen = heapq.heappop(q)
             c = self.conns.get(fd)
             if c is not None and c.gen == gen and c.state == THINKING:
                 self._request(c, now_ns)
