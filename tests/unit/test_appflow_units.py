@@ -404,3 +404,49 @@ def test_appflow_pauses_each_connection_by_the_laws_next_draw():
     assert woke == [11, 12, 10] and not af.thinking
     af.conns.clear()
     af.close()
+
+
+@pytest.mark.parametrize("kind", ["http", "request-response"])
+def test_drawn_response_sizes_are_asked_by_each_request_and_served_on_loopback(kind):
+    """``response: {dist: …}``: each request names the next drawn size (http: its path,
+    scapy reads it; request-response: 8 leading digits), the server answers that many
+    bytes, and the client reads each response whole: no failures, and the bytes read are
+    the drawn sizes' responses, in turn, over every transaction."""
+    from tgen_tui.packets.appcompile import response_cycle
+
+    law = (
+        load_profile_text(
+            (PROFILES / "http-cps.yaml")
+            .read_text()
+            .replace(
+                "response: 2000", "response: {dist: lognormal, mean: 3000, param: 1.0, max: 60000}"
+            )
+        )
+        .transport[0]
+        .app.response
+    )
+    cyc = response_cycle(law, "w/0/response")
+    assert len(cyc) == 4096 and min(cyc) >= 1 and max(cyc) <= 60000
+    assert abs(np.mean(cyc) - 3000) < 0.1 * 3000
+    af, cv = _loop_flow("tcp", "cps", 300.0, per=3)
+    af.app = app = AP.AppProgram(kind, 200, 3000, 3, False, 0.0, 2.0, "cps", 300.0, 0.0,
+                                 "127.0.20.1", 50, response_cycle=cyc)  # fmt: skip
+    af.prog = FlowProgram(**{**af.prog.__dict__, "app": app})
+    af.req, af.resp = AP.messages(app, "127.0.0.1")
+    af.resp_law, af.size_end = list(cyc), AP.SIZE_FIELD[kind][1]
+    req = AP.sized_request(app, "127.0.0.1", 4321)
+    assert len(req) == len(af.req) and AP.size_asked(app, req) == 4321
+    if kind == "http":
+        assert HTTPRequest(req).Path == b"/tgen/0004321"
+    af.open_server()
+    af.begin(time.monotonic_ns())
+    _drive(af, 0.4)
+    af.end()
+    _drive(af, 3.0, on=False)
+    af.flush()
+    c = _counts(cv)
+    af.close()
+    fails = c["fail_refused"] + c["fail_reset"] + c["fail_timeout"] + c["fail_local"]
+    assert fails == 0 and c["transactions"] == c["served"] == 3 * c["attempted"] > 0, c
+    want = sum(AP.response_length(app, cyc[i]) for i in range(c["transactions"]))
+    assert c["rx_bytes"] == want

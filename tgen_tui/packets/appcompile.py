@@ -35,7 +35,7 @@ def app_program(
     return AppProgram(
         kind=a.kind,
         request=a.request or DEFAULT_REQUEST,
-        response=a.response or DEFAULT_RESPONSE,
+        response=a.response_mean or DEFAULT_RESPONSE,
         per_connection=a.per_connection,
         close_rst=a.close == "rst",
         think_s=a.think_mean,
@@ -46,6 +46,7 @@ def app_program(
         clients_first=first,
         clients_count=hi - lo,
         think_cycle=think_cycle(a.think, f"{t.name}/{k}"),
+        response_cycle=response_cycle(a.response, f"{t.name}/{k}/response"),
     )
 
 
@@ -81,4 +82,18 @@ def app_port(t, default: int) -> int:
     return APP_PORTS.get(t.app.kind, default) if t.app is not None else default
 
 
-__all__ = ["APP_PORTS", "THINK_CYCLE", "app_port", "app_program", "think_cycle"]
+def response_cycle(response, key: str) -> tuple[int, ...]:
+    """A law's response sizes: one cycle of THINK_CYCLE draws, whole bytes clipped to the
+    law's min..max; () for a constant (or none)."""
+    if response is None or isinstance(response, int):
+        return ()
+    import numpy as np
+
+    from tgen_tui.profiles.sizelaw import draw
+
+    x = draw(response.dist, float(response.mean), response.law_param, THINK_CYCLE,
+             zlib.crc32(key.encode()))  # fmt: skip
+    return tuple(int(v) for v in np.clip(np.rint(x), response.min, response.max))
+
+
+__all__ = ["APP_PORTS", "THINK_CYCLE", "app_port", "app_program", "response_cycle", "think_cycle"]
