@@ -38,8 +38,6 @@ from pathlib import Path
 
 import trio
 
-from tgen_tui.methodology.procedures.mlr.goals import Goal
-from tgen_tui.methodology.procedures.mlr.search import MlrResult, mlr_search
 from tgen_tui.results.models import DirectionCounts, Trial, TrialExtra
 
 FAILED = ("failed_refused", "failed_reset", "failed_timeout", "failed_local")
@@ -206,33 +204,12 @@ async def run_concurrent_trial(
     return concurrent_trial_from(result, load, duration)
 
 
-async def cps_search(
-    profile: Path,
-    base: float,
-    goals: list[Goal],
-    *,
-    min_load: float,
-    max_load: float,
-    settle_s: float = 1.0,
-    extra: Sequence[str] = (),
-) -> MlrResult:
-    """The search over ``profile``'s app flows (``base``: their connections/s as written)."""
-
-    async def trial(load: float, d: float) -> Trial:
-        t = await run_trial(profile, base, load, d, extra)
-        await trio.sleep(settle_s)
-        return t
-
-    return await mlr_search(trial, goals, min_load=min_load, max_load=max_load)
-
-
 __all__ = [
     "CONCURRENT_DEFINITION",
     "DEFINITION",
     "app_counts",
     "app_flows",
     "concurrent_trial_from",
-    "cps_search",
     "cps_trial_from",
     "run_concurrent_trial",
     "run_trial",
