@@ -1,17 +1,20 @@
-"""Issue 35 Must show 3: the connections-per-second search (RFC 9971's machinery over
-request/response flows, methodology/procedures/mlr/cps.py) finds the limit a DUT rule
-sets on new connections, ``tgen lab set --ct-new-rate R`` (nftables ``ct state new limit
-rate over R/second``).
+"""Issue 35 Must show 3: the connections-per-second search finds the limit a DUT rule sets
+on new connections, ``tgen lab set --ct-new-rate R`` (nftables ``ct state new limit rate
+over R/second``), run as a user runs it: ``tgen rfc9411 cps`` (RFC 9971's machinery over
+request/response flows, methodology/procedures/mlr/appsearch.py). With ``--concurrent``,
+the concurrent-capacity search instead: ``tgen rfc9411 concurrent`` against ``--ct-limit
+R`` (``ct count over R drop``).
 
 Brings up its own lab (``--prefix``, default ``cps35``) with transport hosts, sets the
 rule, and searches profiles/http-cps.yaml (1,000 clients, HTTP, FIN) with the app's
 timeout at 900 ms (below the SYN retransmission time, so a dropped SYN fails its
-connection instead of getting through on its retry), one goal: at most ``--loss-ratio``
-(0.5 %) of the intended connections failed,
-``--trial`` s trials, relative width 2 %. Each trial is a ``tgen run --rate-scale S
---flush-dut`` (conntrack flushed before it). Writes ``benchmarks/results/cps_search.json``
-with every trial's counts, the bounds and their error against R. Root. The machine is
-shared: the tester's own limit (one core for the flow worker) caps the top of the range.
+connection instead of getting through on its retry), or profiles/http-hold.yaml (the
+connections held open), one goal: at most ``--loss-ratio`` (cps: 0.5 %: a shared host's
+stalls burst SYNs past the rule's burst now and then; concurrent: 0) of the intended
+connections failed, ``--trial`` s trials, relative width ``--width``. Each trial is a
+``tgen run --flush-dut`` (conntrack flushed before it). Writes
+``benchmarks/results/cps_search.json`` (``concurrent_search.json``) with the verb's
+report, every trial's counts, the bounds and their error against R. Root.
 """
 
 from __future__ import annotations
@@ -20,28 +23,24 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-import trio
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tgen_tui.lab import topology as lab  # noqa: E402
 from tgen_tui.lab.config import LabConfig  # noqa: E402
-from tgen_tui.methodology.procedures.mlr.cps import DEFINITION, cps_search  # noqa: E402
-from tgen_tui.methodology.procedures.mlr.goals import Goal  # noqa: E402
-
-BASE_CPS = 2000.0  # http-cps.yaml's load: connections_per_s
 
 
-def profile(prefix: str, tmp: Path) -> Path:
-    text = (ROOT / "profiles" / "http-cps.yaml").read_text().replace("tgen-", f"{prefix}-")
+def profile(prefix: str, tmp: Path, concurrent: bool) -> Path:
+    name = "http-hold.yaml" if concurrent else "http-cps.yaml"
+    text = (ROOT / "profiles" / name).read_text().replace("tgen-", f"{prefix}-")
     text = text.replace("timeout: 3s", "timeout: 900ms")
-    p = tmp / "cps.yaml"
+    p = tmp / name
     p.write_text(text)
     return p
 
@@ -49,64 +48,76 @@ def profile(prefix: str, tmp: Path) -> Path:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--prefix", default="cps35")
-    ap.add_argument("--limit", type=int, default=1200, help="the DUT's new connections/s")
-    ap.add_argument("--trial", type=float, default=3.0, help="trial duration, s")
-    ap.add_argument("--loss-ratio", type=float, default=0.005,
-                    help="goal loss ratio: failed / intended connections (0.5 %%: a shared "
-                    "host's stalls burst SYNs past the rule's 20 ms burst now and then)")  # fmt: skip
-    ap.add_argument("--min-load", type=float, default=200.0)
-    ap.add_argument("--max-load", type=float, default=2400.0)
+    ap.add_argument("--concurrent", action="store_true", help="the concurrent-capacity search")
+    ap.add_argument("--limit", type=int, help="the DUT's limit (default 1200 conn/s, 1500 conn)")
+    ap.add_argument("--trial", default="3s", help="trial duration (default 3s)")
+    ap.add_argument("--loss-ratio", help="goal loss ratio (default cps 0.5%%, concurrent 0)")
+    ap.add_argument("--width", default="2%")
+    ap.add_argument("--min-load", type=float, help="default: limit / 6 (cps), limit / 3")
+    ap.add_argument("--max-load", type=float, help="default: 2 x limit")
     ap.add_argument("--keep", action="store_true", help="leave the lab up")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "cps_search.json"))
+    ap.add_argument("--out")
     a = ap.parse_args()
-    lab.up(LabConfig(prefix=a.prefix, topology="nat", transport_hosts=True, ct_new_rate=a.limit))
+    kind = "concurrent" if a.concurrent else "cps"
+    limit = a.limit or (1500 if a.concurrent else 1200)
+    loss = a.loss_ratio or ("0" if a.concurrent else "0.5%")
+    lo = a.min_load or limit / (3 if a.concurrent else 6)
+    hi = a.max_load or 2 * limit
+    out = Path(a.out or ROOT / "benchmarks" / "results" / f"{kind}_search.json")
+    rule = {"ct_limit": limit} if a.concurrent else {"ct_new_rate": limit}
+    lab.up(LabConfig(prefix=a.prefix, topology="nat", transport_hosts=True, **rule))
     t0 = time.time()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            goal = Goal("cps", loss_ratio=a.loss_ratio, exceed_ratio=0.0, final_trial_duration_s=a.trial,
-                        duration_sum_s=a.trial, width=0.02, initial_trial_duration_s=a.trial)  # fmt: skip
-            res = trio.run(
-                lambda: cps_search(
-                    profile(a.prefix, Path(tmp)),
-                    BASE_CPS,
-                    [goal],
-                    min_load=a.min_load,
-                    max_load=a.max_load,
-                )  # fmt: skip
-            )
+            rep = Path(tmp) / "report.json"
+            cmd = [sys.executable, "-m", "tgen_tui", "rfc9411", kind,
+                   str(profile(a.prefix, Path(tmp), a.concurrent)), "--trial", a.trial,
+                   "--goal", f"failed={loss}", "--width", a.width, "--min-load", f"{lo:g}",
+                   "--max-load", f"{hi:g}", "--json", str(rep), "--no-store", "--no-plot"]  # fmt: skip
+            cp = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            sys.stderr.write(cp.stderr[-4000:])
+            if cp.returncode != 0 or not rep.exists():
+                print(cp.stdout[-4000:])
+                return cp.returncode or 1
+            doc = json.loads(rep.read_text())
     finally:
         if not a.keep:
             lab.down(a.prefix)
-    (o,) = res.outcomes
-    rlb, rub = o.relevant_lower_bound_pps, o.relevant_upper_bound_pps
-    doc = {
-        "what": "issue 35 Must show 3: CPS search vs nft ct state new limit rate",
-        "limit_cps": a.limit,
-        "relevant_lower_bound_cps": rlb,
-        "relevant_upper_bound_cps": rub,
-        "error_pct": None if rlb is None else round(100 * (rlb - a.limit) / a.limit, 2),
-        "regular": o.regular,
-        "irregular": o.irregular,
-        "failed_connection": DEFINITION,
+    (g,) = doc["goals"]
+    rlb, rub = g["relevant_lower_bound_pps"], g["relevant_upper_bound_pps"]
+    res = {
+        "what": f"issue 35: tgen rfc9411 {kind} vs "
+        + ("nft ct count over R drop" if a.concurrent else "nft ct state new limit rate"),
+        "command": " ".join(cmd[2:]),
+        "limit": limit,
+        "relevant_lower_bound": rlb,
+        "relevant_upper_bound": rub,
+        "error_pct": None if rlb is None else round(100 * (rlb - limit) / limit, 2),
+        "regular": g["regular"],
+        "irregular": g["irregular"],
+        "failed_trial": doc.get("failed_trial"),
+        "n_trials": doc.get("n_trials"),
+        "trial_seconds": doc.get("trial_seconds"),
         "trials": [
             {
-                "load_cps": t.rate_pps,
-                "duration_s": t.duration_s,
-                "attempted": t.tx_frames,
-                "ok": t.rx_frames,
-                "failed": t.lost,
-                "loss_ratio": t.extra.loss_ratio,
+                "load": t["rate_pps"],
+                "duration_s": t["duration_s"],
+                "intended": t["directions"]["forward"]["intended_frames"],
+                "offered": t["tx_frames"],
+                "lost": t["lost"],
+                "established": t["extra"].get("established"),
+                "loss_ratio": t["loss_ratio"],
             }
-            for t in res.trials
-        ],  # fmt: skip
-        "search": res.to_dict(),
+            for t in doc["trials"]
+        ],
         "wall_s": round(time.time() - t0, 1),
         "host": platform.node(),
         "loadavg": os.getloadavg(),
     }
-    Path(a.out).write_text(json.dumps(doc, indent=2) + "\n")
-    print(json.dumps({k: doc[k] for k in ("limit_cps", "relevant_lower_bound_cps",
-                                          "relevant_upper_bound_cps", "error_pct")}))  # fmt: skip
+    out.write_text(json.dumps(res, indent=2) + "\n")
+    print(json.dumps({k: res[k] for k in ("limit", "relevant_lower_bound",
+                                          "relevant_upper_bound", "error_pct", "n_trials",
+                                          "wall_s")}))  # fmt: skip
     return 0
 
 

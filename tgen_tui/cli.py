@@ -38,6 +38,7 @@ VERB_MODULES = {
     "tgen_tui.commands.methodology_cmds": ("rfc2544", "rfc9693", "scaleup"),
     "tgen_tui.commands.sweep_cmd": ("sweep",),
     "tgen_tui.commands.search_cmd": ("search",),
+    "tgen_tui.commands.rfc9411_cmd": ("rfc9411",),
     "tgen_tui.commands.results_cmd": ("results",),
     "tgen_tui.web.cli": ("serve",),
     "tgen_tui.commands.calibrate_cmd": ("calibrate",),

@@ -210,3 +210,26 @@ def test_a_new_connection_rate_limit_fails_the_excess_and_the_cps_trial_counts_i
     assert d.offered_frames == t.tx_frames > 0 and t.lost > d.offered_frames // 2, t
     assert d.received_frames == t.tx_frames - t.lost and not t.passed
     assert t.extra.established == d.received_frames  # every connection that did not fail
+
+
+def test_drawn_response_sizes_and_think_times_through_the_nat(app_lab, tmp_path):
+    """``response`` and ``think`` drawn from laws (http-cps.yaml at 300 conn/s, 3
+    transactions per connection): every connection ends one way with none failed, each
+    transaction is served, and the bytes read per transaction average the law's mean
+    (lognormal, 3,000-byte bodies) plus the HTTP head."""
+    from tgen_tui.packets import appprogram as AP
+
+    law = "response: {dist: lognormal, mean: 3000, param: 0.8, max: 100000}"
+    prof = _example("http-cps.yaml", app_lab, tmp_path, **{
+        "response: 2000": law, "per_connection: 1": "per_connection: 3",
+        "connections_per_s: 2000": "connections_per_s: 300",
+        "timeout: 3s": "timeout: 3s, think: {dist: exponential, mean: 50ms}"})  # fmt: skip
+    _flush(app_lab)
+    res, _, _ = _run(prof, tmp_path, "--duration", "3", "--drain", "2s")
+    w = res["transport"]["streams"]["web"]
+    _ended_one_way(w)
+    assert w["failed"] == 0 and w["aborted"] == 0, w
+    assert w["transactions"] == w["served"] == 3 * w["closed"] > 0, w
+    head = len(AP.http_head(3000))
+    per = w["rx_bytes"] / w["transactions"]
+    assert 0.85 * 3000 < per - head < 1.15 * 3000, (per, w)

@@ -107,6 +107,7 @@ def test_every_procedure_is_registered_and_has_a_report_model():
     names = {"throughput", "loss", "latency", "pdv", "cps", "capacity", "teardown", "scaleup"}
     names.add("sweep")  # tgen sweep (issue 22)
     names.add("search")  # tgen search (RFC 9971)
+    names |= {"app-cps", "app-concurrent"}  # tgen rfc9411 cps / concurrent (issue 35)
     assert set(PROCEDURES) == names
     for p in PROCEDURES.values():
         assert procedure(p.test) is p and procedure(p.name) is p

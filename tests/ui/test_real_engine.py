@@ -219,3 +219,56 @@ def test_capture_screen_on_the_real_engine(ui_nat_lab, tmp_path, monkeypatch) ->
     assert len(files) == 1 and files[0].stat().st_size > 1000, files
     # what the ring could not hold is said (how much depends on the host's load: not tested)
     assert "not kept: ring full " in str(seen["status"])
+
+
+@pytest.mark.timeout(120)
+def test_app_flow_charts_on_the_real_engine(make_lab, tmp_path) -> None:
+    """Issue 35 Must show 4 on the real engine: http-cps.yaml (at 300 conn/s, two
+    transactions 400 ms apart per connection, so that some are open at each sample)
+    through a transport-hosts lab's NAT; ``S`` then ``n``: the Flows screen's two charts
+    are Connections/s and Concurrent, and both series the console drew them from have
+    non-zero values from the real flow worker; the run's result counts the connections."""
+    from tgen_tui.ui.screens import FlowsScreen
+
+    with make_lab("nat", "w", transport_hosts=True, rps_cpus=None) as prefix:
+        text = (PROFILES / "http-cps.yaml").read_text().replace("tgen-", f"{prefix}-")
+        subs = {"connections_per_s: 2000": "connections_per_s: 300",
+                "per_connection: 1,": "per_connection: 2, think: 400ms,"}  # fmt: skip
+        for old, new in subs.items():
+            assert old in text, old
+            text = text.replace(old, new)
+        prof = tmp_path / "http-cps.yaml"
+        prof.write_text(text)
+        owner = RunOwner(RunOptions(profile=str(prof), test="tui", front_end="tgen tui"))
+        host = GuestEngineHost(owner.open, owner=owner)
+        app = TgenApp(host, compiled=owner.compiled, profile_path=str(prof))
+        seen: dict = {}
+
+        def series(what: str) -> list[float]:
+            return [v for v in app.history.values((what, "web"), app.window) if v]
+
+        async def go():
+            async with app.run_test(size=(120, 36)) as pilot:
+                await settle(pilot, app, lambda: app.snap is not None, timeout=30)
+                await pilot.press("S")
+                await pilot.pause(0.2)
+                await pilot.press("n")
+                await settle(pilot, app, lambda: isinstance(app.screen, FlowsScreen))
+                await settle(pilot, app, lambda: len(series("cps")) >= 5 and series("open"),
+                             timeout=30)  # fmt: skip
+                cps, conc = (
+                    app.screen.query_one("#fchart-good"),
+                    app.screen.query_one("#fchart-rtt"),
+                )
+                seen["titles"] = (cps.title, conc.title)
+                seen["cps"], seen["open"] = series("cps"), series("open")
+                seen["drawn"] = "".join(s.text for s in cps._strips)
+                f = app.snap.flow("web")
+                seen["established"] = f.established
+                await pilot.press("q")
+                await pilot.pause(0.5)
+
+        asyncio.run(go())
+    assert seen["titles"] == ("Connections/s", "Concurrent")
+    assert max(seen["cps"]) > 0 and max(seen["open"]) > 0, seen
+    assert seen["established"] > 0 and "web" in seen["drawn"]

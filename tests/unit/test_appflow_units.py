@@ -344,3 +344,109 @@ def test_the_consoles_record_carries_app_counts_over_a_clear():
         148,
     )
     assert m.achieved_pct == 100.0 * 150 / 160
+
+
+def test_think_times_drawn_from_a_law_compile_to_a_seeded_cycle_with_its_mean():
+    """``think: {dist: LAW, mean: …}``: one cycle of 4,096 draws per flow worker, the
+    law's as SciPy has it (KS), clipped to min..max; a constant compiles to no cycle."""
+    from scipy import stats
+
+    from tgen_tui.packets.appcompile import THINK_CYCLE
+
+    text = (PROFILES / "http-hold.yaml").read_text()
+    old = "think: 2s"
+    assert old in text
+    laws = {
+        "{dist: exponential, mean: 200ms}": stats.expon(scale=0.2),
+        "{dist: gamma, mean: 1s, param: 4}": stats.gamma(4, scale=0.25),
+        "{dist: lognormal, mean: 500ms, param: 0.8, max: 60s}": stats.lognorm(
+            0.8, scale=0.5 * np.exp(-0.32)
+        ),
+    }
+    for law, ref in laws.items():
+        (f,) = compile_profile(load_profile_text(text.replace(old, f"think: {law}"))).flows
+        cyc = np.array(f.app.think_cycle)
+        assert len(cyc) == THINK_CYCLE and f.app.think_s == pytest.approx(ref.mean())
+        assert abs(cyc.mean() - ref.mean()) < 0.05 * ref.mean(), (law, cyc.mean())
+        assert stats.kstest(cyc, ref.cdf).statistic < 0.03, law
+        again = compile_profile(load_profile_text(text.replace(old, f"think: {law}"))).flows[0]
+        assert again.app.think_cycle == f.app.think_cycle  # seeded: the same every compile
+        back = flow_from_dict(flow_to_dict(f))  # as the worker gets it
+        assert tuple(back.app.think_cycle) == f.app.think_cycle
+    clipped = text.replace(old, "think: {dist: exponential, mean: 1s, min: 100ms, max: 2s}")
+    cyc = np.array(compile_profile(load_profile_text(clipped)).flows[0].app.think_cycle)
+    assert cyc.min() == 0.1 and cyc.max() == 2.0
+    (const,) = compile_profile(load_profile_text(text)).flows
+    assert const.app.think_cycle == () and const.app.think_s == 2.0
+    with pytest.raises(BadInput) as e:
+        load_profile_text(text.replace(old, "think: {dist: exponential, mean: 1s, param: 2}"))
+    assert "param" in e.value.lines()[0] and len(e.value.lines()) == 1
+
+
+def test_appflow_pauses_each_connection_by_the_laws_next_draw():
+    """Each pause is the cycle's next draw, and drawn pauses end out of order: a short
+    pause queued after a long one wakes its connection first (the thinkers are a heap;
+    a FIFO would hold it behind the long one)."""
+    from tgen_tui.worker import appflows as W
+
+    af, _ = _loop_flow("tcp", "concurrent", 2.0, per=1_000_000)
+    af.think_law = [200_000_000, 5_000_000, 7_000_000]
+    assert [af._think() for _ in range(4)] == [5_000_000, 7_000_000, 200_000_000, 5_000_000]
+    woke: list[int] = []
+    af._request = lambda c, now: woke.append(c.fd)  # type: ignore[method-assign]
+    for fd, pause in ((10, 200), (11, 5), (12, 7)):  # queued in this order, at t = 0
+        c = type("C", (), {"gen": 1, "state": W.THINKING, "fd": fd})()
+        af.conns[fd] = c
+        af._sleep(pause * 1_000_000, fd, 1)
+    af._wake_thinkers(10_000_000)  # at 10 ms: the two short pauses are over
+    assert woke == [11, 12]
+    af._wake_thinkers(250_000_000)
+    assert woke == [11, 12, 10] and not af.thinking
+    af.conns.clear()
+    af.close()
+
+
+@pytest.mark.parametrize("kind", ["http", "request-response"])
+def test_drawn_response_sizes_are_asked_by_each_request_and_served_on_loopback(kind):
+    """``response: {dist: …}``: each request names the next drawn size (http: its path,
+    scapy reads it; request-response: 8 leading digits), the server answers that many
+    bytes, and the client reads each response whole: no failures, and the bytes read are
+    the drawn sizes' responses, in turn, over every transaction."""
+    from tgen_tui.packets.appcompile import response_cycle
+
+    law = (
+        load_profile_text(
+            (PROFILES / "http-cps.yaml")
+            .read_text()
+            .replace(
+                "response: 2000", "response: {dist: lognormal, mean: 3000, param: 1.0, max: 60000}"
+            )
+        )
+        .transport[0]
+        .app.response
+    )
+    cyc = response_cycle(law, "w/0/response")
+    assert len(cyc) == 4096 and min(cyc) >= 1 and max(cyc) <= 60000
+    assert abs(np.mean(cyc) - 3000) < 0.1 * 3000
+    af, cv = _loop_flow("tcp", "cps", 300.0, per=3)
+    af.app = app = AP.AppProgram(kind, 200, 3000, 3, False, 0.0, 2.0, "cps", 300.0, 0.0,
+                                 "127.0.20.1", 50, response_cycle=cyc)  # fmt: skip
+    af.prog = FlowProgram(**{**af.prog.__dict__, "app": app})
+    af.req, af.resp = AP.messages(app, "127.0.0.1")
+    af.resp_law, af.size_end = list(cyc), AP.SIZE_FIELD[kind][1]
+    req = AP.sized_request(app, "127.0.0.1", 4321)
+    assert len(req) == len(af.req) and AP.size_asked(app, req) == 4321
+    if kind == "http":
+        assert HTTPRequest(req).Path == b"/tgen/0004321"
+    af.open_server()
+    af.begin(time.monotonic_ns())
+    _drive(af, 0.4)
+    af.end()
+    _drive(af, 3.0, on=False)
+    af.flush()
+    c = _counts(cv)
+    af.close()
+    fails = c["fail_refused"] + c["fail_reset"] + c["fail_timeout"] + c["fail_local"]
+    assert fails == 0 and c["transactions"] == c["served"] == 3 * c["attempted"] > 0, c
+    want = sum(AP.response_length(app, cyc[i]) for i in range(c["transactions"]))
+    assert c["rx_bytes"] == want

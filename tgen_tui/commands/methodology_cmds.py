@@ -687,6 +687,12 @@ def check_runnable(profile, test: str, body: dict) -> None:
     flows (kernel sockets) has nothing to search; a sweep's largest session count must
     fit the Initiator's port space."""
     verb = f"tgen {test.replace('-', ' ')}"
+    kind = getattr(body.get("config"), "kind", None)
+    if kind in ("cps", "concurrent") and test.startswith("rfc9411-"):
+        from tgen_tui.methodology.procedures.mlr.appsearch import base_load
+
+        base_load(profile, kind)  # app flows of the searched load, or BadInput
+        return
     if not any(s.enabled for s in profile.streams):
         what = (
             "only transport: flows (kernel TCP/UDP sockets), no frame streams"

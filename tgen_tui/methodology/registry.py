@@ -21,6 +21,11 @@ from tgen_tui.methodology.kit.procedure import Procedure, Table, no_metrics, no_
 from tgen_tui.methodology.kit.state import RunState
 from tgen_tui.methodology.procedures.mlr import output as mlr_output
 from tgen_tui.methodology.procedures.mlr import report as mlr_report
+from tgen_tui.methodology.procedures.mlr.appsearch import (
+    app_search_lines,
+    app_search_report,
+    run_app_search,
+)
 from tgen_tui.methodology.procedures.mlr.run import run_search
 from tgen_tui.methodology.procedures.rfc2544 import output as o2544
 from tgen_tui.methodology.procedures.rfc2544 import report as r2544
@@ -188,6 +193,32 @@ PROCEDURES: dict[str, Procedure[Any]] = {
             mlr_output.search_plots,
             mlr_output.search_lines,
             rate_unit="frames/s per interface (each direction)",
+        ),
+        Procedure(
+            "app-cps",
+            "rfc9411-cps",
+            run_app_search,
+            app_search_report,
+            mlr_report.search_metrics,
+            mlr_report.search_trials,
+            partial(mlr_output.search_tables, unit="conn/s"),
+            partial(mlr_output.search_plots, axis="load (new connections/s)"),
+            app_search_lines,
+            rate_unit="connections/s",
+            app=True,
+        ),
+        Procedure(
+            "app-concurrent",
+            "rfc9411-concurrent",
+            run_app_search,
+            app_search_report,
+            mlr_report.search_metrics,
+            mlr_report.search_trials,
+            partial(mlr_output.search_tables, unit="conn"),
+            partial(mlr_output.search_plots, axis="load (concurrent connections)"),
+            app_search_lines,
+            rate_unit="connections (concurrent)",
+            app=True,
         ),
     )
 }

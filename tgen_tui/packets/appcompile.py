@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import zlib
 
 from tgen_tui.packets.appprogram import DEFAULT_REQUEST, DEFAULT_RESPONSE, AppProgram
 
@@ -34,17 +35,35 @@ def app_program(
     return AppProgram(
         kind=a.kind,
         request=a.request or DEFAULT_REQUEST,
-        response=a.response or DEFAULT_RESPONSE,
+        response=a.response_mean or DEFAULT_RESPONSE,
         per_connection=a.per_connection,
         close_rst=a.close == "rst",
-        think_s=float(a.think),
+        think_s=a.think_mean,
         timeout_s=float(a.timeout),
         mode=mode,
         target=_share(float(target or 0), k, n, mode, rate_scale),
         ramp_s=float(ld.ramp),
         clients_first=first,
         clients_count=hi - lo,
+        think_cycle=think_cycle(a.think, f"{t.name}/{k}"),
+        response_cycle=response_cycle(a.response, f"{t.name}/{k}/response"),
     )
+
+
+THINK_CYCLE = 4096
+
+
+def think_cycle(think, key: str) -> tuple[float, ...]:
+    """A law's think times: one cycle of THINK_CYCLE draws seeded by the flow's name,
+    clipped to the law's min..max (s); () for a constant."""
+    if isinstance(think, int | float):
+        return ()
+    import numpy as np
+
+    from tgen_tui.profiles.sizelaw import draw
+
+    x = draw(think.dist, float(think.mean), think.law_param, THINK_CYCLE, zlib.crc32(key.encode()))
+    return tuple(float(v) for v in np.clip(x, float(think.min), think.hi))
 
 
 def _share(target: float, k: int, n: int, mode: str, rate_scale: float) -> float:
@@ -63,4 +82,18 @@ def app_port(t, default: int) -> int:
     return APP_PORTS.get(t.app.kind, default) if t.app is not None else default
 
 
-__all__ = ["APP_PORTS", "app_port", "app_program"]
+def response_cycle(response, key: str) -> tuple[int, ...]:
+    """A law's response sizes: one cycle of THINK_CYCLE draws, whole bytes clipped to the
+    law's min..max; () for a constant (or none)."""
+    if response is None or isinstance(response, int):
+        return ()
+    import numpy as np
+
+    from tgen_tui.profiles.sizelaw import draw
+
+    x = draw(response.dist, float(response.mean), response.law_param, THINK_CYCLE,
+             zlib.crc32(key.encode()))  # fmt: skip
+    return tuple(int(v) for v in np.clip(np.rint(x), response.min, response.max))
+
+
+__all__ = ["APP_PORTS", "THINK_CYCLE", "app_port", "app_program", "response_cycle", "think_cycle"]

@@ -35,6 +35,8 @@ class AppProgram:
     ramp_s: float
     clients_first: str  # the first client address
     clients_count: int
+    think_cycle: tuple[float, ...] = ()  # drawn think times (s), used in turn; () = think_s
+    response_cycle: tuple[int, ...] = ()  # drawn response sizes, used in turn; () = response
 
     def client_addresses(self) -> list[str]:
         first = int(ipaddress.IPv4Address(self.clients_first))
@@ -63,19 +65,48 @@ class AppProgram:
         return int(r * (rel_s - self.ramp_s / 2.0))
 
 
-def http_request(host: str, body: int) -> bytes:
+def http_request(host: str, body: int | str) -> bytes:
     return (
         f"GET /tgen/{body} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: tgen-tui\r\n"
         "Accept: */*\r\nConnection: keep-alive\r\n\r\n"
     ).encode("ascii")
 
 
-def http_response(body: int) -> bytes:
-    head = (
+def http_head(body: int) -> bytes:
+    return (
         "HTTP/1.1 200 OK\r\nServer: tgen-tui\r\nContent-Type: application/octet-stream\r\n"
         f"Content-Length: {body}\r\n\r\n"
     ).encode("ascii")
-    return head + b"x" * body
+
+
+def http_response(body: int) -> bytes:
+    return http_head(body) + b"x" * body
+
+
+#: a drawn response's size in its request: (kind -> (first, end) bytes, ASCII digits)
+SIZE_FIELD = {"http": (10, 17), "request-response": (0, 8)}  # http: after "GET /tgen/"
+
+
+def sized_request(app: AppProgram, server_ip: str, size: int) -> bytes:
+    """The request asking for a ``size``-byte response (drawn sizes): the same length
+    whatever the size (http: the path's 7 digits; request-response: 8 leading digits)."""
+    if app.kind == "http":
+        return http_request(server_ip, f"{size:07d}")
+    return b"%08d" % size + b"q" * (app.request - 8)
+
+
+def sized_response(app: AppProgram, size: int) -> bytes:
+    return http_response(size) if app.kind == "http" else b"r" * size
+
+
+def response_length(app: AppProgram, size: int) -> int:
+    return len(http_head(size)) + size if app.kind == "http" else size
+
+
+def size_asked(app: AppProgram, head: bytes) -> int:
+    """The response size a request asks for, from its first bytes (SIZE_FIELD)."""
+    a, b = SIZE_FIELD[app.kind]
+    return int(head[a:b])
 
 
 def _qname(name: str) -> bytes:
@@ -96,6 +127,9 @@ def dns_answer(address: str, qid: int = 0x7467) -> bytes:
 
 def messages(app: AppProgram, server_ip: str) -> tuple[bytes, bytes]:
     """(request, response) bytes of ``app`` against a server at ``server_ip``."""
+    if app.response_cycle:  # drawn sizes: the first one's (each request names its own)
+        size = app.response_cycle[0]
+        return sized_request(app, server_ip, size), sized_response(app, size)
     if app.kind == "http":
         return http_request(server_ip, app.response), http_response(app.response)
     if app.kind == "dns":
@@ -110,6 +144,7 @@ def app_from_dict(d: dict | None) -> AppProgram | None:
 __all__ = [
     "DEFAULT_REQUEST",
     "DEFAULT_RESPONSE",
+    "SIZE_FIELD",
     "AppProgram",
     "app_from_dict",
     "dns_answer",
@@ -117,4 +152,8 @@ __all__ = [
     "http_request",
     "http_response",
     "messages",
+    "response_length",
+    "size_asked",
+    "sized_request",
+    "sized_response",
 ]

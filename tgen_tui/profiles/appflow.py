@@ -23,20 +23,117 @@ request-response`` plain ``request``/``response`` bytes. ``parallel: N`` splits 
 over N flow workers (``NAME.1`` ... ``NAME.N``), each with 1/N of the load and of the
 clients and its own server socket on the same port (SO_REUSEPORT: the kernel spreads the
 connections over them), for a load one process (its CPU, its file descriptors) cannot hold.
+
+``think`` is a constant (``2s``) or drawn from a law with a mean, as frame sizes are
+(profiles/sizelaw.py): ``think: {dist: exponential, mean: 2s}``, ``{dist: lognormal,
+mean: 500ms, param: 0.8, max: 5s}``: one seeded cycle of 4,096 draws, clipped to
+``min..max`` (default ``0 .. 20 x mean``), each transaction's pause the cycle's next.
+``response`` (TCP) may be a law the same way (bytes, ``min`` 1, ``max`` 1 MiB): each
+request names the size it wants (http: the path ``/tgen/NNNNNNN``; request-response: its
+first 8 bytes, ASCII digits), and the server answers that.
 """
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
 
 from tgen_tui.profiles.base import Seconds, Strict
 
 MAX_APP_BYTES = 1 << 20
 MAX_CLIENTS = 65536
 APP_KINDS = ("request-response", "http", "dns")
+
+
+class ThinkLaw(Strict):
+    """Think times drawn from a law with a mean (seconds), clipped to ``min..max``."""
+
+    dist: Literal["exponential", "normal", "lognormal", "gamma", "weibull", "pareto"]
+    mean: Seconds = Field(description="Mean pause, e.g. 2s or 500ms")
+    param: float | None = Field(
+        None,
+        gt=0,
+        le=100,
+        description="normal: sd as a fraction of the mean (0.25); lognormal: sigma of "
+        "ln(time) (0.5); gamma, weibull, pareto: the shape (2, 1.5, 2.5; pareto > 1)",
+    )
+    min: Seconds = Field(0.0, description="Shortest pause (default 0)")
+    max: Seconds | None = Field(None, description="Longest pause (default 20 x the mean)")
+
+    @model_validator(mode="after")
+    def _rules(self):
+        if self.mean <= 0:
+            raise ValueError("mean: must be above 0")
+        if self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min:g} s) must be ≤ max ({self.max:g} s)")
+        if self.dist == "exponential" and self.param is not None:
+            raise ValueError("param: the exponential law has none (give the mean)")
+        if self.dist == "pareto" and self.param is not None and self.param <= 1:
+            raise ValueError("param: a pareto shape must be > 1 for the mean to exist")
+        return self
+
+    @property
+    def law_param(self) -> float:
+        from tgen_tui.profiles.sizelaw import DEFAULT_PARAM
+
+        return self.param if self.param is not None else DEFAULT_PARAM.get(self.dist, 0.0)
+
+    @property
+    def hi(self) -> float:
+        return self.max if self.max is not None else 20.0 * self.mean
+
+
+def _think(v: Any) -> Any:
+    """A duration (``2s``, ``0.5``) as seconds; a law (a mapping) as it is."""
+    from tgen_tui.profiles.units import parse_duration
+
+    if isinstance(v, dict | ThinkLaw):
+        return v
+    return parse_duration(v) if isinstance(v, str | int | float) else v
+
+
+class ResponseLaw(Strict):
+    """Response sizes (bytes; http: the body) drawn from a law with a mean, clipped to
+    ``min..max``; each request names the size it wants (http: in its path, fixed width;
+    request-response: its first 8 bytes), so the server needs no table of its own."""
+
+    dist: Literal["exponential", "normal", "lognormal", "gamma", "weibull", "pareto"]
+    mean: float = Field(gt=0, le=MAX_APP_BYTES, description="Mean response bytes")
+    param: float | None = Field(
+        None,
+        gt=0,
+        le=100,
+        description="normal: sd as a fraction of the mean (0.25); lognormal: sigma of "
+        "ln(size) (0.5); gamma, weibull, pareto: the shape (2, 1.5, 2.5; pareto > 1)",
+    )
+    min: int = Field(1, ge=1, le=MAX_APP_BYTES, description="Smallest response (default 1)")
+    max: int = Field(MAX_APP_BYTES, ge=1, le=MAX_APP_BYTES, description="Largest (1 MiB)")
+
+    @model_validator(mode="after")
+    def _rules(self):
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be ≤ max ({self.max})")
+        if self.dist == "exponential" and self.param is not None:
+            raise ValueError("param: the exponential law has none (give the mean)")
+        if self.dist == "pareto" and self.param is not None and self.param <= 1:
+            raise ValueError("param: a pareto shape must be > 1 for the mean to exist")
+        return self
+
+    @property
+    def law_param(self) -> float:
+        from tgen_tui.profiles.sizelaw import DEFAULT_PARAM
+
+        return self.param if self.param is not None else DEFAULT_PARAM.get(self.dist, 0.0)
+
+
+def _law_tag(v: Any) -> str:
+    return "law" if isinstance(v, dict | ResponseLaw) else "constant"
+
+
+def _think_tag(v: Any) -> str:
+    return "law" if isinstance(v, dict | ThinkLaw) else "constant"
 
 
 class App(Strict):
@@ -50,17 +147,32 @@ class App(Strict):
     request: int | None = Field(
         None, ge=1, le=MAX_APP_BYTES, description="Request bytes (default 200; http: the GET)"
     )
-    response: int | None = Field(
+    response: (
+        Annotated[
+            Annotated[Annotated[int, Field(ge=1, le=MAX_APP_BYTES)], Tag("constant")]
+            | Annotated[ResponseLaw, Tag("law")],
+            Discriminator(_law_tag),
+        ]
+        | None
+    ) = Field(
         None,
-        ge=1,
-        le=MAX_APP_BYTES,
-        description="Response bytes (default 2000; http: the body, after the headers)",
+        description="Response bytes (default 2000; http: the body, after the headers), or "
+        "a law {dist, mean, param, min, max} (TCP; each request names its size)",
     )
     per_connection: int = Field(
         1, ge=1, le=1_000_000, description="Transactions per connection before it closes"
     )
     close: Literal["fin", "rst"] = Field("fin", description="How the client ends (TCP)")
-    think: Seconds = Field(0.0, description="Pause between a response and the next request")
+    think: Annotated[
+        Annotated[float, Tag("constant")] | Annotated[ThinkLaw, Tag("law")],
+        Discriminator(_think_tag),
+        BeforeValidator(_think),
+    ] = Field(
+        0.0,
+        description="Pause between a response and the next request: a duration (2s), or a "
+        "law {dist: exponential|normal|lognormal|gamma|weibull|pareto, mean: 2s, param, "
+        "min, max}",
+    )
     timeout: Seconds = Field(
         3.0, description="A connect or a response that takes longer counts as timed out"
     )
@@ -72,9 +184,24 @@ class App(Strict):
             raise ValueError(f"{which}: a dns query and its answer have their own sizes")
         if self.kind == "http" and self.request is not None:
             raise ValueError("request: an http GET has its own size (give the response body)")
+        if isinstance(self.response, ResponseLaw) and (self.request or 200) < 8:
+            raise ValueError("request: a drawn response size needs a request of 8 bytes or more")
         if self.timeout <= 0:
             raise ValueError("timeout: must be above 0")
+        if isinstance(self.think, float) and self.think < 0:
+            raise ValueError("think: must not be negative")
         return self
+
+    @property
+    def response_mean(self) -> int | None:
+        """The response bytes: the constant, or the law's asked mean (rounded)."""
+        r = self.response
+        return round(r.mean) if isinstance(r, ResponseLaw) else r
+
+    @property
+    def think_mean(self) -> float:
+        """The mean pause (s): the constant, or the law's asked mean."""
+        return float(self.think.mean if isinstance(self.think, ThinkLaw) else self.think)
 
 
 class Load(Strict):
@@ -159,6 +286,8 @@ def check_app(t) -> list[str]:
         out.append("protocol: kind dns runs over udp")
     if t.app.kind == "http" and t.protocol != "tcp":
         out.append("protocol: kind http runs over tcp")
+    if isinstance(t.app.response, ResponseLaw) and t.protocol != "tcp":
+        out.append("app.response: a drawn response size runs over tcp (a datagram's is fixed)")
     count = t.clients.count if t.clients else 1
     if t.parallel > count:
         out.append(
@@ -170,4 +299,4 @@ def check_app(t) -> list[str]:
     return out
 
 
-__all__ = ["APP_KINDS", "App", "Clients", "Load", "check_app"]
+__all__ = ["APP_KINDS", "App", "Clients", "Load", "ResponseLaw", "ThinkLaw", "check_app"]

@@ -23,26 +23,30 @@ SIZE_LAWS = ("exponential", "normal", "lognormal", "gamma", "weibull", "pareto")
 DEFAULT_PARAM = {"normal": 0.25, "lognormal": 0.5, "gamma": 2.0, "weibull": 1.5, "pareto": 2.5}
 
 
+def draw(law: str, mean: float, param: float, n: int, key: int) -> np.ndarray:
+    """``n`` values drawn from ``law`` with mean ``mean`` (numpy's generator seeded by
+    ``key``): sizes here, an app flow's think times (packets/appcompile.py) too."""
+    rng = np.random.default_rng(key & 0xFFFFFFFFFFFFFFFF)
+    if law == "exponential":
+        return rng.exponential(mean, n)
+    if law == "normal":
+        return rng.normal(mean, param * mean, n)
+    if law == "lognormal":
+        return rng.lognormal(math.log(mean) - 0.5 * param * param, param, n)
+    if law == "gamma":
+        return rng.gamma(param, mean / param, n)
+    if law == "weibull":
+        return (mean / math.gamma(1.0 + 1.0 / param)) * rng.weibull(param, n)
+    if law == "pareto":  # classic Pareto (numpy draws Lomax: + 1), x_m for the mean
+        xm = mean * (param - 1.0) / param
+        return xm * (1.0 + rng.pareto(param, n))
+    raise ValueError(f"unknown size law {law!r}; expected one of {', '.join(SIZE_LAWS)}")
+
+
 @functools.lru_cache(maxsize=64)
 def size_cycle(law: str, mean: float, param: float, lo: int, hi: int, key: int) -> tuple[int, ...]:
     """One cycle of sizes (bytes with the FCS) drawn from ``law`` with mean ``mean``."""
-    rng = np.random.default_rng(key & 0xFFFFFFFFFFFFFFFF)
-    n = CYCLE
-    if law == "exponential":
-        x = rng.exponential(mean, n)
-    elif law == "normal":
-        x = rng.normal(mean, param * mean, n)
-    elif law == "lognormal":
-        x = rng.lognormal(math.log(mean) - 0.5 * param * param, param, n)
-    elif law == "gamma":
-        x = rng.gamma(param, mean / param, n)
-    elif law == "weibull":
-        x = (mean / math.gamma(1.0 + 1.0 / param)) * rng.weibull(param, n)
-    elif law == "pareto":  # classic Pareto (numpy draws Lomax: + 1), x_m for the mean
-        xm = mean * (param - 1.0) / param
-        x = xm * (1.0 + rng.pareto(param, n))
-    else:
-        raise ValueError(f"unknown size law {law!r}; expected one of {', '.join(SIZE_LAWS)}")
+    x = draw(law, mean, param, CYCLE, key)
     return tuple(int(v) for v in np.clip(np.rint(x), lo, hi))
 
 
@@ -52,4 +56,4 @@ def clipped_mean(law: str, mean: float, param: float, lo: int, hi: int, key: int
     return sum(c) / len(c)
 
 
-__all__ = ["CYCLE", "DEFAULT_PARAM", "SIZE_LAWS", "clipped_mean", "size_cycle"]
+__all__ = ["CYCLE", "DEFAULT_PARAM", "SIZE_LAWS", "clipped_mean", "draw", "size_cycle"]

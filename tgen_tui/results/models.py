@@ -883,6 +883,15 @@ class SearchReport(Report):
     dut_drops: dict[str, Any] = Field(default_factory=dict)
 
 
+class AppSearchReport(SearchReport):
+    """rfc9411-cps / rfc9411-concurrent: tgen search's report over app flows, in
+    connections/s or connections; ``failed_trial`` says what counted as a failed trial."""
+
+    search_kind: str | None = None  # cps | concurrent
+    base_load: Num | None = None  # the profile's own load of that kind
+    failed_trial: str | None = None
+
+
 class SweepRow(Part):
     sessions: int
     sessions_requested: int | None = None
@@ -918,6 +927,8 @@ REPORTS: dict[str, type[Doc]] = {
     "scaleup-rfc9693-cps": ScaleupReport,
     "sweep": SweepReport,
     "search": SearchReport,
+    "rfc9411-cps": AppSearchReport,
+    "rfc9411-concurrent": AppSearchReport,
 }
 
 

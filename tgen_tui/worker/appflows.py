@@ -31,6 +31,7 @@ Imports: the standard library, numpy and this package (``packets.appprogram``).
 from __future__ import annotations
 
 import errno
+import heapq
 import os
 import resource
 import selectors
@@ -40,7 +41,14 @@ from collections import deque
 
 import numpy as np
 
-from tgen_tui.packets.appprogram import messages
+from tgen_tui.packets.appprogram import (
+    SIZE_FIELD,
+    messages,
+    response_length,
+    size_asked,
+    sized_request,
+    sized_response,
+)
 from tgen_tui.packets.flowprogram import FlowProgram
 from tgen_tui.worker import flowcounters as FC
 from tgen_tui.worker.netns import enter, netns
@@ -79,10 +87,11 @@ def fail_slot(code: int | None) -> int:
 class Conn:
     """A client connection: its socket, phase and progress."""
 
-    __slots__ = ("sock", "state", "t0", "t_req", "got", "off", "done", "gen")
+    __slots__ = ("sock", "state", "t0", "t_req", "got", "off", "done", "gen", "req", "want")
 
     def __init__(self, sock: socket.socket, t0: int, gen: int) -> None:
         self.sock = sock
+        self.req, self.want = b"", 0  # this transaction's request, its response's length
         self.state = CONNECTING
         self.t0 = self.t_req = t0
         self.got = self.off = self.done = 0
@@ -92,12 +101,15 @@ class Conn:
 class Served:
     """A server connection: request bytes read, responses owed and the one being written."""
 
-    __slots__ = ("sock", "got", "owed", "off", "mask")
+    __slots__ = ("sock", "got", "owed", "off", "mask", "head", "sizes", "cur")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.got = self.owed = self.off = 0
         self.mask = selectors.EVENT_READ
+        self.head = bytearray()  # drawn sizes: the request's first bytes so far
+        self.sizes: deque[int] = deque()  # the sizes the owed responses asked for
+        self.cur: bytes | None = None  # the response being written (drawn sizes)
 
 
 class AppFlow:
@@ -113,12 +125,17 @@ class AppFlow:
         self.sel = selectors.EpollSelector()
         self.conns: dict[int, Conn] = {}
         self.deadlines: deque[tuple[int, int, int]] = deque()  # (ns, fd, gen)
-        self.thinking: deque[tuple[int, int, int]] = deque()
+        self.thinking: list[tuple[int, int, int]] = []  # a heap: drawn pauses end out of order
         self.lst: socket.socket | None = None
         self.running = False
         self.t0_ns = self.opened = self.next_client = self.phases = self.due_base = 0
         self.timeout_ns = int(prog.app.timeout_s * 1e9)
         self.think_ns = int(prog.app.think_s * 1e9)
+        self.think_law = [int(x * 1e9) for x in prog.app.think_cycle]  # drawn, used in turn
+        self.think_i = 0
+        self.resp_law = list(prog.app.response_cycle)  # drawn response sizes, used in turn
+        self.resp_i = 0
+        self.size_end = SIZE_FIELD.get(prog.app.kind, (0, 0))[1]
         self.buf = bytearray(max(65536, len(self.resp), len(self.req)))
         self.setup_ns: list[int] = []
         self.txn_ns: list[int] = []
@@ -304,13 +321,22 @@ class AppFlow:
 
     def _request(self, c: Conn, now_ns: int) -> None:
         c.state, c.off, c.got, c.t_req = REQUESTING, 0, 0, now_ns
+        if self.resp_law:  # the next drawn size, named in the request
+            size = self.resp_law[self.resp_i]
+            self.resp_i = (self.resp_i + 1) % len(self.resp_law)
+            c.req, c.want = (
+                sized_request(self.app, self.prog.dst_ip, size),
+                response_length(self.app, size),
+            )
+        else:
+            c.req, c.want = self.req, len(self.resp)
         c.gen = self._gen()
         self.deadlines.append((now_ns + self.timeout_ns, c.sock.fileno(), c.gen))
         self._send(c, now_ns)
 
     def _send(self, c: Conn, now_ns: int) -> None:
         try:
-            n = c.sock.send(memoryview(self.req)[c.off :])
+            n = c.sock.send(memoryview(c.req)[c.off :])
         except BlockingIOError:
             n = 0
         except OSError as e:
@@ -319,7 +345,7 @@ class AppFlow:
         c.off += n
         self.row[FC.FC_TX_BYTES] += n
         want = selectors.EVENT_WRITE
-        if c.off >= len(self.req):
+        if c.off >= len(c.req):
             c.state, want = READING, selectors.EVENT_READ
         if not self.udp:
             self.sel.modify(c.sock, want, c)
@@ -339,7 +365,7 @@ class AppFlow:
         if self.running:
             self.row[FC.FC_RX_BYTES_DUE] += n
         c.got += n
-        if c.got < len(self.resp) and not self.udp:
+        if c.got < c.want and not self.udp:
             return
         self.row[FC.FC_TRANSACTIONS] += 1
         self.txn_ns.append(now_ns - c.t_req)
@@ -347,18 +373,28 @@ class AppFlow:
         c.gen = self._gen()
         if c.done >= self.app.per_connection:
             self._close(c, self.app.close_rst)
-        elif self.think_ns > 0:
+        elif (think := self._think()) > 0:
             c.state = THINKING
             if not self.udp:
                 self.sel.modify(c.sock, selectors.EVENT_READ, c)
-            self.thinking.append((now_ns + self.think_ns, c.sock.fileno(), c.gen))
+            self._sleep(now_ns + think, c.sock.fileno(), c.gen)
         else:
             self._request(c, now_ns)
+
+    def _think(self) -> int:
+        """The next pause (ns): the constant, or the law's cycle's next draw."""
+        if not self.think_law:
+            return self.think_ns
+        self.think_i = (self.think_i + 1) % len(self.think_law)
+        return self.think_law[self.think_i]
+
+    def _sleep(self, until_ns: int, fd: int, gen: int) -> None:
+        heapq.heappush(self.thinking, (until_ns, fd, gen))
 
     def _wake_thinkers(self, now_ns: int) -> None:
         q = self.thinking
         while q and q[0][0] <= now_ns:
-            _, fd, gen = q.popleft()
+            _, fd, gen = heapq.heappop(q)
             c = self.conns.get(fd)
             if c is not None and c.gen == gen and c.state == THINKING:
                 self._request(c, now_ns)
@@ -430,25 +466,47 @@ class AppFlow:
                 self.sel.unregister(d.sock)
                 d.sock.close()
                 return
-            if n > 0:
+            if n > 0 and self.resp_law:
+                self._take(d, n)
+            elif n > 0:
                 d.got += n
                 q, d.got = divmod(d.got, len(self.req))
                 d.owed += q
         self._respond(d)
 
+    def _take(self, d: Served, n: int) -> None:
+        """Drawn sizes: ``n`` request bytes in ``buf``; each request's first bytes name its
+        response's size (requests have one length: their boundaries are known)."""
+        size, end, i = len(self.req), self.size_end, 0
+        while i < n:
+            take = min(n - i, size - d.got)
+            if d.got < end:
+                d.head += self.buf[i : i + min(take, end - d.got)]
+            d.got, i = d.got + take, i + take
+            if d.got == size:
+                d.sizes.append(size_asked(self.app, bytes(d.head)))
+                d.head, d.got, d.owed = bytearray(), 0, d.owed + 1
+
     def _respond(self, d: Served) -> None:
         while d.owed:
+            resp = self.resp
+            if self.resp_law:
+                resp = d.cur = d.cur or sized_response(self.app, d.sizes[0])
             try:
-                n = d.sock.send(memoryview(self.resp)[d.off :])
+                n = d.sock.send(memoryview(resp)[d.off :])
             except BlockingIOError:
                 break
             except OSError:
                 d.owed = 0
+                d.sizes.clear()
                 break
             d.off += n
-            if d.off < len(self.resp):
+            if d.off < len(resp):
                 break
             d.off, d.owed = 0, d.owed - 1
+            if self.resp_law:
+                d.cur = None
+                d.sizes.popleft()
             self.row[FC.FC_SERVED] += 1
         want = selectors.EVENT_READ | (selectors.EVENT_WRITE if d.owed else 0)
         if want != d.mask:

@@ -53,3 +53,4 @@ class Procedure(Generic[R]):
     unit: str = ""  # the searched rate's unit, for scale-up (empty: cannot be scaled)
     stateful: bool = False  # RFC 9693: trials of N frames
     common: bool = True  # the report has the common fields (documents.common_fields)
+    app: bool = False  # its trials run the profile's app flows (tgen run), not frame streams

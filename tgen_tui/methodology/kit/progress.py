@@ -24,6 +24,7 @@ class Progress:
         self.tty = sys.stderr.isatty()
         self.t0 = time.monotonic()
         self.label = label
+        self.unit = "/s"  # after each trial's load (a concurrent search's: " conn")
 
     def restart(self) -> None:
         """Count from zero again (the next run of a scale-up)."""
@@ -50,7 +51,7 @@ class Progress:
             lh = f"  l {l_pps:,.0f}  h {'-' if h_pps is None else f'{h_pps:,.0f}'}"
         ctx = "  ".join(f"{k} {v}" for k, v in context.items())
         line = (
-            f"[{bar}] trial {self.done}/~{self.expected}  {ctx}  {t.rate_pps:,.0f}/s "
+            f"[{bar}] trial {self.done}/~{self.expected}  {ctx}  {t.rate_pps:,.0f}{self.unit} "
             f"{t.verdict}{lh}  ~{_dur(left)} left"
         )
         if self.tty:

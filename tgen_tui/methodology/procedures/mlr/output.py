@@ -22,7 +22,7 @@ def _spec(g: GoalResult, field: str, times: float = 1.0) -> str:
     return "-" if v is None else f"{times * v:g}"
 
 
-def search_tables(report: SearchReport) -> list[Table]:
+def search_tables(report: SearchReport, unit: str = "fps") -> list[Table]:
     goals = report.goals
     out: list[Table] = [
         (
@@ -35,9 +35,9 @@ def search_tables(report: SearchReport) -> list[Table]:
                 ("trial s", [_spec(g, "final_trial_duration_s") for g in goals]),
                 ("sum s", [_spec(g, "duration_sum_s") for g in goals]),
                 ("width %", [_spec(g, "width", 100) for g in goals]),
-                ("RLB fps", [_n(g.relevant_lower_bound_pps) for g in goals]),
-                ("RUB fps", [_n(g.relevant_upper_bound_pps) for g in goals]),
-                ("cond. throughput fps", [_n(g.conditional_throughput_pps) for g in goals]),
+                (f"RLB {unit}", [_n(g.relevant_lower_bound_pps) for g in goals]),
+                (f"RUB {unit}", [_n(g.relevant_upper_bound_pps) for g in goals]),
+                (f"cond. throughput {unit}", [_n(g.conditional_throughput_pps) for g in goals]),
                 (
                     "result",
                     ["regular" if g.regular else f"IRREGULAR: {g.irregular}" for g in goals],
@@ -90,7 +90,9 @@ def search_lines(report: SearchReport) -> list[str]:
     return out
 
 
-def search_plots(report: SearchReport, path: PathFn) -> list[str]:
+def search_plots(
+    report: SearchReport, path: PathFn, axis: str = "load (fps per interface)"
+) -> list[str]:
     trials = [t for t in report.trials if t.kind != "warmup"]
     if not trials:
         return []
@@ -105,7 +107,7 @@ def search_plots(report: SearchReport, path: PathFn) -> list[str]:
     return [
         chart(
             "Trial loss ratio against load (relevant bounds marked)",
-            "load (fps per interface)",
+            axis,
             "loss ratio (%)",
             series,
             kind="scatter",
