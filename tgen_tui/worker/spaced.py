@@ -156,7 +156,9 @@ def _chunk(st: TxStream, first: int) -> tuple:
     if st.total is not None:
         n = max(1, min(n, st.total - first))
     buf, lens = st.builder.build(first, n)
-    return (first, buf, lens, st.t_base + st.dt.due(first - st.idx_base, n))
+    # the builder hands back its own buffer, which its next build overwrites: a chunk kept
+    # beside the one built ahead must own its frames (else frames went out twice, others never)
+    return (first, buf.copy(), lens.copy(), st.t_base + st.dt.due(first - st.idx_base, n))
 
 
 def _next_due(st: TxStream) -> float:
