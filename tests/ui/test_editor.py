@@ -139,3 +139,17 @@ def test_rate_only_changes() -> None:
     assert rate_only_changes(a, b) == {"up": 5000.0}
     c = compile_profile(load_profile_text(base.replace("size: 64", "size: 65", 1)))
     assert rate_only_changes(a, c) is None
+
+
+def test_an_imix_shows_each_sizes_share_of_the_line_rate() -> None:
+    """The editor's derived figures name an IMIX's sizes by the bits each puts on the wire
+    (with preamble and gap): classic 7 x 84, 4 x 614, 1 x 1538 bits-bytes of 4,582."""
+    from tgen_tui.profiles import models as m
+    from tgen_tui.ui.editor import mix_share
+
+    assert mix_share(m.ImixSize(imix="classic")) == "64 B 12.8 %, 594 B 53.6 %, 1518 B 33.6 %"
+    custom = m.ImixSize.model_validate(
+        {"imix": [{"size": 64, "weight": 1}, {"size": 1518, "weight": 1}]}
+    )
+    assert mix_share(custom) == "64 B 5.2 %, 1518 B 94.8 %"
+    assert mix_share(m.FixedSize(fixed=64)) == ""

@@ -194,6 +194,7 @@ class Derived:
     mean_size: float = 0.0
     size_note: str = ""  # an IMIX preset's definition
     shape: str = ""  # a rate shape in a few words
+    mix_share: str = ""  # an IMIX's sizes by their share of the bits on the wire
 
     def lines(self) -> list[str]:
         out = [
@@ -216,6 +217,8 @@ class Derived:
             + (f" of max {fmt.count(self.ct_max)}" if self.ct_max else "")
             + (f" (UDP timeout {self.timeout_s:g} s)" if self.timeout_s else ""),
         ]
+        if self.mix_share:
+            out.insert(2, f"line-rate share     {self.mix_share}")
         if self.shape:
             out.insert(3, f"rate over time      {self.shape} (the rate above is its peak)")
         if self.fill_s is not None:
@@ -256,7 +259,21 @@ def derive(
         mean_size=mean,
         size_note=_size_note(stream.size),
         shape=stream.shape_text(speed),
+        mix_share=mix_share(stream.size),
     )
+
+
+def mix_share(size) -> str:
+    """An IMIX's sizes by their share of the line rate (the bits each size puts on the
+    wire, with preamble and gap: frames of 1518 B take most of it, 64 B ones little)."""
+    if not isinstance(size, m.ImixSize):
+        return ""
+    merged: dict[int, int] = {}
+    for sz, w in size.entries:
+        merged[sz] = merged.get(sz, 0) + w
+    bits = {sz: w * (sz + m.L1_OVERHEAD) for sz, w in merged.items()}
+    total = sum(bits.values()) or 1
+    return ", ".join(f"{sz} B {100.0 * b / total:.1f} %" for sz, b in sorted(bits.items()))
 
 
 def _size_note(size) -> str:
