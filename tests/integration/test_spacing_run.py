@@ -70,3 +70,5 @@ def test_timer_pacing_sends_every_frame_once(nat_lab, tmp_path):
     assert s["tx_frames"] == s["due_frames"] == s["rx_frames"] > 4000
     assert s["duplicates"] == 0 and s["out_of_order"] == 0 and s["lost"] == 0
     assert res["workers"][0]["pacing"] == "timer"
+    # the sampled frames sent alone still carry their stamp request and tag
+    assert s["latency_source"] == "kernel" and s["latency_unstamped"] == 0

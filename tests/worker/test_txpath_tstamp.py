@@ -113,8 +113,8 @@ def test_kernel_stamp_matches_the_egress_tap(veth, tmp_path):
 
 
 def test_send_one_between_stamped_frames_keeps_the_tags(veth):
-    """The timer pacer's send_one (send(2) of an unstamped frame) between stamped sends:
-    every frame arrives, and each report still names its stamped frame."""
+    """The timer pacer's send_one (sendmsg(2) of one frame, stamped when given a tag)
+    between batch sends: every frame arrives, and each report names its stamped frame."""
     r0 = veth.rx_packets()
     with netns(veth.ns_a):
         tx = open_tx(veth.if_a, "sendmmsg", max_batch=64)
@@ -125,12 +125,16 @@ def test_send_one_between_stamped_frames_keeps_the_tags(veth):
         for k in range(0, 640, 64):
             buf, lens = b.build(k, 64)
             for r in range(64):
+                addr = buf.ctypes.data + r * buf.strides[0]
                 if r % 8 == 0:
                     tag = np.array([k + r], dtype=np.uint64)
                     assert tx.send(buf[r : r + 1], lens[r : r + 1], tag, np.array([0])) == 1
                     stamped.append(k + r)
+                elif r % 8 == 4:  # stamped through send_one, with its tag
+                    assert tx.send_one(addr, int(lens[r]), k + r) == 1
+                    stamped.append(k + r)
                 else:
-                    assert tx.send_one(buf.ctypes.data + r * buf.strides[0], int(lens[r])) == 1
+                    assert tx.send_one(addr, int(lens[r])) == 1
         time.sleep(0.05)
         tags, _ = tx.read_tx_timestamps()
     finally:

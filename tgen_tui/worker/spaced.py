@@ -29,7 +29,7 @@ from tgen_tui.worker.pacing import (
     TIMER_COALESCE_NS,
     TIMER_TURN_NS,
 )
-from tgen_tui.worker.txstamps import tags_at
+from tgen_tui.worker.txstamps import TAG_SEQ_BITS, TAG_SEQ_MASK, tags_at
 
 if TYPE_CHECKING:
     from tgen_tui.worker.main import Port, TxStream
@@ -214,16 +214,20 @@ def timer_step(port: Port, now_ns: int) -> tuple[int, bool]:
 def _send_one(
     port: Port, st: TxStream, buf: np.ndarray, lens: np.ndarray, i: int, due_ns: int
 ) -> bool:
-    """Row ``i`` of the chunk alone by send(2) when nothing else rides on it (no kernel
-    stamp for this frame, no send-time reference, a sendmmsg port): a turn of the timer
-    pacer is then about 3 µs of syscall instead of 8 (plus stamps' bookkeeping), so
-    frames due close together leave closer to their due times. False: use Port._send."""
+    """Row ``i`` of the chunk alone by sendmsg(2) (a sendmmsg port, no send-time
+    reference): a sampled frame carries its timestamp request and tag, as in Port._send;
+    a turn of the timer pacer is then about 3 µs of syscall instead of 8-16 (plus the
+    batch path's bookkeeping), so frames due close together leave closer to their due
+    times. False: use Port._send."""
     one = getattr(port.tx, "send_one", None)
-    if one is None or st.ref_every or (st.stamp_every and st.sent % st.stamp_every == 0):
+    if one is None or st.ref_every:
         return False
+    tag = None
+    if st.stamp_every and st.sent % st.stamp_every == 0:  # a sampled frame: its tag
+        tag = (st.sig << TAG_SEQ_BITS) | (st.sent & TAG_SEQ_MASK)
     send_ns = time.monotonic_ns()
     length = int(lens[i])
-    if not one(buf.ctypes.data + i * buf.strides[0], length):
+    if not one(buf.ctypes.data + i * buf.strides[0], length, tag):
         return False
     port._account(st, buf[i : i + 1], lens[i : i + 1], 1, send_ns, due_ns)
     return True
