@@ -41,6 +41,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Discriminator, Field, Tag, field_validator, model_validator
 
 from tgen_tui.profiles.base import Seconds, Strict
+from tgen_tui.profiles.lawrules import law_param, law_problem
 
 MAX_APP_BYTES = 1 << 20
 MAX_CLIENTS = 65536
@@ -68,17 +69,14 @@ class ThinkLaw(Strict):
             raise ValueError("mean: must be above 0")
         if self.max is not None and self.min > self.max:
             raise ValueError(f"min ({self.min:g} s) must be ≤ max ({self.max:g} s)")
-        if self.dist == "exponential" and self.param is not None:
-            raise ValueError("param: the exponential law has none (give the mean)")
-        if self.dist == "pareto" and self.param is not None and self.param <= 1:
-            raise ValueError("param: a pareto shape must be > 1 for the mean to exist")
+        problem = law_problem(self.dist, self.param)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @property
     def law_param(self) -> float:
-        from tgen_tui.profiles.sizelaw import DEFAULT_PARAM
-
-        return self.param if self.param is not None else DEFAULT_PARAM.get(self.dist, 0.0)
+        return law_param(self.dist, self.param)
 
     @property
     def hi(self) -> float:
@@ -115,17 +113,14 @@ class ResponseLaw(Strict):
     def _rules(self):
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) must be ≤ max ({self.max})")
-        if self.dist == "exponential" and self.param is not None:
-            raise ValueError("param: the exponential law has none (give the mean)")
-        if self.dist == "pareto" and self.param is not None and self.param <= 1:
-            raise ValueError("param: a pareto shape must be > 1 for the mean to exist")
+        problem = law_problem(self.dist, self.param)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @property
     def law_param(self) -> float:
-        from tgen_tui.profiles.sizelaw import DEFAULT_PARAM
-
-        return self.param if self.param is not None else DEFAULT_PARAM.get(self.dist, 0.0)
+        return law_param(self.dist, self.param)
 
 
 def _law_tag(v: Any) -> str:

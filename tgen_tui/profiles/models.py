@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from tgen_tui.profiles.base import NetnsName, Schedule, Seconds, Strict
+from tgen_tui.profiles.lawrules import law_param, law_problem
 from tgen_tui.profiles.replay import PcapSource, Rewrite, check_pcap_stream
 from tgen_tui.profiles.transport import TransportHost, TransportStream, check_transport
 from tgen_tui.profiles.units import (
@@ -468,17 +469,14 @@ class LawSize(Strict):
     def _rules(self):
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) must be ≤ max ({self.max})")
-        if self.dist == "exponential" and self.param is not None:
-            raise ValueError("param: the exponential law has none (give the mean)")
-        if self.dist == "pareto" and self.param is not None and self.param <= 1:
-            raise ValueError("param: a pareto shape must be > 1 for the mean to exist")
+        problem = law_problem(self.dist, self.param)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @property
     def law_param(self) -> float:
-        from tgen_tui.profiles.sizelaw import DEFAULT_PARAM
-
-        return self.param if self.param is not None else DEFAULT_PARAM.get(self.dist, 0.0)
+        return law_param(self.dist, self.param)
 
 
 def _size_tag(v: Any) -> str:

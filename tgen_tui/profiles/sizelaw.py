@@ -16,11 +16,10 @@ import math
 
 import numpy as np
 
+from tgen_tui.profiles.lawrules import DEFAULT_PARAM  # noqa: F401 - re-exported
+
 CYCLE = 16384
 SIZE_LAWS = ("exponential", "normal", "lognormal", "gamma", "weibull", "pareto")
-#: the law's parameter when none is given: normal sd as a fraction of the mean, lognormal
-#: sigma of ln(size), gamma/weibull/pareto shape
-DEFAULT_PARAM = {"normal": 0.25, "lognormal": 0.5, "gamma": 2.0, "weibull": 1.5, "pareto": 2.5}
 
 
 def draw(law: str, mean: float, param: float, n: int, key: int) -> np.ndarray:
