@@ -68,6 +68,8 @@ class TxStream:
         self.lanes = lane.lanes if lane is not None else 1
         self.sig = lane.sig_index(prog.index) if lane is not None else prog.index
         self.row = row  # counter row (TX_STRIDE)
+        self.xdp_slot = -1  # tx_path xdp: the stream's slot in the kernel sender
+        self.xdp_lens: np.ndarray | None = None
         self.builder = make_builder(prog, lane, max_batch)
         self.max_batch = max_batch
         self.row[C.T_STREAM] = prog.index
@@ -236,12 +238,33 @@ class Port:
         lane = lanes.lane_from_spec(self.spec)
         for p, row in zip(progs, tx_rows, strict=True):
             self.streams.append(TxStream(p, row, self.idx, max_batch, lane))
+        if self.tx is not None and self.tx.kind == "xdp":
+            self._open_xdp(lane)
         self._check_replay_mtu()
         self._setup_stamps()
         rx_rows = self.w.cv.rx[rx_table] if rx_table is not None else None
         self.flows = attach_flows(
             self.spec, self.learn, self.streams, self.w.cv.flows[self.idx], rx_rows
         )
+
+    def _open_xdp(self, lane) -> None:
+        """tx_path xdp: each stream's field program into the kernel's sender; a probe
+        frame that refuses, in one line, a receiving end that would drop every frame."""
+        if lane is not None and lane.lanes > 1:
+            raise WorkerError(f"port {self.name}: tx_path xdp sends with one lane per port")
+        if self.pacing == "timer":
+            raise WorkerError(
+                f"port {self.name}: tx_path xdp paces by calls (pacing burst or auto): the "
+                "kernel sends a call's frames back to back"
+            )
+        try:
+            for st in self.streams:
+                st.xdp_slot = self.tx.add_stream(st.prog)
+                st.xdp_lens = np.full(st.max_batch, len(st.prog.template), dtype=np.int64)
+            with netns(self.netns):
+                self.tx.probe()
+        except ValueError as e:
+            raise WorkerError(f"port {self.name}: {e}") from None
 
     def _check_replay_mtu(self) -> None:
         """A replayed capture's largest IP packet against the interface's MTU (the
@@ -268,10 +291,10 @@ class Port:
         if self.pacing != "qdisc":
             remove_tbf(self.interface)
             return
-        if self.tx.kind == "af_xdp":
+        if self.tx.kind in ("af_xdp", "xdp"):
             raise WorkerError(
                 f"port {self.name}: pacing: qdisc needs a send path through the qdisc "
-                "(tx_path sendmmsg or tx_ring); af_xdp bypasses it"
+                f"(tx_path sendmmsg or tx_ring); {self.tx.kind} bypasses it"
             )
         self.pacer = QdiscPacer(self.interface, max(len(p.template) for p in progs))
         self.min_wake_ns = 0
@@ -375,8 +398,26 @@ class Port:
             self._account(st, buf, lens, m, send_ns, first_due_ns)
         return m
 
+    def _send_xdp(self, st: TxStream, n: int, first_due_ns: int) -> int:
+        """tx_path xdp: one BPF_PROG_RUN makes and sends ``n`` frames of ``st`` in the
+        kernel (tgen_tui.worker.xdplive); the frames it produced are accounted like a
+        batch (the ones the kernel then dropped show in the interface's tx_dropped)."""
+        send_ns = time.monotonic_ns()
+        try:
+            m = self.tx.send_stream(st.xdp_slot, st.sent, n)
+        finally:
+            self.ctr[C.P_TX_ERRORS] = self.tx.errors
+        if m > 0:
+            if st.ref_every:
+                self._record_refs(st, m, send_ns)
+            buf = None
+            if self.flows is not None and self.flows.verify is not None:
+                buf = st.builder.build(st.sent, m)[0]  # the same bytes, for the flow check
+            self._account(st, buf, st.xdp_lens, m, send_ns, first_due_ns)
+        return m
+
     def _account(
-        self, st: TxStream, buf: np.ndarray, lens: np.ndarray, m: int, send_ns: int,
+        self, st: TxStream, buf: np.ndarray | None, lens: np.ndarray, m: int, send_ns: int,
         first_due_ns: int,
     ) -> None:  # fmt: skip
         """Count ``m`` frames of ``st`` the kernel took at ``send_ns`` (the first due at
@@ -462,6 +503,11 @@ class Port:
                 # the builder stamps the signature after the fields are built, just before
                 # the checksums (a few µs before sendmmsg): latency can be over-estimated by
                 # those µs, never under-estimated (a predicted send time made some negative)
+                if self.tx.kind == "xdp":
+                    if self._send_xdp(st, n, first_due_ns) <= 0:
+                        break
+                    k += 1
+                    continue
                 buf, lens = st.builder.build(st.sent, n)
                 if self._send(st, buf, lens, first_due_ns) <= 0:
                     break  # the kernel is full: try again next turn
@@ -609,7 +655,8 @@ class Port:
         if self.responder is not None:
             self.responder.close()
         if self.tx is not None:
-            self.tx.close()
+            with netns(self.netns):  # tx_path xdp removes its idle veth there
+                self.tx.close()
         if self.rx is not None:
             self.rx.close()
 

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tgen's XDP live-frame sender (tx_path: xdp).
+ *
+ * User space runs ``tgen_live`` with BPF_PROG_RUN and BPF_F_TEST_XDP_LIVE_FRAMES: the
+ * kernel runs it ``repeat`` times on one page-pool copy of the stream's template (the
+ * batch builder's fixed-size template: lengths, magic and stream index written) and
+ * transmits each result (XDP_TX = a redirect out of the ingress device). Recycled pages
+ * keep what the last run wrote, so every frame rewrites each byte that varies: the
+ * field ops, the signature's sequence number and CLOCK_MONOTONIC stamp, the checksums.
+ *
+ * Frame i of a call is stream frame ``ctl.start + ctl.count`` (ctl.count counts the
+ * frames this program produced: the syscall gives no per-frame count). The field ops
+ * are the batch builder's (tgen_tui.packets.batch): fixed, inc, dec, random (the RFC 4814
+ * counter-based PRNG: splitmix64), unique (the keyed Feistel permutation with cycle
+ * walking) and table (a column of the learned-tuple table, row order fixed/inc/dec/
+ * random). The checksums are fixed incrementally the way BatchBuilder._build_fixed does
+ * it: a constant word sum precomputed from the template plus the frame's varying words.
+ *
+ * Two tracing programs count what the kernel did with the frames of the call running on
+ * this CPU: xdp_devmap_xmit (sent, dropped: e.g. a veth peer without NAPI, a full ring)
+ * and xdp_redirect_err (a redirect refused before the driver).
+ */
+#include <linux/bpf.h>
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#define MAX_STREAMS 64
+#define MAX_FIELDS 8
+#define MAX_WORDS 48
+#define MAX_UNIQUE 8
+#define MAX_WALK 256
+#define OFF_MASK 0xfff
+#define TABLE_ROWS (1 << 18)
+
+enum { M_FIXED, M_INC, M_DEC, M_RANDOM, M_UNIQUE, M_TABLE };
+enum { T_FIXED, T_INC, T_DEC, T_RANDOM };
+
+struct field {
+	__u64 min;
+	__u64 max;
+	__u64 span; /* 0: 2**64 */
+	__u64 step;
+	__u64 key;
+	__u16 offset;
+	__u8 width;
+	__u8 mode;
+	__u8 column;
+	__u8 pad[3];
+};
+
+struct stream {
+	__u32 len;
+	__u32 sig_off;
+	__u32 nfields;
+	__u32 ip_csum_off; /* 0xffff: constant header (its checksum is in the template) */
+	__u32 l4_csum_off; /* 0xffff: none */
+	__u32 udp;
+	__u32 n_ip_words;
+	__u32 n_l4_words;
+	__u64 ip_const;
+	__u64 l4_const;
+	__u32 n_unique;
+	__u32 perm_half;
+	__u64 perm_n; /* 0: 2**64 */
+	__u64 perm_mask;
+	__u64 perm_keys[4];
+	__u8 unique_idx[MAX_UNIQUE]; /* field indexes, the last varies fastest */
+	__u32 table_base;
+	__u32 table_rows;
+	__u32 table_order;
+	__u32 pad2;
+	__u64 table_key;
+	struct field f[MAX_FIELDS];
+	__u16 ip_words[MAX_WORDS]; /* byte offsets of the varying words */
+	__u16 l4_words[MAX_WORDS];
+};
+
+struct ctl {
+	__u64 slot;
+	__u64 start;
+	__u64 count; /* frames produced in this call */
+	__u64 ifindex;
+	__u64 active;
+	__u64 cpu;
+	__u64 xmit_sent;
+	__u64 xmit_drops;
+	__u64 xmit_err; /* the last error of a devmap flush that dropped frames */
+	__u64 xmit_calls;
+	__u64 redirect_err;
+	__u64 redirect_err_last;
+	__u64 walk_overflow;
+	__u64 bad_len;
+};
+
+/* one global (the .bss map, mmapped by user space): the control block, then the streams */
+struct state {
+	struct ctl ctl;
+	struct stream streams[MAX_STREAMS];
+} st = {};
+
+#define ctl st.ctl
+#define streams st.streams
+
+struct row {
+	__u32 col[4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, TABLE_ROWS);
+	__type(key, __u32);
+	__type(value, struct row);
+} tgen_table SEC(".maps");
+
+#define GOLDEN 0x9E3779B97F4A7C15ULL
+
+static __always_inline __u64 splitmix64(__u64 z)
+{
+	z += GOLDEN;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+	return z ^ (z >> 31);
+}
+
+static __always_inline __u64 hash_index(__u64 key, __u64 idx)
+{
+	return splitmix64((idx * GOLDEN) ^ key);
+}
+
+/* prng.uniform_int: [lo, lo+span) (span 0: the whole 64-bit space) */
+static __always_inline __u64 uniform(__u64 key, __u64 idx, __u64 lo, __u64 span)
+{
+	__u64 h = hash_index(key, idx);
+
+	if (span == 1)
+		return lo;
+	if (span == 0)
+		return h + lo;
+	if (span <= (1ULL << 32))
+		return (((h >> 32) * span) >> 32) + lo;
+	return h % span + lo;
+}
+
+static __always_inline __u64 feistel(struct stream *s, __u64 x)
+{
+	__u64 h = s->perm_half & 63, m = s->perm_mask;
+	__u64 left = x >> h, right = x & m, f, t;
+
+#pragma unroll
+	for (int r = 0; r < 4; r++) {
+		f = splitmix64(right ^ s->perm_keys[r]) & m;
+		t = left ^ f;
+		left = right;
+		right = t;
+	}
+	return (left << h) | right;
+}
+
+static __always_inline __u64 permute(struct stream *s, __u64 idx)
+{
+	__u64 n = s->perm_n, y;
+
+	if (n == 0)
+		return feistel(s, idx);
+	idx %= n;
+	if (n == 1)
+		return idx;
+	y = feistel(s, idx);
+	for (int i = 0; i < MAX_WALK && y >= n; i++)
+		y = feistel(s, y);
+	if (y >= n) {
+		__sync_fetch_and_add(&ctl.walk_overflow, 1);
+		y %= n;
+	}
+	return y;
+}
+
+static __always_inline __u64 fold16(__u64 s)
+{
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (s & 0xffff) + (s >> 16);
+}
+
+SEC("xdp")
+int tgen_live(struct xdp_md *xdp)
+{
+	__u8 *data = (void *)(long)xdp->data;
+	__u8 *end = (void *)(long)xdp->data_end;
+	__u64 vals[MAX_FIELDS] = {};
+	__u64 idx, row = 0;
+	struct stream *s;
+	__u32 slot = ctl.slot & (MAX_STREAMS - 1);
+	__u32 nf, off;
+	__u8 *p;
+
+	s = &streams[slot];
+	idx = ctl.start + ctl.count;
+	ctl.count++;
+	ctl.cpu = bpf_get_smp_processor_id();
+	if (data + s->len > end || s->len < 16) {
+		ctl.bad_len++;
+		return XDP_ABORTED;
+	}
+	nf = s->nfields;
+	if (nf > MAX_FIELDS)
+		nf = MAX_FIELDS;
+
+	/* unique: one permuted index decoded into each unique field, the last fastest */
+	if (s->n_unique) {
+		__u64 flat = permute(s, idx);
+		__u32 nu = s->n_unique;
+
+		for (int j = MAX_UNIQUE - 1; j >= 0; j--) {
+			__u32 fi;
+			struct field *f;
+
+			if ((__u32)j >= nu)
+				continue;
+			fi = s->unique_idx[j] & (MAX_FIELDS - 1);
+			f = &s->f[fi];
+			if (f->span == 0) {
+				vals[fi] = flat + f->min;
+				flat = 0;
+				continue;
+			}
+			vals[fi] = flat % f->span + f->min;
+			flat = flat / f->span;
+		}
+	}
+	if (s->table_rows) {
+		__u64 m = s->table_rows;
+
+		switch (s->table_order) {
+		case T_INC:
+			row = idx % m;
+			break;
+		case T_DEC:
+			row = m - 1 - idx % m;
+			break;
+		case T_RANDOM:
+			row = uniform(s->table_key, idx, 0, m);
+			break;
+		default:
+			row = 0;
+		}
+		row += s->table_base;
+	}
+
+	for (__u32 i = 0; i < MAX_FIELDS; i++) {
+		struct field *f = &s->f[i];
+		__u64 v, o;
+
+		if (i >= nf)
+			break;
+		switch (f->mode) {
+		case M_FIXED:
+			v = f->min;
+			break;
+		case M_INC:
+		case M_DEC:
+			o = idx * f->step;
+			if (f->span)
+				o %= f->span;
+			v = f->mode == M_INC ? f->min + o : f->max - o;
+			break;
+		case M_RANDOM:
+			v = uniform(f->key, idx, f->min, f->span);
+			break;
+		case M_TABLE: {
+			__u32 k = row;
+			struct row *r = bpf_map_lookup_elem(&tgen_table, &k);
+
+			v = r ? r->col[f->column & 3] : 0;
+			break;
+		}
+		default: /* unique: decoded above */
+			v = vals[i];
+		}
+		off = f->offset & OFF_MASK;
+		p = data + off;
+		if (p + 8 > end)
+			return XDP_ABORTED;
+		switch (f->width) {
+		case 1:
+			p[0] = v;
+			break;
+		case 2:
+			p[0] = v >> 8;
+			p[1] = v;
+			break;
+		case 4:
+			p[0] = v >> 24;
+			p[1] = v >> 16;
+			p[2] = v >> 8;
+			p[3] = v;
+			break;
+		default:
+#pragma unroll
+			for (int b = 0; b < 8; b++)
+				p[b] = v >> (56 - 8 * b);
+		}
+	}
+
+	/* the signature: seq and the CLOCK_MONOTONIC transmit stamp (little-endian) */
+	off = (s->sig_off + 4) & OFF_MASK;
+	p = data + off;
+	if (p + 8 > end)
+		return XDP_ABORTED;
+	{
+		__u32 seq = idx, ts = bpf_ktime_get_ns();
+
+		p[0] = seq;
+		p[1] = seq >> 8;
+		p[2] = seq >> 16;
+		p[3] = seq >> 24;
+		p[4] = ts;
+		p[5] = ts >> 8;
+		p[6] = ts >> 16;
+		p[7] = ts >> 24;
+	}
+
+	/* checksums: the template's constant words + the frame's varying words */
+	if (s->ip_csum_off != 0xffff) {
+		__u64 sum = s->ip_const;
+		__u32 n = s->n_ip_words;
+
+		for (__u32 i = 0; i < MAX_WORDS; i++) {
+			if (i >= n)
+				break;
+			p = data + (s->ip_words[i] & OFF_MASK);
+			if (p + 2 > end)
+				return XDP_ABORTED;
+			sum += ((__u32)p[0] << 8) | p[1];
+		}
+		sum = ~fold16(sum) & 0xffff;
+		p = data + (s->ip_csum_off & OFF_MASK);
+		if (p + 2 > end)
+			return XDP_ABORTED;
+		p[0] = sum >> 8;
+		p[1] = sum;
+	}
+	if (s->l4_csum_off != 0xffff) {
+		__u64 sum = s->l4_const;
+		__u32 n = s->n_l4_words;
+
+		for (__u32 i = 0; i < MAX_WORDS; i++) {
+			if (i >= n)
+				break;
+			off = s->l4_words[i] & OFF_MASK;
+			p = data + off;
+			if (off + 1 >= s->len) {
+				/* the last word of an odd-length frame: its one byte */
+				if (p + 1 > end)
+					return XDP_ABORTED;
+				sum += (__u32)p[0] << 8;
+				continue;
+			}
+			if (p + 2 > end)
+				return XDP_ABORTED;
+			sum += ((__u32)p[0] << 8) | p[1];
+		}
+		sum = ~fold16(sum) & 0xffff;
+		if (s->udp && sum == 0)
+			sum = 0xffff;
+		p = data + (s->l4_csum_off & OFF_MASK);
+		if (p + 2 > end)
+			return XDP_ABORTED;
+		p[0] = sum >> 8;
+		p[1] = sum;
+	}
+	return XDP_TX;
+}
+
+/* a program for the DUT side of a veth (the lab): NAPI on, every frame to the stack */
+SEC("xdp")
+int tgen_pass(struct xdp_md *xdp)
+{
+	return XDP_PASS;
+}
+
+/* a sink for benchmarks: NAPI on a veth, every frame dropped at once */
+SEC("xdp")
+int tgen_drop(struct xdp_md *xdp)
+{
+	return XDP_DROP;
+}
+
+struct bpf_prog;
+
+struct net_device {
+	int ifindex;
+} __attribute__((preserve_access_index));
+
+SEC("tp_btf/xdp_devmap_xmit")
+int BPF_PROG(tgen_xmit, const struct net_device *from_dev, const struct net_device *to_dev,
+	     int sent, int drops, int err)
+{
+	if (!ctl.active || ctl.cpu != bpf_get_smp_processor_id())
+		return 0;
+	if ((__u64)to_dev->ifindex != ctl.ifindex)
+		return 0;
+	__sync_fetch_and_add(&ctl.xmit_sent, sent);
+	__sync_fetch_and_add(&ctl.xmit_calls, 1);
+	if (drops > 0) {
+		__sync_fetch_and_add(&ctl.xmit_drops, drops);
+		ctl.xmit_err = (__u64)(-err);
+	}
+	return 0;
+}
+
+SEC("tp_btf/xdp_redirect_err")
+int BPF_PROG(tgen_redirect_err, const struct net_device *dev, const struct bpf_prog *xdp,
+	     const void *tgt, int err)
+{
+	if (!ctl.active || ctl.cpu != bpf_get_smp_processor_id())
+		return 0;
+	if ((__u64)dev->ifindex != ctl.ifindex)
+		return 0;
+	__sync_fetch_and_add(&ctl.redirect_err, 1);
+	ctl.redirect_err_last = (__u64)(-err);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
