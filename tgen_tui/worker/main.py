@@ -43,6 +43,8 @@ from tgen_tui.worker.spaced import qdisc_step, timer_step
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
 from tgen_tui.worker.txstamps import TAG_SEQ_BITS, TAG_SEQ_MASK, StampTable, sample_every, tags_at
 
+XDP_PACED_CALL = 64  # frames per call of a paced tx_path xdp stream (a quarter of a veth XDP ring)
+XDP_FLAT_OUT_PPS = 1e6  # from this rate on, whole max_batch calls
 MAX_TURN_BATCHES = 8  # batches per stream per loop turn before rx and commands get a look
 STATS_EVERY_NS = 100_000_000  # PACKET_STATISTICS read interval
 MAX_SLEEP_NS = 100_000_000  # heartbeat at least every 100 ms
@@ -70,6 +72,7 @@ class TxStream:
         self.row = row  # counter row (TX_STRIDE)
         self.xdp_slot = -1  # tx_path xdp: the stream's slot in the kernel sender
         self.xdp_lens: np.ndarray | None = None
+        self.xdp_call = max_batch  # frames per BPF_PROG_RUN (see Port._open_xdp)
         self.builder = make_builder(prog, lane, max_batch)
         self.max_batch = max_batch
         self.row[C.T_STREAM] = prog.index
@@ -261,6 +264,11 @@ class Port:
             for st in self.streams:
                 st.xdp_slot = self.tx.add_stream(st.prog)
                 st.xdp_lens = np.full(st.max_batch, len(st.prog.template), dtype=np.int64)
+                # a paced stream's catch-up after a stall comes in calls no longer than a
+                # veth's XDP ring (the kernel may defer the receiver's NAPI to ksoftirqd for
+                # a whole call): flat out, whole batches
+                if st.schedule.pps < XDP_FLAT_OUT_PPS:
+                    st.xdp_call = min(st.max_batch, XDP_PACED_CALL)
             with netns(self.netns):
                 self.tx.probe()
         except ValueError as e:
@@ -496,7 +504,7 @@ class Port:
             st.row[C.T_DUE] = st.due_prev + (due - st.run_first)
             k = 0
             while st.sent < due and k < MAX_TURN_BATCHES:
-                n = min(due - st.sent, st.max_batch)
+                n = min(due - st.sent, st.max_batch if st.xdp_slot < 0 else st.xdp_call)
                 first_due_ns = self.t0_ns + int(
                     (st.t_base + st.dt.due_one(st.sent - st.idx_base)) * 1e9
                 )

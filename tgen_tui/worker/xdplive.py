@@ -63,6 +63,8 @@ MAX_FIELDS = 8
 MAX_WORDS = 48
 MAX_UNIQUE = 8
 TABLE_ROWS = 1 << 18
+TMPL_MAX = 3584  # bytes of a stream's template (tgen_tmpl)
+MAX_LIVE_FRAME = 3520  # a page less XDP's headroom and the skb_shared_info tailroom
 NO_OFF = 0xFFFF
 BPF_F_TEST_XDP_LIVE_FRAMES = 1 << 1
 XDP_FLAGS_DRV_MODE = 1 << 2
@@ -275,6 +277,13 @@ class XdpObject:
         self._table_mm = mmap.mmap(lib.bpf_map__fd(tm), TABLE_ROWS * 16, mmap.MAP_SHARED,
                                    mmap.PROT_READ | mmap.PROT_WRITE)  # fmt: skip
         self.table = np.frombuffer(self._table_mm, dtype="<u4").reshape(TABLE_ROWS, 4)
+        tt = lib.bpf_object__find_map_by_name(self.obj, b"tgen_tmpl")
+        size = (MAX_STREAMS * TMPL_MAX + mmap.PAGESIZE - 1) // mmap.PAGESIZE * mmap.PAGESIZE
+        self._tmpl_mm = mmap.mmap(lib.bpf_map__fd(tt), size, mmap.MAP_SHARED,
+                                  mmap.PROT_READ | mmap.PROT_WRITE)  # fmt: skip
+        self.templates = np.frombuffer(
+            self._tmpl_mm, dtype=np.uint8, count=MAX_STREAMS * TMPL_MAX
+        ).reshape(MAX_STREAMS, TMPL_MAX)
 
     def fd(self, name: str) -> int:
         return self.lib.bpf_program__fd(self.progs[name])
@@ -294,8 +303,9 @@ class XdpObject:
         for link in self.links:
             self.lib.bpf_link__destroy(link)
         self.links = []
-        self.ctl = self.streams = self.table = None  # type: ignore[assignment]
-        for mm in (getattr(self, "_table_mm", None), getattr(self, "_bss_mm", None)):
+        self.ctl = self.streams = self.table = self.templates = None  # type: ignore[assignment]
+        mms = ("_table_mm", "_bss_mm", "_tmpl_mm")
+        for mm in (getattr(self, m, None) for m in mms):
             if mm is not None:
                 try:
                     mm.close()
@@ -325,6 +335,8 @@ def stream_config(prog: StreamProgram, table_base: int = 0):
     b = BatchBuilder(prog, max_batch=1)
     rec = np.zeros(1, dtype=STREAM)[0]
     L = b.max_len
+    if not 16 <= L <= MAX_LIVE_FRAME:
+        raise ValueError(f"{where} sends frames of 16 to {MAX_LIVE_FRAME} B (this one: {L} B)")
     rec["len"], rec["sig_off"], rec["nfields"] = L, b._sig_off, len(prog.fields)
     for i, f in enumerate(prog.fields):
         if f.mode == UNIQUE and i not in prog.unique:
@@ -446,6 +458,7 @@ class XdpLiveTx:
                 )
             self.o.table[self._table_used : self._table_used + len(rows)] = rows
             self._table_used += len(rows)
+        self.o.templates[slot, : len(tmpl)] = np.frombuffer(tmpl, dtype=np.uint8)
         self.o.streams[slot] = rec
         self._templates.append((ctypes.c_uint8 * len(tmpl)).from_buffer_copy(tmpl))
         return slot
@@ -516,7 +529,6 @@ class XdpLiveTx:
         )
 
     PROBE_SLOT = MAX_STREAMS - 1
-    MAX_LIVE_FRAME = 3520  # a page less XDP's headroom and the skb_shared_info tailroom
 
     def probe(self) -> None:
         """Check, without delivering a frame, that the kernel can transmit here: one
@@ -528,13 +540,14 @@ class XdpLiveTx:
         delivered: nobody takes it)."""
         mtu = self.mtu
         n = mtu + 14 + 4 + 1  # the veth's limit is mtu + hard_header_len + VLAN_HLEN
-        if n > self.MAX_LIVE_FRAME or mtu <= 0:
+        if n > MAX_LIVE_FRAME or mtu <= 0:
             n = 60
         rec = np.zeros(1, dtype=STREAM)[0]
         rec["len"], rec["sig_off"] = n, n - 12
         rec["ip_csum_off"] = rec["l4_csum_off"] = NO_OFF
-        self.o.streams[self.PROBE_SLOT] = rec
         frame = bytes(6) + bytes([0x02, 0, 0, 0, 0, 1]) + b"\x88\xb5" + bytes(n - 14)
+        self.o.templates[self.PROBE_SLOT, :n] = np.frombuffer(frame, dtype=np.uint8)
+        self.o.streams[self.PROBE_SLOT] = rec
         keep = self._templates
         self._templates = [*keep] + [None] * (self.PROBE_SLOT - len(keep))  # type: ignore[list-item]
         self._templates.append((ctypes.c_uint8 * n).from_buffer_copy(frame))

@@ -6,8 +6,11 @@
  * kernel runs it ``repeat`` times on one page-pool copy of the stream's template (the
  * batch builder's fixed-size template: lengths, magic and stream index written) and
  * transmits each result (XDP_TX = a redirect out of the ingress device). Recycled pages
- * keep what the last run wrote, so every frame rewrites each byte that varies: the
- * field ops, the signature's sequence number and CLOCK_MONOTONIC stamp, the checksums.
+ * keep what was last written to them, by this program and by whoever received the frame
+ * (a DUT on this host forwards the very page: it rewrites the MACs, the TTL, NAT's
+ * addresses and ports), so every frame is first copied whole from the stream's template
+ * (tgen_tmpl), then gets its field ops, the signature's sequence number and
+ * CLOCK_MONOTONIC stamp, and its checksums.
  *
  * Frame i of a call is stream frame ``ctl.start + ctl.count`` (ctl.count counts the
  * frames this program produced: the syscall gives no per-frame count). The field ops
@@ -33,6 +36,7 @@
 #define MAX_WALK 256
 #define OFF_MASK 0xfff
 #define TABLE_ROWS (1 << 18)
+#define TMPL_MAX 3584 /* a live frame fits a page less XDP headroom and skb tailroom */
 
 enum { M_FIXED, M_INC, M_DEC, M_RANDOM, M_UNIQUE, M_TABLE };
 enum { T_FIXED, T_INC, T_DEC, T_RANDOM };
@@ -114,6 +118,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct row);
 } tgen_table SEC(".maps");
+
+struct tmpl {
+	__u8 b[TMPL_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, MAX_STREAMS);
+	__type(key, __u32);
+	__type(value, struct tmpl);
+} tgen_tmpl SEC(".maps");
 
 #define GOLDEN 0x9E3779B97F4A7C15ULL
 
@@ -204,6 +220,30 @@ int tgen_live(struct xdp_md *xdp)
 	if (data + s->len > end || s->len < 16) {
 		ctl.bad_len++;
 		return XDP_ABORTED;
+	}
+	/* the whole template first: the page may hold what a receiver wrote into it */
+	{
+		struct tmpl *t = bpf_map_lookup_elem(&tgen_tmpl, &slot);
+		__u32 nw = s->len / 8;
+
+		if (!t)
+			return XDP_ABORTED;
+		for (__u32 i = 0; i < TMPL_MAX / 8; i++) {
+			if (i >= nw)
+				break;
+			off = i * 8;
+			p = data + off;
+			if (p + 8 > end)
+				return XDP_ABORTED;
+			*(__u64 *)p = *(__u64 *)&t->b[off];
+		}
+		off = s->len - 8; /* the tail: the last 8 bytes again (len >= 16) */
+		if (off > TMPL_MAX - 8)
+			return XDP_ABORTED;
+		p = data + off;
+		if (p + 8 > end)
+			return XDP_ABORTED;
+		*(__u64 *)p = *(__u64 *)&t->b[off];
 	}
 	nf = s->nfields;
 	if (nf > MAX_FIELDS)
