@@ -111,7 +111,7 @@ def xdp_check(scope: str, interface: str, netns: str | None) -> Check:
                 tx.close()
     except OSError as e:
         return Check(scope, "xdp", False, str(e.strerror or e))
-    return Check(scope, "xdp", True, "live frames: program loaded, a probe frame sent")
+    return Check(scope, "xdp", True, "live frames: program loaded, the kernel takes its frames")
 
 
 def _l3_len(p: StreamProgram) -> int:

@@ -215,8 +215,9 @@ int tgen_live(struct xdp_md *xdp)
 
 	s = &streams[slot];
 	idx = ctl.start + ctl.count;
+	if (!ctl.count) /* a call runs on one CPU: its tracepoints are the ones there */
+		ctl.cpu = bpf_get_smp_processor_id();
 	ctl.count++;
-	ctl.cpu = bpf_get_smp_processor_id();
 	if (data + s->len > end || s->len < 16) {
 		ctl.bad_len++;
 		return XDP_ABORTED;
