@@ -187,3 +187,27 @@ def test_xdp_refuses_what_it_cannot_send():
     p = dataclasses.replace(make_program(size=64), sizes=SizeProgram("inc", 64, 128))
     with pytest.raises(ValueError, match="one frame size per stream"):
         xl.stream_config(p)
+
+
+def test_every_frame_is_whole_even_when_the_receiver_wrote_into_its_page(veth):
+    """A receiver that writes into a frame (a DUT forwarding it: new MACs, TTL, NAT) and
+    frees it hands the page back to the sender's page pool; the next frames made from
+    that page must still be the template's. tgen_check on the far end counts frames with
+    the template's MACs, then scribbles over them."""
+    prog = make_program(size=64)
+    with netns(veth.ns_b):
+        sink = xl.XdpObject(programs=("tgen_check",))
+        sink.sink_want[:12] = np.frombuffer(prog.template[:12], dtype=np.uint8)
+        idx = socket.if_nametoindex(veth.if_b)
+        assert sink.lib.bpf_xdp_attach(idx, sink.fd("tgen_check"), xl.XDP_FLAGS_DRV_MODE, None) == 0
+    with netns(veth.ns_a):
+        tx = xl.XdpLiveTx(veth.if_a)
+    try:
+        slot = tx.add_stream(prog)
+        for k in range(0, 20000, 4096):  # calls longer than a page pool's first fill
+            tx.send_stream(slot, k, min(4096, 20000 - k))
+        ok, bad = (int(x) for x in sink.sink)
+    finally:
+        tx.close()
+        sink.close()
+    assert (ok, bad) == (20000, 0)

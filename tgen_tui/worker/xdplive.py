@@ -88,6 +88,7 @@ CTL_NAMES = ("slot", "start", "count", "ifindex", "active", "cpu", "xmit_sent", 
              "xmit_err", "xmit_calls", "redirect_err", "redirect_err_last", "walk_overflow",
              "bad_len")  # fmt: skip
 CTL = {n: i for i, n in enumerate(CTL_NAMES)}
+PROGRAMS = ("tgen_live", "tgen_pass", "tgen_drop", "tgen_check", "tgen_xmit", "tgen_redirect_err")
 CTL_BYTES = 8 * len(CTL_NAMES)
 assert FIELD.itemsize == 48 and STREAM.itemsize == 712
 
@@ -240,7 +241,7 @@ class XdpObject:
     def _load(self, programs: tuple[str, ...]) -> None:
         lib = self.lib
         self.progs = {}
-        for name in ("tgen_live", "tgen_pass", "tgen_drop", "tgen_xmit", "tgen_redirect_err"):
+        for name in PROGRAMS:
             p = lib.bpf_object__find_program_by_name(self.obj, name.encode())
             if not p:
                 raise _err(f"program {name} not in the object")
@@ -273,6 +274,10 @@ class XdpObject:
         self.streams = np.frombuffer(
             self._bss_mm, dtype=STREAM, count=MAX_STREAMS, offset=CTL_BYTES
         )
+        # tgen_check's counters (ok, bad) and the 12 bytes it expects (tests)
+        sink = CTL_BYTES + MAX_STREAMS * STREAM.itemsize
+        self.sink = np.frombuffer(self._bss_mm, dtype="<u8", count=2, offset=sink)
+        self.sink_want = np.frombuffer(self._bss_mm, dtype=np.uint8, count=16, offset=sink + 16)
         tm = lib.bpf_object__find_map_by_name(self.obj, b"tgen_table")
         self._table_mm = mmap.mmap(lib.bpf_map__fd(tm), TABLE_ROWS * 16, mmap.MAP_SHARED,
                                    mmap.PROT_READ | mmap.PROT_WRITE)  # fmt: skip
@@ -304,6 +309,7 @@ class XdpObject:
             self.lib.bpf_link__destroy(link)
         self.links = []
         self.ctl = self.streams = self.table = self.templates = None  # type: ignore[assignment]
+        self.sink = self.sink_want = None  # type: ignore[assignment]
         mms = ("_table_mm", "_bss_mm", "_tmpl_mm")
         for mm in (getattr(self, m, None) for m in mms):
             if mm is not None:

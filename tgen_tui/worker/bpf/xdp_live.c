@@ -99,9 +99,16 @@ struct ctl {
 };
 
 /* one global (the .bss map, mmapped by user space): the control block, then the streams */
+struct sink {
+	__u64 ok; /* frames that arrived with the expected first 12 bytes (the MACs) */
+	__u64 bad;
+	__u8 want[16];
+};
+
 struct state {
 	struct ctl ctl;
 	struct stream streams[MAX_STREAMS];
+	struct sink sink; /* tgen_check's (tests) */
 } st = {};
 
 #define ctl st.ctl
@@ -421,6 +428,31 @@ SEC("xdp")
 int tgen_pass(struct xdp_md *xdp)
 {
 	return XDP_PASS;
+}
+
+/* a checking sink for tests: counts frames whose MACs are st.sink.want, then scribbles
+ * over them and drops the frame, whose page goes back to the sender's page pool: the
+ * sender's next frames from that page must not carry the scribble */
+SEC("xdp")
+int tgen_check(struct xdp_md *xdp)
+{
+	__u8 *data = (void *)(long)xdp->data;
+	__u8 *end = (void *)(long)xdp->data_end;
+	int same = 1;
+
+	if (data + 14 > end)
+		return XDP_DROP;
+#pragma unroll
+	for (int i = 0; i < 12; i++) {
+		if (data[i] != st.sink.want[i])
+			same = 0;
+		data[i] = 0xee;
+	}
+	if (same)
+		__sync_fetch_and_add(&st.sink.ok, 1);
+	else
+		__sync_fetch_and_add(&st.sink.bad, 1);
+	return XDP_DROP;
 }
 
 /* a sink for benchmarks: NAPI on a veth, every frame dropped at once */
