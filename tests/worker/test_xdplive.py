@@ -211,3 +211,22 @@ def test_every_frame_is_whole_even_when_the_receiver_wrote_into_its_page(veth):
         tx.close()
         sink.close()
     assert (ok, bad) == (20000, 0)
+
+
+def test_napi_lost_mid_run_raises_with_the_cause(veth):
+    """The far end loses its XDP program while frames flow: the next call says why in
+    one line (the worker reports it as the port's tx failure), never silent loss."""
+    with netns(veth.ns_b):
+        xl.attach_pass(veth.if_b)
+    with netns(veth.ns_a):
+        tx = xl.XdpLiveTx(veth.if_a)
+    try:
+        slot = tx.add_stream(make_program(size=64))
+        assert tx.send_stream(slot, 0, 1000) == 1000 and tx.sent == 1000
+        with netns(veth.ns_b):
+            xl.detach(veth.if_b)
+        with pytest.raises(xl.XdpRefused, match="no NAPI"):
+            tx.send_stream(slot, 1000, 1000)
+    finally:
+        tx.close()
+    assert (tx.sent, tx.dropped) == (1000, 1000)
