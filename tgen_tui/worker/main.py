@@ -73,6 +73,7 @@ class TxStream:
         self.xdp_slot = -1  # tx_path xdp: the stream's slot in the kernel sender
         self.xdp_lens: np.ndarray | None = None
         self.xdp_call = max_batch  # frames per BPF_PROG_RUN (see Port._open_xdp)
+        self.xdp_batch = 0  # frames the kernel makes per flush (0: its 64)
         self.builder = make_builder(prog, lane, max_batch)
         self.max_batch = max_batch
         self.row[C.T_STREAM] = prog.index
@@ -267,8 +268,11 @@ class Port:
                 # a paced stream's catch-up after a stall comes in calls no longer than a
                 # veth's XDP ring (the kernel may defer the receiver's NAPI to ksoftirqd for
                 # a whole call): flat out, whole batches
+                # and each frame flushed as it is made: its stamp then waits for no other
+                # frame of the call (latency; tgen_tui.worker.xdplive.send_stream)
                 if st.schedule.pps < XDP_FLAT_OUT_PPS:
                     st.xdp_call = min(st.max_batch, XDP_PACED_CALL)
+                    st.xdp_batch = 1
             with netns(self.netns):
                 self.tx.probe()
         except ValueError as e:
@@ -412,7 +416,7 @@ class Port:
         batch (the ones the kernel then dropped show in the interface's tx_dropped)."""
         send_ns = time.monotonic_ns()
         try:
-            m = self.tx.send_stream(st.xdp_slot, st.sent, n)
+            m = self.tx.send_stream(st.xdp_slot, st.sent, n, st.xdp_batch)
         finally:
             self.ctr[C.P_TX_ERRORS] = self.tx.errors
         if m > 0:

@@ -431,7 +431,7 @@ class XdpLiveTx:
         self._opts.ctx_in = ctypes.addressof(self._ctx)
         self._opts.ctx_size_in = ctypes.sizeof(_XdpMd)
         self._opts.flags = BPF_F_TEST_XDP_LIVE_FRAMES
-        self._opts.batch_size = int(batch_size)
+        self._batch = int(batch_size)
         self._opts_p = ctypes.addressof(self._opts)
 
     def _hold(self) -> None:
@@ -469,12 +469,18 @@ class XdpLiveTx:
         self._templates.append((ctypes.c_uint8 * len(tmpl)).from_buffer_copy(tmpl))
         return slot
 
-    def send_stream(self, slot: int, start: int, n: int) -> int:
+    def send_stream(self, slot: int, start: int, n: int, batch_size: int | None = None) -> int:
         """Frames ``start .. start+n-1`` of stream ``slot``: the frames produced (each
-        either sent or dropped: :attr:`sent`, :attr:`dropped`)."""
+        either sent or dropped: :attr:`sent`, :attr:`dropped`). ``batch_size``: frames the
+        kernel makes before it flushes them to the device (1..256; 0: its default, 64;
+        None: this sender's). A frame's stamp is taken when it is made, so a batch of B
+        frames adds up to B frames' transit of the receiver to the first one's latency:
+        paced streams use 1 (lab NAT, 20 kpps: p50 from the stamp to the DUT's ingress
+        tap 47.5 us at 64, 14.3 us at 1)."""
         if n <= 0:
             return 0
         c, o = self.o.ctl, self._opts
+        o.batch_size = self._batch if batch_size is None else int(batch_size)
         t = self._templates[slot]
         c[0], c[1], c[2] = slot, start, 0
         s0, d0, r0 = int(c[6]), int(c[7]), int(c[10])
