@@ -73,7 +73,7 @@ NAPI_ERRS = (errno.ENXIO, errno.EOPNOTSUPP, errno.ENETDOWN)
 
 FIELD = np.dtype(
     [("min", "<u8"), ("max", "<u8"), ("span", "<u8"), ("step", "<u8"), ("key", "<u8"),
-     ("offset", "<u2"), ("width", "u1"), ("mode", "u1"), ("column", "u1"), ("pad", "u1", 3)]
+     ("offset", "<u2"), ("width", "u1"), ("mode", "u1"), ("column", "u1"), ("csum", "u1"), ("pad", "u1", 2)]
 )  # fmt: skip
 STREAM = np.dtype(
     [("len", "<u4"), ("sig_off", "<u4"), ("nfields", "<u4"), ("ip_csum_off", "<u4"),
@@ -81,7 +81,7 @@ STREAM = np.dtype(
      ("ip_const", "<u8"), ("l4_const", "<u8"), ("n_unique", "<u4"), ("perm_half", "<u4"),
      ("perm_n", "<u8"), ("perm_mask", "<u8"), ("perm_keys", "<u8", 4),
      ("unique_idx", "u1", MAX_UNIQUE), ("table_base", "<u4"), ("table_rows", "<u4"),
-     ("table_order", "<u4"), ("pad2", "<u4"), ("table_key", "<u8"),
+     ("table_order", "<u4"), ("by_value", "<u4"), ("table_key", "<u8"),
      ("f", FIELD, MAX_FIELDS), ("ip_words", "<u2", MAX_WORDS), ("l4_words", "<u2", MAX_WORDS)]
 )  # fmt: skip
 CTL_NAMES = ("slot", "start", "count", "ifindex", "active", "cpu", "xmit_sent", "xmit_drops",
@@ -351,7 +351,7 @@ def stream_config(prog: StreamProgram, table_base: int = 0):
             raise ValueError(f"{where}: field {f.name} ({f.width} B, {f.mode}) is not supported")
         span = f.span if f.span < 1 << 64 else 0
         rec["f"][i] = (f.min, f.max & (2**64 - 1), span, f.step & (2**64 - 1), f.key, f.offset,
-                       f.width, MODES[f.mode], f.column, (0, 0, 0))  # fmt: skip
+                       f.width, MODES[f.mode], f.column, f.csum & 3, (0, 0))  # fmt: skip
     ip = b._ip_cols
     rec["ip_csum_off"] = NO_OFF
     if ip is not None:
@@ -377,6 +377,7 @@ def stream_config(prog: StreamProgram, table_base: int = 0):
         rec["perm_n"] = perm.n if perm.n < 1 << 64 else 0
         rec["perm_half"], rec["perm_mask"] = perm.half, int(perm.mask)
         rec["perm_keys"] = [int(k) for k in perm.keys]
+    rec["by_value"] = int(_by_value(prog, b))
     rows = None
     if any(f.mode == TABLE for f in prog.fields):
         rows = read_learned_table(prog.table)
@@ -386,6 +387,28 @@ def stream_config(prog: StreamProgram, table_base: int = 0):
         rec["table_order"] = TABLE_ORDERS.index(prog.table_order)
         rec["table_key"] = prog.table_key
     return rec, bytes(b._template[:L]), rows
+
+
+def _by_value(prog: StreamProgram, b) -> bool:
+    """Whether the program may sum the checksums from the values it writes: each varying
+    word under a checksum is exactly one field's (even offset and width) with that
+    checksum's flag, or the signature's seq/stamp; else it reads the words back."""
+    from tgen_tui.packets.program import CSUM_IP, CSUM_L4
+
+    if b._sig_off % 2:
+        return False
+    ip, l4 = set(), set(range((b._sig_off + 4) // 2, (b._sig_off + 12) // 2))
+    for f in prog.fields:
+        if f.offset % 2 or f.width % 2:
+            return False
+        words = set(range(f.offset // 2, (f.offset + f.width) // 2))
+        if f.csum & CSUM_IP:
+            ip |= words
+        if f.csum & CSUM_L4:
+            l4 |= words
+    want_ip = set() if b._ip_cols is None else {int(w) for w in b._ip_cols}
+    want_l4 = {int(w) for w in b._l4_cols} if prog.l4_csum_offset >= 0 else l4
+    return ip == want_ip and l4 == want_l4
 
 
 # ---------------------------------------------------------------------- the send path

@@ -51,7 +51,8 @@ struct field {
 	__u8 width;
 	__u8 mode;
 	__u8 column;
-	__u8 pad[3];
+	__u8 csum; /* with stream.by_value: 1 IPv4 header, 2 L4 */
+	__u8 pad[2];
 };
 
 struct stream {
@@ -74,7 +75,8 @@ struct stream {
 	__u32 table_base;
 	__u32 table_rows;
 	__u32 table_order;
-	__u32 pad2;
+	__u32 by_value; /* the varying words are exactly the fields' (even offsets and widths)
+			 * and the signature's: sum the values, do not read the words back */
 	__u64 table_key;
 	struct field f[MAX_FIELDS];
 	__u16 ip_words[MAX_WORDS]; /* byte offsets of the varying words */
@@ -298,9 +300,11 @@ int tgen_live(struct xdp_md *xdp)
 		row += s->table_base;
 	}
 
+	__u64 ip_sum = s->ip_const, l4_sum = s->l4_const;
+
 	for (__u32 i = 0; i < MAX_FIELDS; i++) {
 		struct field *f = &s->f[i];
-		__u64 v, o;
+		__u64 v, o, w;
 
 		if (i >= nf)
 			break;
@@ -328,28 +332,31 @@ int tgen_live(struct xdp_md *xdp)
 		default: /* unique: decoded above */
 			v = vals[i];
 		}
+		if (f->csum) {
+			w = f->width == 2 ? (v & 0xffff) : (v & 0xffff) + ((v >> 16) & 0xffff);
+			if (f->width == 8)
+				w += ((v >> 32) & 0xffff) + (v >> 48);
+			if (f->csum & 1)
+				ip_sum += w;
+			if (f->csum & 2)
+				l4_sum += w;
+		}
 		off = f->offset & OFF_MASK;
 		p = data + off;
 		if (p + 8 > end)
 			return XDP_ABORTED;
-		switch (f->width) {
+		switch (f->width) { /* big-endian, one store (x86: unaligned is fine) */
 		case 1:
 			p[0] = v;
 			break;
 		case 2:
-			p[0] = v >> 8;
-			p[1] = v;
+			*(__u16 *)p = __builtin_bswap16(v);
 			break;
 		case 4:
-			p[0] = v >> 24;
-			p[1] = v >> 16;
-			p[2] = v >> 8;
-			p[3] = v;
+			*(__u32 *)p = __builtin_bswap32(v);
 			break;
 		default:
-#pragma unroll
-			for (int b = 0; b < 8; b++)
-				p[b] = v >> (56 - 8 * b);
+			*(__u64 *)p = __builtin_bswap64(v);
 		}
 	}
 
@@ -361,14 +368,31 @@ int tgen_live(struct xdp_md *xdp)
 	{
 		__u32 seq = idx, ts = bpf_ktime_get_ns();
 
-		p[0] = seq;
-		p[1] = seq >> 8;
-		p[2] = seq >> 16;
-		p[3] = seq >> 24;
-		p[4] = ts;
-		p[5] = ts >> 8;
-		p[6] = ts >> 16;
-		p[7] = ts >> 24;
+		*(__u64 *)p = seq | ((__u64)ts << 32); /* little-endian, as the signature is */
+		/* the words as read big-endian: byte-swapped halves of the little-endian values */
+		l4_sum += __builtin_bswap16(seq) + __builtin_bswap16(seq >> 16) +
+			  __builtin_bswap16(ts) + __builtin_bswap16(ts >> 16);
+	}
+	if (s->by_value) {
+		if (s->ip_csum_off != 0xffff) {
+			ip_sum = ~fold16(ip_sum) & 0xffff;
+			p = data + (s->ip_csum_off & OFF_MASK);
+			if (p + 2 > end)
+				return XDP_ABORTED;
+			p[0] = ip_sum >> 8;
+			p[1] = ip_sum;
+		}
+		if (s->l4_csum_off != 0xffff) {
+			l4_sum = ~fold16(l4_sum) & 0xffff;
+			if (s->udp && l4_sum == 0)
+				l4_sum = 0xffff;
+			p = data + (s->l4_csum_off & OFF_MASK);
+			if (p + 2 > end)
+				return XDP_ABORTED;
+			p[0] = l4_sum >> 8;
+			p[1] = l4_sum;
+		}
+		return XDP_TX;
 	}
 
 	/* checksums: the template's constant words + the frame's varying words */
