@@ -8,7 +8,8 @@
 # tshark, tcpdump for the kernel-stamp test, netsniff-ng for the trafgen comparison, openssh
 # for the DUT channel's ssh test (an sshd it starts inside a lab namespace), tmux, chromium
 # for the `tgen serve` browser test, driven by Playwright at /usr/bin/chromium: no browser
-# download), creates .venv next to this file
+# download; clang, llvm, libbpf and bpftool for the XDP live-frames sender, tx_path: xdp,
+# whose program it compiles), creates .venv next to this file
 # and installs the package with its test extras. Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -16,7 +17,7 @@ MODE="${1:-test}"
 export DEBIAN_FRONTEND=noninteractive
 
 need_apt=0
-for bin in ip nft conntrack tshark tcpdump trafgen tmux tc chromium ssh sshd; do
+for bin in ip nft conntrack tshark tcpdump trafgen tmux tc chromium ssh sshd clang llc bpftool; do
     command -v "$bin" >/dev/null 2>&1 || need_apt=1
 done
 if [ "$need_apt" = 1 ]; then
@@ -24,7 +25,8 @@ if [ "$need_apt" = 1 ]; then
     apt-get install -y -q --no-install-recommends \
         iproute2 nftables conntrack tshark tcpdump netsniff-ng tmux procps python3-venv python3-pip \
         openssh-client openssh-server \
-        chromium fonts-dejavu-core
+        chromium fonts-dejavu-core \
+        clang llvm libbpf-dev bpftool
     # the ssh test starts its own sshd inside a lab namespace: no host sshd on port 22
     if command -v systemctl >/dev/null 2>&1; then
         systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
@@ -41,6 +43,8 @@ fi
 # hosts) stops Python caching it: compile it once, so every tgen command and worker process
 # starts from bytecode (tgen --help 0.47 -> 0.34 s on the 2-core test host)
 .venv/bin/python -m compileall -q tgen_tui >/dev/null
+# tx_path: xdp: compile its BPF program (tgen_tui/worker/bpf/xdp_live.c -> .o) with clang
+.venv/bin/python -m tgen_tui.worker.xdplive build >/dev/null
 
 case "$MODE" in
     demo)

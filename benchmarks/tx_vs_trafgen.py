@@ -21,6 +21,11 @@ is pinned to one CPU (default: the last one). Variants, interleaved, ``--runs`` 
 - ``raw_sendmmsg_ts1`` / ``raw_sendmmsg_ts16``: sendmmsg/1024 with kernel transmit
   timestamps (``SO_TIMESTAMPING``) on every frame / every 16th, read back after each
   batch (issue 13: their cost);
+- ``tgen_worker_xdp``: the real worker on ``tx_path: xdp`` (the kernel's live-frames
+  sender, 4,096 frames per call; tgen_tui.worker.xdplive), with native XDP_PASS on the
+  receiving veth for that variant only (a veth needs NAPI at the far end to take XDP
+  frames; the other variants run without it). benchmarks/xdp_live.py compares it with a
+  minimal live-frames sender and gives the cost of each field op;
 - ``trafgen``: ``cpu(N): { ... drnd(2), drnd(2) ... }`` with ``-P <ncpu>`` (trafgen
   ignores taskset), stopped by signalling its process group.
 
@@ -519,6 +524,7 @@ def summarise(runs: dict[str, list[dict]], agg=statistics.median) -> dict:
         "invalid_runs": invalid,
         "best_fresh_path": best,
         "tgen_worker_over_trafgen": ratio("tgen_worker", "trafgen"),
+        "tgen_worker_xdp_over_trafgen": ratio("tgen_worker_xdp", "trafgen"),
         "best_fresh_af_packet_path": best_packet,
         "tgen_worker_over_best_fresh": ratio("tgen_worker", best),
         "tgen_worker_over_best_af_packet": ratio("tgen_worker", best_packet),
@@ -531,7 +537,22 @@ def summarise(runs: dict[str, list[dict]], agg=statistics.median) -> dict:
     return out
 
 
-DEFAULT_VARIANTS = ["tgen_worker", *RAW, "trafgen"]
+DEFAULT_VARIANTS = ["tgen_worker", "tgen_worker_xdp", *RAW, "trafgen"]
+
+
+def run_worker_xdp(pair: Pair, cpu: int, warm: float, seconds: float) -> dict:
+    """The worker on tx_path xdp, with XDP_PASS on the sink's veth for this run only."""
+    from tgen_tui.worker import xdplive as xl
+    from tgen_tui.worker.netns import netns
+
+    with netns(pair.ns_b):
+        xl.attach_pass(pair.if_b)
+    try:
+        tx = {"tx_path": "xdp", "max_batch": 4096, "pacing": "burst"}
+        return run_worker(pair, cpu, warm, seconds, tx=tx)
+    finally:
+        with netns(pair.ns_b):
+            xl.detach(pair.if_b)
 
 
 def main() -> int:
@@ -594,6 +615,8 @@ def main() -> int:
             for v in variants:
                 if v == "trafgen":
                     res = run_trafgen(pair, a.cpu, a.warm, a.seconds)
+                elif v == "tgen_worker_xdp":
+                    res = run_worker_xdp(pair, a.cpu, a.warm, a.seconds)
                 elif v == "tgen_worker":
                     res = run_worker(pair, a.cpu, a.warm, a.seconds, tx=tx.port_fields())
                 else:
@@ -636,6 +659,7 @@ def main() -> int:
     keys = ("median_kpps", "best_fresh_path", "best_fresh_af_packet_path",
             "tgen_worker_over_trafgen", "tgen_worker_over_best_fresh",
             "tgen_worker_over_best_af_packet", "best_fresh_over_prebuilt", "refused_ratios",
+            "tgen_worker_xdp_over_trafgen",
             "best_of_runs")  # fmt: skip
     print(json.dumps({k: res[k] for k in keys}, indent=2))
     return 0

@@ -87,7 +87,7 @@ def test_resolve_profile_cache_default(cache_dir):
         s = resolve("auto", pair.if_a, pair.ns_a)
         assert s.source == "default" and "stale" in s.why
     with pytest.raises(ValueError, match="unknown tx_path"):
-        resolve("xdp", "lo", None)
+        resolve("carrier-pigeon", "lo", None)  # (xdp is a path now: issue 37)
 
 
 @pytest.mark.root

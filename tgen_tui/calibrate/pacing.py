@@ -82,6 +82,17 @@ def resolve_pacing(
     req = requested or "auto"
     if req not in PACINGS:
         raise ValueError(f"unknown pacing {req!r}; expected {', '.join(PACINGS)}")
+    if tx_path == "xdp":
+        if req in ("qdisc", "timer"):
+            raise ValueError(
+                f"pacing: {req} does not fit tx_path xdp: the kernel sends each call's frames "
+                "back to back (pacing burst or auto)"
+            )
+        return PacingChoice(
+            "burst", "auto" if req == "auto" else "profile",
+            "tx_path xdp: calls sized to the rate against absolute deadlines; a call's "
+            "frames leave back to back",
+        )  # fmt: skip
     if req != "auto":
         if req == "qdisc" and tx_path == "af_xdp":
             raise ValueError(

@@ -11,7 +11,7 @@ from tgen_tui.calibrate import cache, iface
 # batches was the fastest or within noise of it on the hosts measured so far (BASELINES.md).
 DEFAULT_PATH = "sendmmsg"
 DEFAULT_BATCH = 1024
-PATHS = ("sendmmsg", "tx_ring", "af_xdp")
+PATHS = ("sendmmsg", "tx_ring", "af_xdp", "xdp")
 XDP_MAX_FRAME = 2048  # one AF_XDP UMEM chunk (tgen_tui.worker.txpath.XDP_CHUNK)
 # auto keeps sendmmsg (kernel transmit timestamps, frames visible to tcpdump) for a port
 # whose rate is at most this share of sendmmsg's calibrated rate, even when another path
@@ -23,7 +23,7 @@ SENDMMSG_HEADROOM = 0.5
 class TxChoice:
     """The concrete send path of one port, and why it was chosen."""
 
-    tx_path: str  # sendmmsg | tx_ring | af_xdp
+    tx_path: str  # sendmmsg | tx_ring | af_xdp | xdp
     max_batch: int
     source: str  # profile | cache | default
     why: str  # one line for people: what was looked up and found

@@ -78,6 +78,8 @@ def port_checks(compiled: CompiledProfile, ports: list[str]) -> list[Check]:
                     f"MTU {mtu}, largest frame needs {need} (L3 bytes)",
                 )
             )
+        if getattr(spec, "tx_path", "") == "xdp" and up:
+            out.append(xdp_check(scope, spec.interface, spec.netns))
         if wants_resolution(spec) and up:
             res, problems = resolve_port(spec, tries=2, timeout_s=0.5)
             for fam, key in (("gateway", "gw4"), ("gateway6", "gw6")):
@@ -92,6 +94,24 @@ def port_checks(compiled: CompiledProfile, ports: list[str]) -> list[Check]:
                     text = bad[0].split(": ", 1)[1] if bad else f"{gw}: not resolved"
                     out.append(Check(scope, fam, False, text))
     return out
+
+
+def xdp_check(scope: str, interface: str, netns: str | None) -> Check:
+    """tx_path xdp: the kernel, libbpf and the program load, and one probe frame (no
+    destination MAC) is sent: a veth peer without NAPI fails here, in one line."""
+    from tgen_tui.worker.netns import netns as in_netns
+    from tgen_tui.worker.xdplive import XdpLiveTx
+
+    try:
+        with in_netns(netns):
+            tx = XdpLiveTx(interface, hold=False)
+            try:
+                tx.probe()
+            finally:
+                tx.close()
+    except OSError as e:
+        return Check(scope, "xdp", False, str(e.strerror or e))
+    return Check(scope, "xdp", True, "live frames: program loaded, the kernel takes its frames")
 
 
 def _l3_len(p: StreamProgram) -> int:

@@ -220,9 +220,17 @@ def _add_dut_options(p: argparse.ArgumentParser, *, for_set: bool) -> None:
         help="hex CPU mask for receive packet steering on p0, p1, d0, d1 (default: 1, "
         "i.e. CPU 0, on machines with 2+ CPUs; 0 turns RPS off)",
     )
+    g.add_argument(
+        "--xdp",
+        dest="xdp_peers",
+        action=argparse.BooleanOptionalAction,
+        default=argparse.SUPPRESS if for_set else False,
+        help="native XDP_PASS on d0 and d1 (direct: p0, p1): NAPI on the veths facing the "
+        "tester, which tx_path xdp needs (--no-xdp takes it off)",
+    )
 
 
-_OPTION_FIELDS = (*labconfig.DUT_FIELDS, "rps_cpus")
+_OPTION_FIELDS = (*labconfig.DUT_FIELDS, "rps_cpus", "xdp_peers")
 
 
 def _normalise(field: str, value):

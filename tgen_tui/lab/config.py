@@ -32,7 +32,7 @@ DUT_FIELDS = (
     "loss",
     "transport_hosts",
 )
-SETTABLE_FIELDS = (*DUT_FIELDS, "rps_cpus")
+SETTABLE_FIELDS = (*DUT_FIELDS, "rps_cpus", "xdp_peers")
 
 DEFAULT_UDP_TIMEOUT = 120
 DEFAULT_UDP_STREAM_TIMEOUT = 180
@@ -134,6 +134,9 @@ class LabConfig:
     delay: str | None = None  # "20ms": the transport hosts' delay line, each way (lab/middlebox)
     loss: float = 0.0  # % dropped at random by the delay line, each way
     transport_hosts: bool = False  # h0/h1 namespaces for transport flows (on with delay/loss)
+    # native XDP_PASS on the veths facing the tester ports (d0, d1; direct: p0, p1): NAPI
+    # on those ends, which tx_path xdp needs (a veth without it drops every XDP frame)
+    xdp_peers: bool = False
 
     def __post_init__(self) -> None:
         # a delay or a loss implies the transport hosts, and they are recorded as asked for,

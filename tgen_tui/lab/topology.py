@@ -324,6 +324,26 @@ def _apply_rps(cfg: LabConfig) -> None:
         commands.write_sys_files(dut_netns(cfg.prefix), _rps_all((D0, D1), mask))
 
 
+def _apply_xdp(cfg: LabConfig) -> None:
+    """xdp_peers: native XDP_PASS on the veths facing the tester ports (NAPI on them, so
+    tx_path xdp can send there; the stack sees every frame as before, without GRO), or
+    none. On by option only: it changes where a full receive queue drops (the veth's
+    ring instead of the host backlog) and costs a copy per frame."""
+    from tgen_tui.worker.netns import netns
+    from tgen_tui.worker.xdplive import attach_pass, detach
+
+    if cfg.topology in DUT_TOPOLOGIES:
+        ns, names = dut_netns(cfg.prefix), (D0, D1)
+    else:
+        ns, names = tester_netns(cfg.prefix), (P0, P1)
+    with netns(ns):
+        for name in names:
+            if cfg.xdp_peers:
+                attach_pass(name)
+            else:
+                detach(name)
+
+
 # ---------------------------------------------------------------- public API
 
 
@@ -333,6 +353,8 @@ def _apply_and_save(prefix: str, cfg: LabConfig, state: dict) -> None:
         _apply_dut(cfg, state)
         keeper.ensure(prefix, dut_netns(prefix), state, _kept(cfg.topology))
     _apply_rps(cfg)
+    if cfg.xdp_peers or (state.get("config") or {}).get("xdp_peers"):
+        _apply_xdp(cfg)
     _apply_globals(cfg, state)
     state["config"] = cfg.to_dict()
     state["updated"] = time.time()

@@ -1173,10 +1173,13 @@ class Port(Strict):
     rate: Rate | None = Field(
         None, description="Port total: scale the streams' rates so they sum to this"
     )
-    tx_path: Literal["auto", "sendmmsg", "tx_ring", "af_xdp"] = Field(
+    tx_path: Literal["auto", "sendmmsg", "tx_ring", "af_xdp", "xdp"] = Field(
         "auto",
         description="Send path: auto (what tgen calibrate measured fastest here, else sendmmsg), "
-        "sendmmsg, tx_ring, or af_xdp (bypasses qdisc and packet taps: tcpdump on the port sees nothing)",
+        "sendmmsg, tx_ring, af_xdp (bypasses qdisc and packet taps: tcpdump on the port sees "
+        "nothing), or xdp (the kernel builds and sends the frames from one template per stream: "
+        "BPF_PROG_RUN live frames, Linux 5.18+, root; fixed sizes, pacing burst; a veth peer "
+        "needs NAPI: tgen lab up --xdp)",
     )
     pacing: Literal["auto", "qdisc", "timer", "burst"] = Field(
         "auto",
@@ -1259,6 +1262,11 @@ class Port(Strict):
         if self.pacing == "qdisc" and self.tx_path == "af_xdp":
             raise ValueError(
                 "pacing: qdisc needs tx_path sendmmsg or tx_ring (af_xdp bypasses the qdisc)"
+            )
+        if self.tx_path == "xdp" and self.pacing in ("qdisc", "timer"):
+            raise ValueError(
+                f"pacing: {self.pacing} does not fit tx_path xdp (the kernel sends each call's "
+                "frames back to back): pacing burst or auto"
             )
         if self.pacing == "qdisc" and self.lanes > 1:
             raise ValueError(f"pacing: qdisc needs one sender lane (lanes: {self.lanes})")

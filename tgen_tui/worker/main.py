@@ -44,6 +44,8 @@ from tgen_tui.worker.spaced import qdisc_step, timer_step
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
 from tgen_tui.worker.txstamps import TAG_SEQ_BITS, TAG_SEQ_MASK, StampTable, sample_every, tags_at
 
+XDP_PACED_CALL = 64  # frames per call of a paced tx_path xdp stream (a quarter of a veth XDP ring)
+XDP_FLAT_OUT_PPS = 1e6  # from this rate on, whole max_batch calls
 MAX_TURN_BATCHES = 8  # batches per stream per loop turn before rx and commands get a look
 STATS_EVERY_NS = 100_000_000  # PACKET_STATISTICS read interval
 MAX_SLEEP_NS = 100_000_000  # heartbeat at least every 100 ms
@@ -69,6 +71,10 @@ class TxStream:
         self.lanes = lane.lanes if lane is not None else 1
         self.sig = lane.sig_index(prog.index) if lane is not None else prog.index
         self.row = row  # counter row (TX_STRIDE)
+        self.xdp_slot = -1  # tx_path xdp: the stream's slot in the kernel sender
+        self.xdp_lens: np.ndarray | None = None
+        self.xdp_call = max_batch  # frames per BPF_PROG_RUN (see Port._open_xdp)
+        self.xdp_batch = 0  # frames the kernel makes per flush (0: its 64)
         self.builder = make_builder(prog, lane, max_batch)
         self.max_batch = max_batch
         self.row[C.T_STREAM] = prog.index
@@ -239,12 +245,41 @@ class Port:
         lane = lanes.lane_from_spec(self.spec)
         for p, row in zip(progs, tx_rows, strict=True):
             self.streams.append(TxStream(p, row, self.idx, max_batch, lane))
+        if self.tx is not None and self.tx.kind == "xdp":
+            self._open_xdp(lane)
         self._check_replay_mtu()
         self._setup_stamps()
         rx_rows = self.w.cv.rx[rx_table] if rx_table is not None else None
         self.flows = attach_flows(
             self.spec, self.learn, self.streams, self.w.cv.flows[self.idx], rx_rows
         )
+
+    def _open_xdp(self, lane) -> None:
+        """tx_path xdp: each stream's field program into the kernel's sender; a probe
+        frame that refuses, in one line, a receiving end that would drop every frame."""
+        if lane is not None and lane.lanes > 1:
+            raise WorkerError(f"port {self.name}: tx_path xdp sends with one lane per port")
+        if self.pacing == "timer":
+            raise WorkerError(
+                f"port {self.name}: tx_path xdp paces by calls (pacing burst or auto): the "
+                "kernel sends a call's frames back to back"
+            )
+        try:
+            for st in self.streams:
+                st.xdp_slot = self.tx.add_stream(st.prog)
+                st.xdp_lens = np.full(st.max_batch, len(st.prog.template), dtype=np.int64)
+                # a paced stream's catch-up after a stall comes in calls no longer than a
+                # veth's XDP ring (the kernel may defer the receiver's NAPI to ksoftirqd for
+                # a whole call): flat out, whole batches
+                # and each frame flushed as it is made: its stamp then waits for no other
+                # frame of the call (latency; tgen_tui.worker.xdplive.send_stream)
+                if st.schedule.pps < XDP_FLAT_OUT_PPS:
+                    st.xdp_call = min(st.max_batch, XDP_PACED_CALL)
+                    st.xdp_batch = 1
+            with netns(self.netns):
+                self.tx.probe()
+        except ValueError as e:
+            raise WorkerError(f"port {self.name}: {e}") from None
 
     def _check_replay_mtu(self) -> None:
         """A replayed capture's largest IP packet against the interface's MTU (the
@@ -271,10 +306,10 @@ class Port:
         if self.pacing != "qdisc":
             remove_tbf(self.interface)
             return
-        if self.tx.kind == "af_xdp":
+        if self.tx.kind in ("af_xdp", "xdp"):
             raise WorkerError(
                 f"port {self.name}: pacing: qdisc needs a send path through the qdisc "
-                "(tx_path sendmmsg or tx_ring); af_xdp bypasses it"
+                f"(tx_path sendmmsg or tx_ring); {self.tx.kind} bypasses it"
             )
         self.pacer = QdiscPacer(self.interface, max(len(p.template) for p in progs))
         self.min_wake_ns = 0
@@ -378,8 +413,26 @@ class Port:
             self._account(st, buf, lens, m, send_ns, first_due_ns)
         return m
 
+    def _send_xdp(self, st: TxStream, n: int, first_due_ns: int) -> int:
+        """tx_path xdp: one BPF_PROG_RUN makes and sends ``n`` frames of ``st`` in the
+        kernel (tgen_tui.worker.xdplive); the frames it produced are accounted like a
+        batch (the ones the kernel then dropped show in the interface's tx_dropped)."""
+        send_ns = time.monotonic_ns()
+        try:
+            m = self.tx.send_stream(st.xdp_slot, st.sent, n, st.xdp_batch)
+        finally:
+            self.ctr[C.P_TX_ERRORS] = self.tx.errors
+        if m > 0:
+            if st.ref_every:
+                self._record_refs(st, m, send_ns)
+            buf = None
+            if self.flows is not None and self.flows.verify is not None:
+                buf = st.builder.build(st.sent, m)[0]  # the same bytes, for the flow check
+            self._account(st, buf, st.xdp_lens, m, send_ns, first_due_ns)
+        return m
+
     def _account(
-        self, st: TxStream, buf: np.ndarray, lens: np.ndarray, m: int, send_ns: int,
+        self, st: TxStream, buf: np.ndarray | None, lens: np.ndarray, m: int, send_ns: int,
         first_due_ns: int,
     ) -> None:  # fmt: skip
         """Count ``m`` frames of ``st`` the kernel took at ``send_ns`` (the first due at
@@ -458,13 +511,18 @@ class Port:
             st.row[C.T_DUE] = st.due_prev + (due - st.run_first)
             k = 0
             while st.sent < due and k < MAX_TURN_BATCHES:
-                n = min(due - st.sent, st.max_batch)
+                n = min(due - st.sent, st.max_batch if st.xdp_slot < 0 else st.xdp_call)
                 first_due_ns = self.t0_ns + int(
                     (st.t_base + st.dt.due_one(st.sent - st.idx_base)) * 1e9
                 )
                 # the builder stamps the signature after the fields are built, just before
                 # the checksums (a few µs before sendmmsg): latency can be over-estimated by
                 # those µs, never under-estimated (a predicted send time made some negative)
+                if self.tx.kind == "xdp":
+                    if self._send_xdp(st, n, first_due_ns) <= 0:
+                        break
+                    k += 1
+                    continue
                 buf, lens = st.builder.build(st.sent, n)
                 if self._send(st, buf, lens, first_due_ns) <= 0:
                     break  # the kernel is full: try again next turn
@@ -612,7 +670,8 @@ class Port:
         if self.responder is not None:
             self.responder.close()
         if self.tx is not None:
-            self.tx.close()
+            with netns(self.netns):  # tx_path xdp removes its idle veth there
+                self.tx.close()
         if self.rx is not None:
             self.rx.close()
 

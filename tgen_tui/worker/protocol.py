@@ -21,7 +21,7 @@ Commands (``{"cmd": ...}``)
     ``{"cmd": "configure", "shm": "/dev/shm/tgen-....ctr", "n_streams": N,
     "ports": [{"name": "p0", "interface": "veth0", "netns": "lab-t0" | null,
     "rx": true, "tx_streams": [program_to_dict(p), ...],
-    "tx_path": "sendmmsg" | "tx_ring" | "af_xdp" (optional), "max_batch": 1024 (optional),
+    "tx_path": "sendmmsg" | "tx_ring" | "af_xdp" | "xdp" (optional), "max_batch": 1024 (optional),
     "clock_skew_ns": {stream: ns} (optional: rx clock - tx clock of streams sent from
     another host, subtracted from their latency),
     "learn": {"path": "/dev/shm/tgen-learn-X.npy", "streams": [i, ...], "max": M}

@@ -680,11 +680,17 @@ DEFAULT_TX = "sendmmsg"
 
 
 def open_tx(interface: str, kind: str = DEFAULT_TX, **kw) -> MmsgTx | RingTx | XdpTx:
-    """Open the transmit path of ``kind`` (sendmmsg default, tx_ring, af_xdp) on ``interface``."""
+    """Open the transmit path of ``kind`` (sendmmsg default, tx_ring, af_xdp, xdp: the
+    kernel's live-frames sender, tgen_tui.worker.xdplive) on ``interface``."""
+    if kind == "xdp":
+        from tgen_tui.worker.xdplive import XdpLiveTx
+
+        kw.pop("max_len", None)
+        return XdpLiveTx(interface, **kw)  # type: ignore[return-value]
     try:
         cls = TX_KINDS[kind]
     except KeyError:
         raise ValueError(
-            f"unknown tx path {kind!r}; expected one of {', '.join(TX_KINDS)}"
+            f"unknown tx path {kind!r}; expected one of {', '.join(TX_KINDS)}, xdp"
         ) from None
     return cls(interface, **kw)
