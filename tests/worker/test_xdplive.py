@@ -189,6 +189,9 @@ def test_xdp_refuses_what_it_cannot_send():
     p = dataclasses.replace(make_program(size=64), sizes=SizeProgram("inc", 64, 128))
     with pytest.raises(ValueError, match="one frame size per stream"):
         xl.stream_config(p)
+    held = dataclasses.replace(make_program(size=64), blocks=4)  # flows in blocks
+    with pytest.raises(ValueError, match="blocks: 4"):
+        xl.stream_config(held)
 
 
 def test_every_frame_is_whole_even_when_the_receiver_wrote_into_its_page(veth):

@@ -332,6 +332,8 @@ def stream_config(prog: StreamProgram, table_base: int = 0):
     where = f"stream {prog.name}: tx_path xdp"
     if prog.replay is not None:
         raise ValueError(f"{where} cannot replay a capture (pcap: streams): use sendmmsg")
+    if prog.blocks > 1:
+        raise ValueError(f"{where} sends each frame's own flow (blocks: {prog.blocks}): use sendmmsg")
     if prog.sizes.mode != "fixed":
         raise ValueError(f"{where} sends one frame size per stream (size {prog.sizes.mode})")
     if prog.table == LIVE_TABLE and any(f.mode == TABLE for f in prog.fields):
