@@ -323,6 +323,21 @@ class XdpObject:
 
 
 # ---------------------------------------------------------------------- streams
+def _refusal(prog: StreamProgram, where: str) -> str | None:
+    """Why this path cannot send ``prog`` (one line), or None."""
+    if prog.replay is not None:
+        return f"{where} cannot replay a capture (pcap: streams): use sendmmsg"
+    if prog.blocks > 1:
+        return f"{where} sends each frame's own flow (blocks: {prog.blocks}): use sendmmsg"
+    if prog.sizes.mode != "fixed":
+        return f"{where} sends one frame size per stream (size {prog.sizes.mode})"
+    if prog.table == LIVE_TABLE and any(f.mode == TABLE for f in prog.fields):
+        return f"{where} cannot reply to tuples learned live: use sendmmsg"
+    if len(prog.fields) > MAX_FIELDS:
+        return f"{where} takes up to {MAX_FIELDS} varying fields"
+    return None
+
+
 def stream_config(prog: StreamProgram, table_base: int = 0):
     """(STREAM record, data_in template bytes, table rows or None) for one stream, from
     the batch builder's own fixed-size precomputation (the same bytes as tgen pcap), or
@@ -330,16 +345,9 @@ def stream_config(prog: StreamProgram, table_base: int = 0):
     from tgen_tui.packets.batch import BatchBuilder, read_learned_table
 
     where = f"stream {prog.name}: tx_path xdp"
-    if prog.replay is not None:
-        raise ValueError(f"{where} cannot replay a capture (pcap: streams): use sendmmsg")
-    if prog.blocks > 1:
-        raise ValueError(f"{where} sends each frame's own flow (blocks: {prog.blocks}): use sendmmsg")
-    if prog.sizes.mode != "fixed":
-        raise ValueError(f"{where} sends one frame size per stream (size {prog.sizes.mode})")
-    if prog.table == LIVE_TABLE and any(f.mode == TABLE for f in prog.fields):
-        raise ValueError(f"{where} cannot reply to tuples learned live: use sendmmsg")
-    if len(prog.fields) > MAX_FIELDS:
-        raise ValueError(f"{where} takes up to {MAX_FIELDS} varying fields")
+    refused = _refusal(prog, where)
+    if refused:
+        raise ValueError(refused)
     b = BatchBuilder(prog, max_batch=1)
     rec = np.zeros(1, dtype=STREAM)[0]
     L = b.max_len
