@@ -114,8 +114,11 @@ def test_http_cps_through_the_nat_established_then_time_wait_over_every_client(a
     ]
     tw = [m for m in listed if m["state"] == "TIME_WAIT"]
     assert len(tw) == w["closed"] - w["aborted"], (len(tw), w)
-    # ... which the run's own DUT probe read too (ctnetlink, by state, at the final sample)
-    assert res["dut"]["conntrack_states_final"]["TIME_WAIT"] == len(tw)
+    # ... which the run's own DUT probe read too (ctnetlink, by state, at the final sample);
+    # that sample may precede the last closes: ci59 read 17,218 of 19,972, about 1.4 s of
+    # connections at 2,000/s before the end, so up to 3 s of them may be missing
+    final_tw = res["dut"]["conntrack_states_final"]["TIME_WAIT"]
+    assert len(tw) - 3 * 2000 <= final_tw <= len(tw), (final_tw, len(tw))
     assert {m["rdst"] for m in tw} == {hosts.E1_IP}  # the NAT's public address
     public = {m["rport"] for m in tw}
     assert len(public) == len(tw)  # one public port per connection (same address, server)
