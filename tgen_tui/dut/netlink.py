@@ -74,14 +74,17 @@ class Dumper:
 
     def dump(self, msg_type: int, body: bytes) -> list[tuple[int, bytes]]:
         """Send one dump request; the (type, payload) of every answer until DONE."""
-        if self._sock is None:
-            self._sock = self._open()
+        sock = self._sock
+        if sock is None:
+            sock = self._sock = self._open()
+        # the local name: close() may run meanwhile (another thread, the run ending); the
+        # closed socket then raises OSError, which the readers handle, never AttributeError
         self._seq += 1
         flags = NLM_F_REQUEST | NLM_F_DUMP
-        self._sock.send(NLMSG.pack(NLMSG.size + len(body), msg_type, flags, self._seq, 0) + body)
+        sock.send(NLMSG.pack(NLMSG.size + len(body), msg_type, flags, self._seq, 0) + body)
         out: list[tuple[int, bytes]] = []
         while True:
-            data = self._sock.recv(1 << 20)
+            data = sock.recv(1 << 20)
             off = 0
             while off + NLMSG.size <= len(data):
                 ln, typ, _, seq, _ = NLMSG.unpack_from(data, off)
