@@ -93,7 +93,11 @@ def test_the_tester_kernel_says_nothing_on_a_hand_built_router(tmp_path):
             sh("ip", "-n", t, "link", "set", a, "up")
         prof = tmp_path / "r.yaml"
         prof.write_text((ROOT / "profiles/router-dual-stack.yaml").read_text()
-                        .replace("tgen-", f"{tag}-").replace("10kpps", "2kpps").replace("duration: 5s", "duration: 2s"))  # fmt: skip
+                        .replace("tgen-", f"{tag}-").replace("10kpps", "2kpps"))  # fmt: skip
+        # 5 s as the issue asks, not shorter: the kernel's router-solicitation timer
+        # (4 s apart) armed before tgen took the ports fires while tgen owns them and
+        # stops there; a 2 s run gave the ports back with it still pending, and it sent
+        # its RS once the sysctls were put back (1 in 5 runs)
         nft = subprocess.run(TGEN + ["dut", "config", str(prof), "--kind", "nftables-nat44", "--format", "nft"],
                              capture_output=True, text=True, check=True).stdout  # fmt: skip
         subprocess.run(
