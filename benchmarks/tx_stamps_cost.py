@@ -6,7 +6,7 @@ rate above what it can reach. Variants, interleaved, ``--runs`` times:
 
 - ``off``: ``tx_stamps: false`` (latency from the signature's user-space stamp);
 - ``auto``: the default: the kernel stamps every K-th frame, K from the requested rate
-  (``tgen_tui.worker.txstamps.sample_every``: about 8,192 stamped frames a second);
+  (``tgen_tui.worker.txstamps.sample_every``: about 1,024 stamped frames a second);
 - ``every_16`` / ``every_1``: K forced to 16 and to 1 (every frame).
 
 Each figure is the sink's ``rx_packets`` delta over a window after a warm-up; the ratios

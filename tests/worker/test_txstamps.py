@@ -31,9 +31,9 @@ from .wk_helpers import make_program
 
 
 def test_sample_every_is_a_power_of_two_near_the_target():
-    assert sample_every(1000) == 1 and sample_every(8192) == 1
-    assert sample_every(20_000) == 4 and sample_every(100_000) == 16
-    assert sample_every(14_880_952) == 2048
+    assert sample_every(1000) == 1 and sample_every(1024) == 1 and sample_every(1025) == 2
+    assert sample_every(20_000) == 32 and sample_every(100_000) == 128
+    assert sample_every(14_880_952) == 16384
 
 
 def test_table_lookup_matches_only_the_frame_it_recorded():
@@ -145,8 +145,8 @@ def two_workers():
 @pytest.mark.parametrize("path", ["sendmmsg", "tx_ring"])
 def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_workers, path):
     """As the engine runs them: one worker sends, another receives, one shared table.
-    sendmmsg: kernel stamps on every 4th frame; tx_ring: signature stamps on every frame
-    (widened by the table's references)."""
+    sendmmsg: kernel stamps on every K-th frame (K from the rate: 32 at 20 kfps);
+    tx_ring: signature stamps on every frame (widened by the table's references)."""
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
     stamps = f"/dev/shm/tgen-wtest-{tag}-stamps"
     shm = [f"/dev/shm/tgen-wtest-{tag}-{i}" for i in (0, 1)]
@@ -179,24 +179,25 @@ def test_two_workers_join_kernel_stamps_through_the_shared_table(veth, two_worke
             if os.path.exists(p):
                 os.unlink(p)
     assert row[R_FRAMES] == 4000
-    every = 4 if path == "sendmmsg" else 0  # 20 kfps: every 4th frame stamped by the kernel
+    k = sample_every(20_000)
+    every = k if path == "sendmmsg" else 0  # 20 kfps: every K-th frame stamped by the kernel
     assert row[R_LAT_EVERY] == every
     assert row[R_LAT_COUNT] == 4000 // (every or 1) and row[R_LAT_UNSTAMPED] == 0
     assert row[R_HIST:].sum() == row[R_LAT_COUNT]
-    # the sender published every 4th frame's time: kernel stamps (4), 64-bit references (-4)
-    assert table.every[0] == (4 if path == "sendmmsg" else -4)
-    assert np.count_nonzero(table.seq1[0]) == 1000
+    # the sender published every K-th frame's time: kernel stamps (K), 64-bit references (-K)
+    assert table.every[0] == (k if path == "sendmmsg" else -k)
+    assert np.count_nonzero(table.seq1[0]) == 4000 // k
     table.close()
     assert 0 <= row[R_LAT_MIN] <= row[R_LAT_MAX]
 
 
 @pytest.mark.root
 def test_a_new_rate_gets_its_own_sampling_interval(veth, two_workers):
-    """A stream raised from 2 kfps (every frame stamped) to 40 kfps is sampled 1 in 8."""
+    """A stream raised from 1 kfps (every frame stamped) to 40 kfps is sampled 1 in 64."""
     w = two_workers[0]
     shm = f"/dev/shm/tgen-wtest-{os.getpid()}-{time.monotonic_ns()}"
     try:
-        prog = program_to_dict(make_program(index=0, size=64, pps=2000.0))
+        prog = program_to_dict(make_program(index=0, size=64, pps=1000.0))
         w.expect("hello")
         w.send(cmd="configure", shm=shm, n_streams=1, ports=[
             {"name": "a", "interface": veth.if_a, "netns": veth.ns_a, "rx": False,
@@ -221,6 +222,6 @@ def test_a_new_rate_gets_its_own_sampling_interval(veth, two_workers):
     finally:
         if os.path.exists(shm):
             os.unlink(shm)
-    assert row[R_LAT_EVERY] == 8
+    assert row[R_LAT_EVERY] == sample_every(40_000) == 64
     # every frame before the change, 1 in 8 after: far fewer latencies than frames
     assert 0 < row[R_LAT_COUNT] < row[R_FRAMES] // 2

@@ -59,8 +59,8 @@ NDJSON ("flows"), and over the run in the result ("transport"). A flow starts an
 with its port; --rate-scale scales UDP flows too.
 
 Latency: on the sendmmsg path (the default) the kernel stamps every K-th frame of a stream
-as the driver sends it (SO_TIMESTAMPING; K from the rate: every frame up to 8 kfps, 1 in 4
-at 20 kfps, 1 in 16 at 100 kfps) and the receive ring gives the kernel's receive time; the
+as the driver sends it (SO_TIMESTAMPING; K from the rate: every frame up to 1 kfps, 1 in 32
+at 20 kfps, 1 in 128 at 100 kfps) and the receive ring gives the kernel's receive time; the
 two are joined by stream and sequence number. The result says latency_source "kernel"
 (per stream: latency_source, latency_every = K, latency_unstamped). The tx_ring and AF_XDP
 paths and streams from another host use the frame's signature stamp instead ("signature":

@@ -203,6 +203,7 @@ class Port:
         self.responder: PortResponder | None = None  # ARP/ND/echo (issue 19)
         self.pacing = str(spec.get("pacing") or "burst")  # qdisc | timer | burst (worker.pacing)
         self.pacer: QdiscPacer | None = None  # pacing qdisc: the TBF on this port
+        self.qdisc_steady: tuple[int, bool] | None = None  # (streams, all constant-rate)
         self.min_wake_ns = MIN_WAKE_NS if self.pacing == "burst" else 0
         self.wake_margin = WakeMargin()  # pacing timer: how early to wake (measured)
 

@@ -34,6 +34,15 @@ METHODS = ("qdisc", "timer", "burst")
 QDISC_HANDLE = "7467:"  # "tg"
 QDISC_LOOKAHEAD_NS = 4_000_000  # frames go to the TBF up to 4 ms before they are due
 QDISC_WAKE_NS = 2_000_000  # ... in batches about every 2 ms
+# A port whose streams all send at a constant rate (no shape) wakes about once per
+# QDISC_TURN_FRAMES frames (between QDISC_WAKE_NS and QDISC_STEADY_WAKE_NS apart) and
+# looks two wake periods ahead: a turn's Python and numpy cost hardly depends on how many
+# frames it builds, so fewer, larger turns cost less CPU (lab.yaml's two workers at
+# 20 kpps each: 81-85 % of a core with 2 ms turns, see benchmarks/worker_cpu.py). A
+# shaped port keeps the short horizon: the TBF's rate follows the frames it holds, and a
+# step seen 40 ms early would move ~1 % of a second's frames into the wrong second.
+QDISC_TURN_FRAMES = 512
+QDISC_STEADY_WAKE_NS = 20_000_000
 QDISC_BUCKET_FRAMES = 2.5  # the token bucket: late timers are made up, bursts are not made
 QDISC_LIMIT_S = 1.0  # the TBF's queue holds 1 s of frames (then the kernel refuses more)
 QDISC_DRAIN_MAX_NS = 2_000_000_000  # tx done waits at most 2 s for the TBF to empty
@@ -204,6 +213,8 @@ __all__ = [
     "tbf_args",
     "QDISC_HANDLE",
     "QDISC_LOOKAHEAD_NS",
+    "QDISC_STEADY_WAKE_NS",
+    "QDISC_TURN_FRAMES",
     "QDISC_WAKE_NS",
     "TIMER_SPIN_NS",
     "WakeMargin",

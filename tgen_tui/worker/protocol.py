@@ -27,7 +27,7 @@ Commands (``{"cmd": ...}``)
     "learn": {"path": "/dev/shm/tgen-learn-X.npy", "streams": [i, ...], "max": M}
     (optional: the RFC 9693 Responder learns the tuples of those streams' frames,
     :mod:`tgen_tui.worker.learn`)}],
-    "rx_ring": {"block_size": 1048576, "block_nr": 32, "retire_ms": 4} (optional)}``
+    "rx_ring": {"block_size": 1048576, "block_nr": 32, "retire_ms": 20} (optional)}``
 
     Opens the tx sockets and, at once, the rx rings (nothing is missed later), creates
     the counter file (layout: :mod:`tgen_tui.worker.counters`; ports, tx streams and rx

@@ -25,6 +25,8 @@ import numpy as np
 from tgen_tui.worker import counters as C
 from tgen_tui.worker.pacing import (
     QDISC_LOOKAHEAD_NS,
+    QDISC_STEADY_WAKE_NS,
+    QDISC_TURN_FRAMES,
     QDISC_WAKE_NS,
     TIMER_COALESCE_NS,
     TIMER_TURN_NS,
@@ -61,10 +63,27 @@ def sending_pps(port: Port, rel: float) -> float:
     return pps
 
 
+def qdisc_horizon(port: Port) -> tuple[int, int]:
+    """(lookahead, wake period) in ns: for a port of constant-rate streams a turn per
+    about QDISC_TURN_FRAMES frames at the TBF's rate, looking two turns ahead; the short
+    fixed horizon where a stream has a rate shape (see QDISC_TURN_FRAMES)."""
+    if port.qdisc_steady is None or port.qdisc_steady[0] != len(port.streams):
+        steady = all(st.dt.shape is None for st in port.streams)
+        port.qdisc_steady = (len(port.streams), steady)
+    if not port.qdisc_steady[1]:
+        return QDISC_LOOKAHEAD_NS, QDISC_WAKE_NS
+    pps = port.pacer.pps if port.pacer is not None else 0.0
+    wake = QDISC_STEADY_WAKE_NS
+    if pps > 0:
+        wake = int(min(wake, max(QDISC_WAKE_NS, QDISC_TURN_FRAMES / pps * 1e9)))
+    return 2 * wake, wake
+
+
 def qdisc_step(port: Port, now_ns: int) -> tuple[int, bool]:
     """Send what is due up to the lookahead, merged by due time; (next wake, all done)."""
+    look_ns, wake_ns = qdisc_horizon(port)
     rel = (now_ns - port.t0_ns) / 1e9
-    rel_h = rel + QDISC_LOOKAHEAD_NS / 1e9
+    rel_h = rel + look_ns / 1e9
     nxt = now_ns + QDISC_WAKE_NS * 100
     parts = []
     all_done = True
@@ -76,7 +95,7 @@ def qdisc_step(port: Port, now_ns: int) -> tuple[int, bool]:
             continue
         st.row[C.T_DUE] = st.due_prev + (_due_now(st, rel) - st.run_first)
         if st.next_due_s > rel_h:
-            nxt = min(nxt, _wake(port, st, now_ns))
+            nxt = min(nxt, _wake(st, now_ns, port.t0_ns, look_ns, wake_ns))
             continue
         n = min(_due_now(st, rel_h) - st.sent, cap)
         if n > 0:
@@ -92,15 +111,15 @@ def qdisc_step(port: Port, now_ns: int) -> tuple[int, bool]:
             st.done = True
         elif not st.paused:
             st.next_due_s = st.t_base + st.dt.due_one(st.sent - st.idx_base)
-            nxt = min(nxt, _wake(port, st, now_ns))
+            nxt = min(nxt, _wake(st, now_ns, port.t0_ns, look_ns, wake_ns))
     return nxt, all_done
 
 
-def _wake(port: Port, st: TxStream, now_ns: int) -> int:
+def _wake(st: TxStream, now_ns: int, t0_ns: int, look_ns: int, wake_ns: int) -> int:
     """When the stream's next frame must go to the TBF: a lookahead before it is due,
-    but not sooner than QDISC_WAKE_NS from now (frames collect into batches)."""
-    due_ns = port.t0_ns + int(st.next_due_s * 1e9)
-    return max(due_ns - QDISC_LOOKAHEAD_NS, now_ns + QDISC_WAKE_NS)
+    but not sooner than a wake period from now (frames collect into batches)."""
+    due_ns = t0_ns + int(st.next_due_s * 1e9)
+    return max(due_ns - look_ns, now_ns + wake_ns)
 
 
 def _send_merged(port: Port, parts: list) -> None:
