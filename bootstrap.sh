@@ -26,7 +26,7 @@ if [ "$need_apt" = 1 ]; then
         iproute2 nftables conntrack tshark tcpdump netsniff-ng tmux procps python3-venv python3-pip \
         openssh-client openssh-server \
         chromium fonts-dejavu-core \
-        clang llvm libbpf-dev bpftool
+        clang llvm libbpf-dev bpftool libc6-dev
     # the ssh test starts its own sshd inside a lab namespace: no host sshd on port 22
     if command -v systemctl >/dev/null 2>&1; then
         systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true
@@ -45,6 +45,9 @@ fi
 .venv/bin/python -m compileall -q tgen_tui >/dev/null
 # tx_path: xdp: compile its BPF program (tgen_tui/worker/bpf/xdp_live.c -> .o) with clang
 .venv/bin/python -m tgen_tui.worker.xdplive build >/dev/null
+# pacing: timer: its per-frame loop in C (tgen_tui/worker/csrc/pace.c -> .so); without a
+# compiler the pacer keeps its Python loop (gaps under ~20 us come out longer)
+.venv/bin/python -m tgen_tui.worker.cpace build >/dev/null || true
 
 case "$MODE" in
     demo)

@@ -215,6 +215,10 @@ def main() -> int:
     ap.add_argument("--pacing", choices=PACING_CHOICES,
                     help="write 'pacing: X' on both ports (default: leave it out)")  # fmt: skip
     ap.add_argument("--cores", default=None, help="tgen run --cores (default 0-(nproc-1))")
+    ap.add_argument("--lab-args", default="",
+                    help="more options for `tgen lab up`, e.g. '--rps-cpus 0': the lab's "
+                    "default steers all receive work to CPU 0, so a worker pinned there "
+                    "is charged for the DUT's forwarding while it runs")  # fmt: skip
     ap.add_argument("--out", default=str(RESULTS / "worker_cpu.json"))
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -225,7 +229,7 @@ def main() -> int:
     seconds = a.window + 2 * a.margin
     interrupt_on_signals()
     host = host_facts()
-    lab = Lab("wwc")
+    lab = Lab("wwc", a.lab_args.split() or None)
     row: dict = {}
     partial = False
     try:
@@ -246,6 +250,7 @@ def main() -> int:
         "host": host,
         "setup": {
             "lab_prefix": lab.prefix,
+            "lab_args": a.lab_args.split(),
             "profile": "profiles/lab.yaml (up + down), adapted to the lab prefix",
             "pps_per_stream": a.pps,
             "run_s": seconds,

@@ -5,6 +5,7 @@ share depends on the send path and the machine; BASELINES.md "Spacing at the wir
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,11 +47,21 @@ def test_run_result_and_ndjson_carry_spacing(nat_lab, tmp_path):
     assert live and set(live[-1]["streams"]["up"]["spacing"]) == KEYS
 
 
-def test_timer_pacing_sends_every_frame_once(nat_lab, tmp_path):
-    """pacing: timer (frames one by one, chunks built ahead, lone frames by send(2)):
-    every sequence number exactly once, none lost, none twice (a chunk built ahead once
-    overwrote the frames of the one being sent)."""
+@pytest.mark.parametrize("loop", ["compiled", "python"])
+def test_timer_pacing_sends_every_frame_once(nat_lab, tmp_path, loop):
+    """pacing: timer (frames one by one, chunks built ahead, lone frames by send(2)), by
+    the compiled loop (worker.cpace) and by the Python one: every sequence number
+    exactly once, none lost, none twice (a chunk built ahead once overwrote the frames
+    of the one being sent), every sampled frame stamped by the kernel."""
     import yaml
+
+    from tgen_tui.worker import cpace
+
+    env = dict(os.environ)
+    if loop == "python":
+        env["TGEN_NO_CPACE"] = "1"
+    else:
+        assert cpace.load() is not None, "the compiled pacer did not build (a C compiler?)"
 
     doc = yaml.safe_load((ROOT / "profiles/lab.yaml").read_text().replace("tgen-", f"{nat_lab}-"))
     doc["duration"] = "1s"
@@ -62,7 +73,7 @@ def test_timer_pacing_sends_every_frame_once(nat_lab, tmp_path):
     out = tmp_path / "r.json"
     cp = subprocess.run(
         [*TGEN, "run", str(prof), "--json", str(out), "-q", "--no-store"],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=60, env=env,
     )  # fmt: skip
     assert cp.returncode == 0, cp.stderr
     res = json.loads(out.read_text())

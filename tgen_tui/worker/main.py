@@ -17,8 +17,10 @@ import numpy as np
 from tgen_tui.packets.program import SIG_MAGIC, VLAN_TAG_LEN, StreamProgram, program_from_dict
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.worker import counters as C
+from tgen_tui.worker import cpace
 from tgen_tui.worker import fanout as lanes
 from tgen_tui.worker import protocol as P
+from tgen_tui.worker.cpace import PaceOut
 from tgen_tui.worker.learn import Learner
 from tgen_tui.worker.learn import from_spec as learner_from_spec
 from tgen_tui.worker.liveflow import PortFlows
@@ -40,7 +42,14 @@ from tgen_tui.worker.replayrx import ReplayRx, interface_mtu, replay_receiver
 from tgen_tui.worker.responder import PortResponder, receive_all_multicast, with_macs
 from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
-from tgen_tui.worker.spaced import qdisc_step, timer_step
+from tgen_tui.worker.spaced import (
+    TIMER_CHUNK,
+    TIMER_CHUNK_COMPILED,
+    TIMER_CHUNK_COMPILED_NS,
+    TIMER_CHUNK_NS,
+    qdisc_step,
+    timer_step,
+)
 from tgen_tui.worker.txpath import DEFAULT_TX, open_tx
 from tgen_tui.worker.txstamps import TAG_SEQ_BITS, TAG_SEQ_MASK, StampTable, sample_every, tags_at
 
@@ -77,6 +86,8 @@ class TxStream:
         self.xdp_batch = 0  # frames the kernel makes per flush (0: its 64)
         self.builder = make_builder(prog, lane, max_batch)
         self.max_batch = max_batch
+        self.chunk_max = TIMER_CHUNK  # pacing timer: frames built ahead at most ...
+        self.chunk_ns = TIMER_CHUNK_NS  # ... and the time they cover (larger when compiled)
         self.row[C.T_STREAM] = prog.index
         self.row[C.T_PORT] = port_idx
         split = getattr(self.builder, "split", None)  # the lane's flow split (LaneBuilder)
@@ -206,6 +217,8 @@ class Port:
         self.qdisc_steady: tuple[int, bool] | None = None  # (streams, all constant-rate)
         self.min_wake_ns = MIN_WAKE_NS if self.pacing == "burst" else 0
         self.wake_margin = WakeMargin()  # pacing timer: how early to wake (measured)
+        self.cpace = None  # pacing timer on sendmmsg: the compiled per-frame loop (cpace)
+        self.pace_out: PaceOut | None = None
 
     def open(self, tx_rows: list[np.ndarray], rx_table: int | None, ring_opts: dict) -> None:
         progs = [program_from_dict(d) for d in self.spec.get("tx_streams", [])]
@@ -243,9 +256,15 @@ class Port:
                     kw["max_len"] = max(len(p.template) for p in progs)
                 self.tx = lanes.open_lane_tx(open_tx, self.interface, kind, kw, self.spec)
                 self._open_pacer(progs)
+                if self.pacing == "timer" and hasattr(self.tx, "send_paced"):
+                    self.cpace = cpace.load()
+                    self.pace_out = PaceOut(TIMER_CHUNK) if self.cpace is not None else None
         lane = lanes.lane_from_spec(self.spec)
         for p, row in zip(progs, tx_rows, strict=True):
             self.streams.append(TxStream(p, row, self.idx, max_batch, lane))
+            if self.cpace is not None:  # one call per chunk: fewer, longer chunks
+                self.streams[-1].chunk_max = TIMER_CHUNK_COMPILED
+                self.streams[-1].chunk_ns = TIMER_CHUNK_COMPILED_NS
         if self.tx is not None and self.tx.kind == "xdp":
             self._open_xdp(lane)
         self._check_replay_mtu()

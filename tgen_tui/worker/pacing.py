@@ -59,6 +59,11 @@ TIMER_SPIN_MAX_NS = 500_000  # ... and never more than 500 µs (then it spins, n
 TIMER_WAKES = 256  # the margin is the p99 of the last 256 wake-ups' lateness, + 5 µs
 TIMER_COALESCE_NS = 1_000  # frames due within 1 µs of each other leave in one syscall
 TIMER_TURN_NS = 2_000_000  # timer pacing gives rx and commands a turn at least every 2 ms
+# ... the compiled loop (worker.cpace) takes that turn, once 2 ms have passed, only at a gap
+# of 500 µs before the next frame (a turn of receive work made the frames due in it late,
+# then left back to back), and in any case within 20 ms
+TIMER_YIELD_GAP_NS = 500_000
+TIMER_TURN_MAX_NS = 20_000_000
 
 
 class WakeMargin:
@@ -76,6 +81,18 @@ class WakeMargin:
         self.asked = wake_ns
         return wake_ns
 
+    def add(self, late_ns) -> None:
+        """Wake-up lateness samples measured elsewhere (the compiled pacer's sleeps)."""
+        for v in late_ns:
+            self.late.append(int(v))
+            if len(self.late) >= TIMER_WAKES:
+                self._update()
+
+    def _update(self) -> None:
+        p99 = sorted(self.late)[int(0.99 * (len(self.late) - 1))]
+        self.ns = min(TIMER_SPIN_MAX_NS, max(TIMER_SPIN_NS, p99 + 5_000))
+        self.late.clear()
+
     def woke(self, now_ns: int) -> None:
         """A turn began at ``now_ns``: a wake-up at or after the one asked is a sample
         (an earlier one was a command or a retired block, not the end of the sleep)."""
@@ -84,9 +101,7 @@ class WakeMargin:
         self.late.append(now_ns - self.asked)
         self.asked = 0
         if len(self.late) >= TIMER_WAKES:
-            p99 = sorted(self.late)[int(0.99 * (len(self.late) - 1))]
-            self.ns = min(TIMER_SPIN_MAX_NS, max(TIMER_SPIN_NS, p99 + 5_000))
-            self.late.clear()
+            self._update()
 
 
 class PacingError(OSError):
@@ -219,6 +234,8 @@ __all__ = [
     "TIMER_SPIN_NS",
     "WakeMargin",
     "TIMER_COALESCE_NS",
+    "TIMER_TURN_MAX_NS",
     "TIMER_TURN_NS",
+    "TIMER_YIELD_GAP_NS",
     "TRIM_EVERY_NS",
 ]

@@ -29,8 +29,11 @@ from tgen_tui.worker.pacing import (
     QDISC_TURN_FRAMES,
     QDISC_WAKE_NS,
     TIMER_COALESCE_NS,
+    TIMER_TURN_MAX_NS,
     TIMER_TURN_NS,
+    TIMER_YIELD_GAP_NS,
 )
+from tgen_tui.worker.protocol import LATE_NS
 from tgen_tui.worker.txstamps import TAG_SEQ_BITS, TAG_SEQ_MASK, tags_at
 
 if TYPE_CHECKING:
@@ -39,6 +42,8 @@ if TYPE_CHECKING:
 TIMER_CHUNK = 64  # frames built ahead per stream for timer pacing
 _GRID = 1.01  # a shaped stream moves the TBF in steps of 1 % of its rate
 TIMER_CHUNK_NS = 2_000_000  # ... at most the frames due in the next 2 ms
+TIMER_CHUNK_COMPILED = 256  # the same for the compiled loop (a chunk is one call)
+TIMER_CHUNK_COMPILED_NS = 10_000_000
 
 
 def _due_now(st: TxStream, rel: float) -> int:
@@ -168,10 +173,11 @@ def _send_merged(port: Port, parts: list) -> None:
 
 def _chunk(st: TxStream, first: int) -> tuple:
     """Build frames ``first ..`` of ``st`` ahead (timer pacing): about TIMER_CHUNK_NS of
-    them at the stream's rate, 1 to TIMER_CHUNK, with their due times. Due times come
+    them at the stream's rate, 1 to TIMER_CHUNK (the stream's chunk_ns and chunk_max),
+    with their due times. Due times come
     from one sequential walk of the schedule (a random law's cursor is never sent back):
     chunks are built in order, each starting where the last one ended."""
-    n = int(max(1, min(TIMER_CHUNK, st.max_batch, st.schedule.pps * TIMER_CHUNK_NS / 1e9)))
+    n = int(max(1, min(st.chunk_max, st.max_batch, st.schedule.pps * st.chunk_ns / 1e9)))
     if st.total is not None:
         n = max(1, min(n, st.total - first))
     buf, lens = st.builder.build(first, n)
@@ -225,9 +231,55 @@ def timer_step(port: Port, now_ns: int) -> tuple[int, bool]:
             _build_ahead(ready, due_ns - now, margin.ns)
             now = time.monotonic_ns()
             return margin.sleep_until(max(now, due_ns - margin.ns)), False
+        if len(ready) == 1 and _release_compiled(port, st, end):
+            continue
         while now < due_ns:
             now = time.monotonic_ns()
         _release(port, st, now)
+
+
+def _release_compiled(port: Port, st: TxStream, end_ns: int) -> bool:
+    """The rest of ``st``'s chunk, each frame at its due time, by the compiled loop
+    (tgen_tui.worker.cpace) until the turn ends: a frame costs one syscall, so gaps of a
+    few µs come out as drawn. False where it is not there (Python releases the frame)."""
+    lib, out = port.cpace, port.pace_out
+    if lib is None or out is None or st.ref_every:
+        return False
+    first, buf, lens, due_s = st.chunk
+    i = st.sent - first
+    due = port.t0_ns + (due_s[i:] * 1e9).astype(np.int64)
+    n = len(due)
+    out.grow(n)
+    stamped = tags = None
+    if st.stamp_every:
+        seq = st.sent + np.arange(n, dtype=np.int64)
+        stamped = seq % st.stamp_every == 0
+        tags = ((st.sig << TAG_SEQ_BITS) | (seq[stamped] & TAG_SEQ_MASK)).astype(np.uint64)
+    ends = (end_ns, TIMER_YIELD_GAP_NS, end_ns - TIMER_TURN_NS + TIMER_TURN_MAX_NS)
+    k = port.tx.send_paced(lib, buf[i:], lens[i:], due, stamped, tags, port.wake_margin.ns,
+                           ends, out)  # fmt: skip
+    woke = out.wake_late[: min(n, k + 1)]
+    port.wake_margin.add(woke[woke >= 0])
+    if k == 0:
+        return False
+    sent = out.sent_ns[:k]
+    late = sent - due[:k]
+    ctr = port.ctr
+    n_late = int(np.count_nonzero(late > LATE_NS))
+    if n_late:
+        ctr[C.P_LATE_EVENTS] += n_late
+        st.late += n_late
+    ctr[C.P_LATE_MAX_NS] = max(int(ctr[C.P_LATE_MAX_NS]), int(late.max()))
+    if st.row[C.T_FIRST_TX_NS] == 0:
+        st.row[C.T_FIRST_TX_NS] = int(sent[0])
+    last = int(sent[-1])
+    port._account(st, buf[i : i + k], lens[i : i + k], k, last, last)
+    now = time.monotonic_ns()
+    behind = int(np.searchsorted(due_s[i + k :], (now - port.t0_ns) / 1e9, side="right"))
+    st.row[C.T_DUE] = st.due_prev + (st.sent + behind - st.run_first)
+    if st.total is not None and st.sent >= st.total:
+        st.done = True
+    return True
 
 
 def _send_one(
@@ -268,4 +320,5 @@ def _release(port: Port, st: TxStream, now: int) -> None:
         st.done = True
 
 
-__all__ = ["qdisc_step", "timer_step", "sending_pps"]
+__all__ = ["TIMER_CHUNK_COMPILED", "TIMER_CHUNK_COMPILED_NS", "qdisc_step", "timer_step",
+           "sending_pps"]  # fmt: skip

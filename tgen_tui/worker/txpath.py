@@ -366,6 +366,44 @@ class MmsgTx(_TxBase):
             self._ts_frames += 1  # the sampling phase counts every frame
         return 1
 
+    def send_paced(
+        self, lib, buf: np.ndarray, lens: np.ndarray, due_ns: np.ndarray,
+        stamped: np.ndarray | None, tags: np.ndarray | None, margin_ns: int,
+        ends: tuple[int, int, int], out,
+    ) -> int:  # fmt: skip
+        """The rows of ``buf`` each at its due time, one sendmsg(2) each, by the compiled
+        pacer (``lib``: tgen_tui.worker.cpace); ``stamped`` rows carry the timestamp
+        request and ``tags`` (one per stamped row); ``ends``: (end, least gap, hard end)
+        of the call in ns (see csrc/pace.c). The frames sent (the first k);
+        OSError for an error that is not transient (a transient one ends the call early,
+        the caller retries)."""
+        n = len(lens)
+        ln = np.ascontiguousarray(lens, dtype=np.uint32)
+        due = np.ascontiguousarray(due_ns, dtype=np.int64)
+        flags = None
+        if stamped is not None and self._cmsg_addr:
+            flags = np.ascontiguousarray(stamped, dtype=np.uint8)
+        k = int(lib.tgen_pace_send(
+            self.fd, buf.ctypes.data, buf.strides[0], ln.ctypes.data, due.ctypes.data,
+            None if flags is None else flags.ctypes.data, n, int(margin_ns), *ends,
+            self._cmsg_addr or None, CMSG_SPACE_U32, out.sent_ns.ctypes.data,
+            out.wake_late.ctypes.data, out.err.ctypes.data,
+        ))  # fmt: skip
+        err = int(out.err[0])
+        if k < n and err and err not in _TRANSIENT:
+            raise OSError(err, f"sendmsg on {self.interface}: {os.strerror(err)}")
+        if k < n and err:
+            self.errors += 1
+        if self.ts_every:
+            if flags is not None and tags is not None:
+                ks = int(np.count_nonzero(flags[:k]))
+                if ks:
+                    at = (self._ts_ids + np.arange(ks)) % TS_RING
+                    self._ts_tags[at] = tags[:ks]
+                    self._ts_ids += ks
+            self._ts_frames += k
+        return k
+
     def _send_all(self, n: int) -> None:
         done = 0
         deadline = None
