@@ -12,6 +12,8 @@ import time
 import psutil
 import pytest
 
+from tgen_tui.worker.txstamps import sample_every
+
 from .engine_helpers import profile_yaml, stream_yaml
 
 TGEN = [sys.executable, "-m", "tgen_tui"]
@@ -92,7 +94,8 @@ def test_run_writes_ndjson_and_json_matching_interface_counters(nat_lab, write_p
     assert up["latency_ns"]["p99"] is not None
     # sendmmsg (the default path): latency from the kernel's transmit timestamps, sampled
     assert res["latency_source"] == "kernel" and "SO_TIMESTAMPING" in res["latency_source_detail"]
-    assert up["latency_source"] == "kernel" and up["latency_every"] == 1  # 4 kfps: every frame
+    # 4 kfps: every 4th frame (tgen_tui.worker.txstamps.sample_every)
+    assert up["latency_source"] == "kernel" and up["latency_every"] == sample_every(4000) == 4
     assert up["latency_unstamped"] == 0
     assert res["dut"]["conntrack_peak"] >= 64
     assert res["environment"]["kernel"] and res["environment"]["cpu_count"]

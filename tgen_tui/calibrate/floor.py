@@ -59,7 +59,8 @@ def measure_floor(pps: float = 20_000.0, seconds: float = 1.0, cpu: int | None =
                 n_streams=1,
                 ports=[
                     {"name": "a", "interface": pair.if_a, "netns": pair.ns_a, "rx": False,
-                     "tx_streams": [prog], "tx_path": "sendmmsg"},
+                     "tx_streams": [prog], "tx_path": "sendmmsg",
+                     "tx_stamps": 1},  # every frame timed: a floor from all of them
                     {"name": "b", "interface": pair.if_b, "netns": pair.ns_b, "rx": True,
                      "tx_streams": []},
                 ],
