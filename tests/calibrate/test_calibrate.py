@@ -165,6 +165,18 @@ def test_calibrate_cli_writes_cache(cache_dir):
     assert e["driver"] == "veth" and e["host"]["kernel"] == os.uname().release
     k, got, stale = cache.lookup("veth", None, None)
     assert got["choice"] == e["choice"] and stale is None
+    # the spacing: every method at every rate, counted by the receiver; ceilings cached
+    from tgen_tui.calibrate.pacing import ceilings
+    from tgen_tui.calibrate.spacing import METHODS, RATES
+
+    sp = e["spacing"]
+    assert {(p["method"], p["pps"]) for p in sp["points"]} == {
+        (m, r) for m in METHODS for r in RATES
+    }
+    assert all(p["gaps"] > 0.3 * p["pps"] * 0.3 for p in sp["points"]), sp["points"]
+    assert set(sp["ceiling_pps"]) == set(METHODS) and got["spacing"] == sp
+    q, t, src = ceilings("veth", "p0", "some-netns")
+    assert (q, t, src) == (sp["ceiling_pps"]["qdisc"], sp["ceiling_pps"]["timer"], "cache")
     after = set(
         subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
     )
@@ -198,3 +210,15 @@ def test_no_xdp_keeps_auto_on_af_packet(cache_dir):
     assert e["choice"] == {"tx_path": "sendmmsg", "max_batch": 64} and not e["allow_xdp"]
     assert rows["sendmmsg"]["eligible"] and not rows["af_xdp"]["eligible"]
     assert rows["sendmmsg"]["kpps"] > 0
+
+
+def test_spacing_table_and_ceiling_names_every_method():
+    from tgen_tui.commands.calibrate_cmd import spacing_table
+
+    sp = {"points": [{"method": "qdisc", "pps": 10_000.0, "within_10pct": 0.97},
+                     {"method": "qdisc", "pps": 50_000.0, "within_10pct": 0.5},
+                     {"method": "timer", "pps": 10_000.0, "within_10pct": 0.8}],
+          "ceiling_pps": {"qdisc": 10_000.0, "timer": 0.0}}  # fmt: skip
+    text = spacing_table(sp)
+    assert "qdisc" in text and "97.0%" in text and "10 kpps" in text
+    assert "none (below every rate)" in text.splitlines()[2]

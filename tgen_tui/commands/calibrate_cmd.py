@@ -37,7 +37,15 @@ same kind of pair, back to back with no DUT (RFC 2544's back-to-back tester chec
 result records its median as latency_floor_ns, next to latency_source (how tgen takes the
 two timestamps); --no-floor skips it.
 
-Takes about ROUNDS x 7 x (SECONDS + 0.8) s (about 38 s by default). Needs root. Run it
+Then the spacing (on its own pair only): one constant 64 B stream per pacing method
+(qdisc: a TBF on the port; timer: each frame released at its due time) at 10k, 20k, 50k
+and 100k fps for SECONDS each, and the share of gaps within 10 % of the asked gap at the
+receiver. A method's ceiling is the highest of those rates at which that share is at
+least 90 %; `pacing: auto` then uses the cached ceilings instead of the defaults (qdisc
+20 kpps, timer 10 kpps), and a run above them says so. --no-spacing skips it.
+
+Takes about ROUNDS x 7 x (SECONDS + 0.8) s (about 38 s by default), plus about 8 x
+(SECONDS + 0.5) s for the spacing. Needs root. Run it
 on an otherwise idle host: other work changes the ranking (it warns when the load is high).
 
 examples:
@@ -88,6 +96,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="skip the latency floor (tgen back to back on the pair: every result records it "
         "as latency_floor_ns)",
     )
+    p.add_argument(
+        "--no-spacing",
+        action="store_true",
+        help="skip the spacing of each pacing method (its ceilings, which pacing: auto uses)",
+    )
     p.add_argument("--json", action="store_true", help="print the cache entry as JSON")
     p.set_defaults(func=cmd_calibrate)
 
@@ -129,6 +142,34 @@ def table(entry: dict) -> str:
     return "\n".join(lines)
 
 
+def _spacing(a: argparse.Namespace) -> dict:
+    from tgen_tui.calibrate.spacing import measure_spacing
+
+    def progress(pt: dict) -> None:
+        if not a.json:
+            print(f"  spacing: {pt['method']:5s} {pt['pps'] / 1e3:5.0f} kfps "
+                  f"{100 * pt['within_10pct']:5.1f} % of gaps within 10 %",
+                  file=sys.stderr, flush=True)  # fmt: skip
+
+    try:
+        return measure_spacing(seconds=a.seconds, cpu=a.cpu, progress=progress)
+    except (RuntimeError, OSError) as e:
+        raise EnvironmentProblem(f"spacing: {e}") from None
+
+
+def spacing_table(sp: dict) -> str:
+    """The spacing points as a table: rates across, methods down, and the ceilings."""
+    rates = sorted({p["pps"] for p in sp["points"]})
+    head = "spacing    " + "".join(f"{r / 1e3:>8.0f}k" for r in rates) + "   ceiling"
+    lines = [head + "   (% of gaps within 10 % of the asked gap)"]
+    for m, top in sp["ceiling_pps"].items():
+        got = {p["pps"]: p["within_10pct"] for p in sp["points"] if p["method"] == m}
+        cells = "".join(f"{100 * got[r]:8.1f}%" if r in got else f"{'-':>9s}" for r in rates)
+        ceil = f"{top / 1e3:g} kpps" if top else "none (below every rate)"
+        lines.append(f"{m:10s} {cells}   {ceil}")
+    return "\n".join(lines)
+
+
 def cmd_calibrate(a: argparse.Namespace) -> int:
     _check(a)
     from tgen_tui.calibrate import cache, iface
@@ -150,6 +191,8 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
                           allow_xdp=not a.no_xdp)  # fmt: skip
     except (RuntimeError, OSError) as e:
         raise EnvironmentProblem(f"calibration failed: {e}") from None
+    if a.interface is None and not a.no_spacing:
+        entry["spacing"] = _spacing(a)
     written = None
     if not a.no_cache:
         ks = cache.keys(entry["driver"], a.interface, a.netns)
@@ -181,6 +224,8 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
             f"min {fmt.ns(fl['min_ns'])}  p50 {fmt.ns(fl['p50_ns'])}  p99 {fmt.ns(fl['p99_ns'])}"
             f"  max {fmt.ns(fl['max_ns'])}: every result records the p50 as latency_floor_ns"
         )
+    if "spacing" in entry:
+        print(spacing_table(entry["spacing"]))
     print(f"cached in {written}" if written else "not cached (--no-cache)")
     load = max(entry["loadavg_before"][0], entry["loadavg_after"][0])
     if load > 0.5 * (os.cpu_count() or 1):
