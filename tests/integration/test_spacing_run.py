@@ -47,12 +47,13 @@ def test_run_result_and_ndjson_carry_spacing(nat_lab, tmp_path):
     assert live and set(live[-1]["streams"]["up"]["spacing"]) == KEYS
 
 
-@pytest.mark.parametrize("loop", ["compiled", "python"])
-def test_timer_pacing_sends_every_frame_once(nat_lab, tmp_path, loop):
+@pytest.mark.parametrize(("loop", "streams"), [("compiled", 1), ("compiled", 2), ("python", 1)])
+def test_timer_pacing_sends_every_frame_once(nat_lab, tmp_path, loop, streams):
     """pacing: timer (frames one by one, chunks built ahead, lone frames by send(2)), by
-    the compiled loop (worker.cpace) and by the Python one: every sequence number
-    exactly once, none lost, none twice (a chunk built ahead once overwrote the frames
-    of the one being sent), every sampled frame stamped by the kernel."""
+    the compiled loop (worker.cpace: one stream, and two merged by due time) and by the
+    Python one: every sequence number exactly once, none lost, none twice (a chunk built
+    ahead once overwrote the frames of the one being sent), every sampled frame stamped
+    by the kernel."""
     import yaml
 
     from tgen_tui.worker import cpace
@@ -68,6 +69,10 @@ def test_timer_pacing_sends_every_frame_once(nat_lab, tmp_path, loop):
     doc["ports"]["p0"]["pacing"] = "timer"
     doc["streams"] = [s for s in doc["streams"] if s["name"] == "up"]
     doc["streams"][0].update(rate={"pps": 5000}, idt={"dist": "exponential"})
+    if streams == 2:  # a second stream on p0, other flows, its own law and rate
+        two = dict(doc["streams"][0], name="up2", rate={"pps": 3000}, idt={"dist": "uniform"})
+        two["udp"] = dict(two["udp"], src_port={"min": 20000, "max": 20255, "mode": "inc"})
+        doc["streams"].append(two)
     prof = tmp_path / "timer.yaml"
     prof.write_text(yaml.safe_dump(doc))
     out = tmp_path / "r.json"
@@ -77,9 +82,10 @@ def test_timer_pacing_sends_every_frame_once(nat_lab, tmp_path, loop):
     )  # fmt: skip
     assert cp.returncode == 0, cp.stderr
     res = json.loads(out.read_text())
-    s = res["streams"]["up"]
-    assert s["tx_frames"] == s["due_frames"] == s["rx_frames"] > 4000
-    assert s["duplicates"] == 0 and s["out_of_order"] == 0 and s["lost"] == 0
     assert res["workers"][0]["pacing"] == "timer"
-    # the sampled frames sent alone still carry their stamp request and tag
-    assert s["latency_source"] == "kernel" and s["latency_unstamped"] == 0
+    for name, least in (("up", 4000), ("up2", 2400))[:streams]:
+        s = res["streams"][name]
+        assert s["tx_frames"] == s["due_frames"] == s["rx_frames"] > least, name
+        assert s["duplicates"] == 0 and s["out_of_order"] == 0 and s["lost"] == 0
+        # the sampled frames sent alone still carry their stamp request and tag
+        assert s["latency_source"] == "kernel" and s["latency_unstamped"] == 0

@@ -231,54 +231,95 @@ def timer_step(port: Port, now_ns: int) -> tuple[int, bool]:
             _build_ahead(ready, due_ns - now, margin.ns)
             now = time.monotonic_ns()
             return margin.sleep_until(max(now, due_ns - margin.ns)), False
-        if len(ready) == 1 and _release_compiled(port, st, end):
+        if _release_compiled(port, ready, end):
             continue
         while now < due_ns:
             now = time.monotonic_ns()
         _release(port, st, now)
 
 
-def _release_compiled(port: Port, st: TxStream, end_ns: int) -> bool:
-    """The rest of ``st``'s chunk, each frame at its due time, by the compiled loop
-    (tgen_tui.worker.cpace) until the turn ends: a frame costs one syscall, so gaps of a
-    few µs come out as drawn. False where it is not there (Python releases the frame)."""
+def _compiled_batch(port: Port, ready: list) -> tuple:
+    """The frames the compiled loop may send now, merged by due time: each ready stream's
+    rest of its chunk, up to the earliest chunk end (a stream whose chunk ends must be
+    built again before frames due after it go). (buf, lens, due ns, owner, stamped, tags)."""
+    parts = []
+    for st in ready:
+        first, buf, lens, due_s = st.chunk
+        parts.append((st, st.sent - first, buf, lens, due_s))
+    horizon = min(float(p[4][-1]) for p in parts)
+    segs = []
+    for j, (st, i, buf, lens, due_s) in enumerate(parts):
+        n = int(np.searchsorted(due_s[i:], horizon, side="right"))
+        segs.append((j, st, buf[i : i + n], lens[i : i + n], due_s[i : i + n]))
+    if len(segs) == 1:
+        j, st, buf, lens, due_s = segs[0]
+        owner = np.zeros(len(lens), dtype=np.int64)
+    else:
+        due_s = np.concatenate([x[4] for x in segs])
+        order = np.argsort(due_s, kind="stable")
+        owner = np.concatenate([np.full(len(x[3]), x[0], dtype=np.int64) for x in segs])[order]
+        due_s = due_s[order]
+        width = max(x[2].shape[1] for x in segs)
+        buf = np.zeros((len(order), width), dtype=np.uint8)
+        lens = np.empty(len(order), dtype=np.uint32)
+        for j, _st, b, ln, _d in segs:
+            at = np.flatnonzero(owner == j)  # the stream's rows keep their order
+            buf[at, : b.shape[1]] = b
+            lens[at] = ln
+    due = port.t0_ns + (due_s * 1e9).astype(np.int64)
+    stamped = np.zeros(len(due), dtype=bool)
+    tags = np.zeros(len(due), dtype=np.uint64)
+    for j, st, *_ in segs:
+        if st.stamp_every:
+            at = np.flatnonzero(owner == j)
+            seq = st.sent + np.arange(len(at), dtype=np.int64)
+            on = seq % st.stamp_every == 0
+            stamped[at[on]] = True
+            tags[at[on]] = (st.sig << TAG_SEQ_BITS) | (seq[on] & TAG_SEQ_MASK)
+    return buf, lens, due, owner, stamped, tags[stamped]
+
+
+def _release_compiled(port: Port, ready: list, end_ns: int) -> bool:
+    """The ready streams' built frames, merged by due time, each released at its due time
+    by the compiled loop (tgen_tui.worker.cpace) until the turn ends: a frame costs one
+    syscall, so gaps of a few µs come out as drawn. False where it is not there (Python
+    releases the next frame)."""
     lib, out = port.cpace, port.pace_out
-    if lib is None or out is None or st.ref_every:
+    if lib is None or out is None or any(st.ref_every for st in ready):
         return False
-    first, buf, lens, due_s = st.chunk
-    i = st.sent - first
-    due = port.t0_ns + (due_s[i:] * 1e9).astype(np.int64)
+    buf, lens, due, owner, stamped, tags = _compiled_batch(port, ready)
     n = len(due)
     out.grow(n)
-    stamped = tags = None
-    if st.stamp_every:
-        seq = st.sent + np.arange(n, dtype=np.int64)
-        stamped = seq % st.stamp_every == 0
-        tags = ((st.sig << TAG_SEQ_BITS) | (seq[stamped] & TAG_SEQ_MASK)).astype(np.uint64)
     ends = (end_ns, TIMER_YIELD_GAP_NS, end_ns - TIMER_TURN_NS + TIMER_TURN_MAX_NS)
-    k = port.tx.send_paced(lib, buf[i:], lens[i:], due, stamped, tags, port.wake_margin.ns,
-                           ends, out)  # fmt: skip
+    k = port.tx.send_paced(lib, buf, lens, due, stamped if stamped.any() else None, tags,
+                           port.wake_margin.ns, ends, out)  # fmt: skip
     woke = out.wake_late[: min(n, k + 1)]
     port.wake_margin.add(woke[woke >= 0])
     if k == 0:
         return False
-    sent = out.sent_ns[:k]
-    late = sent - due[:k]
+    late_all = out.sent_ns[:k] - due[:k]
     ctr = port.ctr
-    n_late = int(np.count_nonzero(late > LATE_NS))
-    if n_late:
-        ctr[C.P_LATE_EVENTS] += n_late
-        st.late += n_late
-    ctr[C.P_LATE_MAX_NS] = max(int(ctr[C.P_LATE_MAX_NS]), int(late.max()))
-    if st.row[C.T_FIRST_TX_NS] == 0:
-        st.row[C.T_FIRST_TX_NS] = int(sent[0])
-    last = int(sent[-1])
-    port._account(st, buf[i : i + k], lens[i : i + k], k, last, last)
+    ctr[C.P_LATE_MAX_NS] = max(int(ctr[C.P_LATE_MAX_NS]), int(late_all.max()))
     now = time.monotonic_ns()
-    behind = int(np.searchsorted(due_s[i + k :], (now - port.t0_ns) / 1e9, side="right"))
-    st.row[C.T_DUE] = st.due_prev + (st.sent + behind - st.run_first)
-    if st.total is not None and st.sent >= st.total:
-        st.done = True
+    for j, st in enumerate(ready):
+        mine = np.flatnonzero(owner[:k] == j)
+        if not len(mine):
+            continue
+        sent, c = out.sent_ns[mine], len(mine)
+        n_late = int(np.count_nonzero(late_all[mine] > LATE_NS))
+        if n_late:
+            ctr[C.P_LATE_EVENTS] += n_late
+            st.late += n_late
+        if st.row[C.T_FIRST_TX_NS] == 0:
+            st.row[C.T_FIRST_TX_NS] = int(sent[0])
+        first, cbuf, clens, due_s = st.chunk
+        i = st.sent - first
+        last = int(sent[-1])
+        port._account(st, cbuf[i : i + c], clens[i : i + c], c, last, last)
+        behind = int(np.searchsorted(due_s[i + c :], (now - port.t0_ns) / 1e9, side="right"))
+        st.row[C.T_DUE] = st.due_prev + (st.sent + behind - st.run_first)
+        if st.total is not None and st.sent >= st.total:
+            st.done = True
     return True
 
 
