@@ -89,3 +89,29 @@ def test_timer_pacing_sends_every_frame_once(nat_lab, tmp_path, loop, streams):
         assert s["duplicates"] == 0 and s["out_of_order"] == 0 and s["lost"] == 0
         # the sampled frames sent alone still carry their stamp request and tag
         assert s["latency_source"] == "kernel" and s["latency_unstamped"] == 0
+
+
+@pytest.mark.parametrize("pacing", ["qdisc", "timer", "burst"])
+def test_a_run_sends_exactly_the_frames_due_in_its_duration(nat_lab, tmp_path, pacing):
+    """tgen run --duration tells the workers the run's end: a TBF's lookahead (up to 40 ms
+    of frames handed to the kernel ahead) and the compiled timer loop's long turns send
+    no frame due after it, and the due count follows to the end (achieved = requested)."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "profiles/lab.yaml").read_text().replace("tgen-", f"{nat_lab}-"))
+    doc["ports"]["p0"]["pacing"] = pacing
+    doc["streams"] = [s for s in doc["streams"] if s["name"] == "up"]
+    doc["streams"][0]["rate"] = {"pps": 5000}
+    prof = tmp_path / "exact.yaml"
+    prof.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "r.json"
+    cp = subprocess.run(
+        [*TGEN, "run", str(prof), "-d", "1", "--json", str(out), "-q", "--no-store"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert cp.returncode == 0, cp.stderr
+    res = json.loads(out.read_text())
+    s = res["streams"]["up"]
+    assert res["workers"][0]["pacing"] == pacing
+    assert s["tx_frames"] == s["due_frames"] == s["rx_frames"] == 5001  # t = 0 .. 1 s
+    assert res["ports"]["p0"]["achieved_pps"] == pytest.approx(5000.0)

@@ -42,7 +42,8 @@ Then the spacing (on its own pair only): one constant 64 B stream per pacing met
 and 100k fps for SECONDS each, and the share of gaps within 10 % of the asked gap at the
 receiver. A method's ceiling is the highest of those rates at which that share is at
 least 90 %; `pacing: auto` then uses the cached ceilings instead of the defaults (qdisc
-20 kpps, timer 10 kpps), and a run above them says so. --no-spacing skips it.
+20 kpps, timer 20 kpps with its compiled loop, 10 kpps without), and a run above them
+says so. --no-spacing skips it.
 
 Takes about ROUNDS x 7 x (SECONDS + 0.8) s (about 38 s by default), plus about 8 x
 (SECONDS + 0.5) s for the spacing. Needs root. Run it

@@ -72,6 +72,7 @@ class Engine:
         self.transport: WorkerTransport = (options.transport or LocalTransport)(options)
         self.setup = Setup.build(compiled, options)
         self.control = PortControl(self.setup, self._log, options.drain_ms, options.stop_timeout)
+        self.control.send_for_s = options.send_for_s
         self.links = LinkWatch(lambda: self.control.ports, self._log, self.transport)
         self.sampler = Sampler(self.setup, self.transport, self.control, self.links)
         self.captures = Captures(nursery, lambda: self.setup, self.latest_snapshot)

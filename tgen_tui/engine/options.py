@@ -66,6 +66,11 @@ class EngineOptions:
     # transport (tgen_tui.cluster.transport.cluster_transport): the engine never imports it
     transport: TransportFactory | None = None
     lanes: int | None = None  # --lanes: sender lanes of every port (None: each port's own)
+    # a run of this long (tgen run --duration): the first start tells each worker when it
+    # ends, so it sends exactly the frames due until then; a pacer that hands frames to
+    # the kernel ahead of time (a TBF's lookahead) or a compiled timer loop holding the
+    # worker for a turn then sends none due after the end (None: until stopped)
+    send_for_s: float | None = None
 
 
 __all__ = ["EngineOptions", "LearnSpec", "Neighbours", "TransportFactory"]

@@ -112,6 +112,7 @@ class PortControl:
         self.log = log
         self.drain_ms = drain_ms
         self.stop_timeout = stop_timeout
+        self.send_for_s: float | None = None  # EngineOptions.send_for_s: the first start's end
         self.ports: dict[str, PortRuntime] = {}
         self.configure(setup)
 
@@ -229,8 +230,11 @@ class PortControl:
 
     async def _start_locked(self, names: list[str]) -> None:
         now_ns = time.monotonic_ns() + START_LEAD_NS
+        end_ns = None
         if self.t0 is None:
             self.t0 = now_ns / 1e9
+            if self.send_for_s:  # a run of known length: no frame due after its end
+                end_ns = now_ns + int(self.send_for_s * 1e9)
         by_worker = self._by_worker(names)
         last = {pn: wid for wid, pns in by_worker.items() for pn in pns}  # a port's last lane
         for wid, pns in by_worker.items():  # a port with lanes: each lane, same t0
@@ -242,7 +246,9 @@ class PortControl:
             # a flow worker's start connects its TCP flows again after a stop (3 s at most)
             ack = ACK_TIMEOUT + (FLOW_CONNECT_S if wid in self._flow_ids else 0.0)
             try:
-                await self.workers[wid].request(P.Start(ports=pns, t0_ns=now_ns), ack)
+                await self.workers[wid].request(
+                    P.Start(ports=pns, t0_ns=now_ns, end_ns=end_ns), ack
+                )
             except (WorkerDied, CommandRefused) as e:
                 for pn in pns:
                     if self.ports[pn].state != PortState.FAILED:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import trio
 
 from tgen_tui.diagnostics import BadInput
+from tgen_tui.engine.portcontrol import START_LEAD_NS
 from tgen_tui.packets.compile import CompiledProfile
 from tgen_tui.packets.schedule import DueTimes
 from tgen_tui.session.owner import RunOwner
@@ -50,7 +51,9 @@ def check_duration(owner: RunOwner) -> None:
 async def drive(owner: RunOwner, out: Outputs) -> None:
     """Open the engine, start every port, wait, stop; the final snapshot goes to ``out``
     too. The session keeps how long it sent (its ``duration_s``)."""
-    async with owner.engine() as s:
+    # the workers know the run's end: frames handed to the kernel ahead of their time
+    # (a TBF's lookahead) never include frames due after it
+    async with owner.engine(send_for_s=owner.duration_s) as s:
         out.plan(s.plan_text())
         snaps = s.snapshots()
         events = s.subscribe_events()
@@ -80,7 +83,10 @@ async def drive(owner: RunOwner, out: Outputs) -> None:
 async def _wait(s: Any, duration: float | None) -> None:
     """Until the duration passed, finite streams and flows are done, or every port failed."""
     finite = s.finite_total() is not None
-    deadline = time.monotonic() + duration if duration is not None else math.inf
+    # the workers' clock starts START_LEAD_NS after the start was sent, and they end the
+    # sending at t0 + duration (EngineOptions.send_for_s): stop after that, not before
+    lead = START_LEAD_NS / 1e9
+    deadline = time.monotonic() + duration + lead if duration is not None else math.inf
     while time.monotonic() < deadline:
         await trio.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
         if finite and s.ports_done_sending():

@@ -179,10 +179,11 @@ class RunOwner:
 
     # ------------------------------------------------------------------ engines
     @contextlib.asynccontextmanager
-    async def engine(self) -> AsyncIterator[Session]:
-        """The run's engine as a Session; when it ends, the ports stop and the final
-        snapshot and report are taken before the engine closes."""
-        async with open_engine(self.compiled, self.engine_options()) as eng:
+    async def engine(self, **changes: Any) -> AsyncIterator[Session]:
+        """The run's engine as a Session (``changes``: to its EngineOptions); when it
+        ends, the ports stop and the final snapshot and report are taken before the
+        engine closes."""
+        async with open_engine(self.compiled, self.engine_options(**changes)) as eng:
             s = Session(eng, self.opts.profile, [t.text for t in self.opts.thresholds])
             self.session = s
             ids = [(await eng.start_capture(c)).id for c in self.captures]

@@ -603,12 +603,18 @@ class Port:
         return len(rows)
 
     # -------------------------------------------------------------- control
-    def start(self, t0_ns: int) -> None:
+    def start(self, t0_ns: int, end_ns: int | None = None) -> None:
+        """Send from ``t0_ns``; with ``end_ns`` (a run's planned end) each stream's total
+        becomes at most the frames due before it."""
         if self.state in (C.STATE_RUNNING, C.STATE_DRAINING):
             raise WorkerError(f"port {self.name} is already running")
         self.t0_ns = int(t0_ns)
         for st in self.streams:
             st.begin()
+            if end_ns is not None and not st.paused:
+                last = st.due_count((int(end_ns) - self.t0_ns) / 1e9)
+                st.total = last if st.total is None else min(st.total, last)
+                st.done = st.sent >= st.total
         self.tx_done_sent = False
         self.publish_gaps()
         if self.responder is not None:
@@ -771,7 +777,7 @@ class Worker:
             ps = self._ports(msg.ports)
             t0 = int(msg.t0_ns or now)
             for p in ps:
-                p.start(t0)
+                p.start(t0, msg.end_ns)
             self.emit(P.Started(ports=[p.name for p in ps], t0_ns=t0, id=rid))
         elif isinstance(msg, P.Stop):
             for p in self._ports(msg.ports):

@@ -61,9 +61,9 @@ TIMER_COALESCE_NS = 1_000  # frames due within 1 µs of each other leave in one 
 TIMER_TURN_NS = 2_000_000  # timer pacing gives rx and commands a turn at least every 2 ms
 # ... the compiled loop (worker.cpace) takes that turn, once 2 ms have passed, only at a gap
 # of 500 µs before the next frame (a turn of receive work made the frames due in it late,
-# then left back to back), and in any case within 20 ms
+# then left back to back), and in any case within 50 ms
 TIMER_YIELD_GAP_NS = 500_000
-TIMER_TURN_MAX_NS = 20_000_000
+TIMER_TURN_MAX_NS = 50_000_000
 
 
 class WakeMargin:

@@ -173,6 +173,7 @@ class Start(Command):
     KIND: ClassVar[str] = "start"
     ports: list[str] | None = None
     t0_ns: int | None = None
+    end_ns: int | None = None  # send no frame due at or after this (a run's planned end)
 
 
 @dataclass(frozen=True)
