@@ -113,5 +113,5 @@ def test_a_run_sends_exactly_the_frames_due_in_its_duration(nat_lab, tmp_path, p
     res = json.loads(out.read_text())
     s = res["streams"]["up"]
     assert res["workers"][0]["pacing"] == pacing
-    assert s["tx_frames"] == s["due_frames"] == s["rx_frames"] == 5001  # t = 0 .. 1 s
+    assert s["tx_frames"] == s["due_frames"] == s["rx_frames"] == 5000  # due in [0, 1 s)
     assert res["ports"]["p0"]["achieved_pps"] == pytest.approx(5000.0)

@@ -605,14 +605,15 @@ class Port:
     # -------------------------------------------------------------- control
     def start(self, t0_ns: int, end_ns: int | None = None) -> None:
         """Send from ``t0_ns``; with ``end_ns`` (a run's planned end) each stream's total
-        becomes at most the frames due before it."""
+        becomes at most the frames due before it (1 s at 40 kfps: 40,000, the one due at
+        the end itself not included)."""
         if self.state in (C.STATE_RUNNING, C.STATE_DRAINING):
             raise WorkerError(f"port {self.name} is already running")
         self.t0_ns = int(t0_ns)
         for st in self.streams:
             st.begin()
             if end_ns is not None and not st.paused:
-                last = st.due_count((int(end_ns) - self.t0_ns) / 1e9)
+                last = st.due_count((int(end_ns) - self.t0_ns - 1) / 1e9)
                 st.total = last if st.total is None else min(st.total, last)
                 st.done = st.sent >= st.total
         self.tx_done_sent = False
