@@ -220,7 +220,10 @@ def test_unique_flows_fill_conntrack_and_full_time_is_reported(write_profile, tm
         res = json.loads(cp.stdout)
         dut = res["dut"]
         assert dut["conntrack_max"] == 10000
-        assert dut["conntrack_peak"] == 10000  # 20,000 unique flows offered, table holds 10,000
+        # 20,000 unique flows offered, the table holds 10,000: the kernel counts a new entry
+        # before it checks the limit (atomic_inc_return, then early drop), so a sample can
+        # read one over it for a moment (ci66: 10,001)
+        assert dut["conntrack_peak"] in (10000, 10001)
         assert dut["full_at_s"] is not None and dut["full_at_s"] > 0
     finally:
         topology.down(prefix)
