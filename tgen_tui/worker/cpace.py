@@ -11,10 +11,11 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
+
+from tgen_tui.worker import cbuild
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "csrc", "pace.c")
@@ -34,10 +35,7 @@ def _compiler() -> str | None:
 
 def lib_path() -> str:
     """The built library, if there and not older than its source; else ''."""
-    for p in (LIB, CACHE_LIB):
-        if os.path.exists(p) and os.path.getmtime(p) >= os.path.getmtime(SRC):
-            return p
-    return ""
+    return cbuild.fresh(SRC, (LIB, CACHE_LIB))
 
 
 def build(force: bool = False) -> str:
@@ -49,20 +47,9 @@ def build(force: bool = False) -> str:
     cc = _compiler()
     if cc is None:
         raise OSError("no C compiler (cc, gcc or clang): apt-get install gcc")
-    for out in (LIB, CACHE_LIB):
-        try:
-            os.makedirs(os.path.dirname(out), exist_ok=True)
-            tmp = f"{out}.{os.getpid()}.tmp"
-            r = subprocess.run([cc, "-O2", "-Wall", "-shared", "-fPIC", SRC, "-o", tmp],
-                               capture_output=True, text=True)  # fmt: skip
-        except OSError:
-            continue
-        if r.returncode != 0:
-            first = (r.stderr.strip().splitlines() or ["?"])[0]
-            raise OSError(f"{cc} could not build {SRC}: {first}")
-        os.replace(tmp, out)
-        return out
-    raise OSError(f"nowhere to write {os.path.basename(LIB)} ({LIB}, {CACHE_LIB})")
+    return cbuild.compile_to(
+        SRC, (LIB, CACHE_LIB), lambda tmp: [cc, "-O2", "-Wall", "-shared", "-fPIC", SRC, "-o", tmp]
+    )
 
 
 _P = ctypes.c_void_p
@@ -104,16 +91,7 @@ class PaceOut:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m tgen_tui.worker.cpace build``: compile the library (bootstrap.sh)."""
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] != ["build"]:
-        print("usage: python -m tgen_tui.worker.cpace build", file=sys.stderr)
-        return 2
-    try:
-        print(build(force=True))
-    except OSError as e:
-        print(e, file=sys.stderr)
-        return 1
-    return 0
+    return cbuild.build_main("tgen_tui.worker.cpace", lambda: build(force=True), argv)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ from tgen_tui.packets.program import (
     UNIQUE,
     StreamProgram,
 )
+from tgen_tui.worker import cbuild
 
 SRC = os.path.join(os.path.dirname(__file__), "bpf", "xdp_live.c")
 OBJ = os.path.join(os.path.dirname(__file__), "bpf", "xdp_live.o")
@@ -108,10 +109,7 @@ def object_path() -> str:
     """The compiled program: next to its source, or in the user's cache when the
     package directory is read-only; '' when neither is there or it is older than the
     source."""
-    for p in (OBJ, CACHE_OBJ):
-        if os.path.exists(p) and os.path.getmtime(p) >= os.path.getmtime(SRC):
-            return p
-    return ""
+    return cbuild.fresh(SRC, (OBJ, CACHE_OBJ))
 
 
 def build_object(force: bool = False) -> str:
@@ -124,19 +122,10 @@ def build_object(force: bool = False) -> str:
             "tx_path xdp: clang is not installed: apt-get install clang llvm libbpf-dev "
             "(or run bash bootstrap.sh)"
         )
-    for out in (OBJ, CACHE_OBJ):
-        try:
-            os.makedirs(os.path.dirname(out), exist_ok=True)
-            tmp = f"{out}.{os.getpid()}.tmp"
-            r = subprocess.run(clang_command(SRC, tmp), capture_output=True, text=True)
-        except OSError:
-            continue
-        if r.returncode != 0:
-            first = (r.stderr.strip().splitlines() or ["?"])[0]
-            raise XdpRefused(f"tx_path xdp: clang could not build {SRC}: {first}")
-        os.replace(tmp, out)
-        return out
-    raise XdpRefused(f"tx_path xdp: nowhere to write the compiled program ({OBJ}, {CACHE_OBJ})")
+    try:
+        return cbuild.compile_to(SRC, (OBJ, CACHE_OBJ), lambda tmp: clang_command(SRC, tmp))
+    except cbuild.BuildError as e:
+        raise XdpRefused(f"tx_path xdp: {e}") from None
 
 
 def kernel_version() -> tuple[int, int]:
@@ -659,16 +648,7 @@ def detach(interface: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m tgen_tui.worker.xdplive build``: compile the program (bootstrap.sh)."""
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] != ["build"]:
-        print("usage: python -m tgen_tui.worker.xdplive build", file=sys.stderr)
-        return 2
-    try:
-        print(build_object(force=True))
-    except XdpRefused as e:
-        print(e, file=sys.stderr)
-        return 1
-    return 0
+    return cbuild.build_main("tgen_tui.worker.xdplive", lambda: build_object(force=True), argv)
 
 
 if __name__ == "__main__":
