@@ -260,6 +260,9 @@ def main() -> int:
         help="tgen run --cores (default: tgen's: the sender on the "
         "last core, a receive-only port's worker on core 0)",
     )
+    ap.add_argument("--lab-args", default="",
+                    help="more options for `tgen lab up`, e.g. '--rps-cpus 0' (RPS off: the "
+                    "DUT's receive work stays on the sending core, no IPI per frame)")  # fmt: skip
     ap.add_argument("--out", default=str(RESULTS / "spacing.json"))
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -275,7 +278,7 @@ def main() -> int:
     tap_cpu_trafgen = 1 if ncpu > 1 else 0
     interrupt_on_signals()
     host = host_facts()
-    lab = Lab("wsp")
+    lab = Lab("wsp", a.lab_args.split() or None)
     cases: list[dict] = []
     partial = False
     try:
@@ -304,6 +307,7 @@ def main() -> int:
         "host": host,
         "setup": {
             "lab_prefix": lab.prefix,
+            "lab_args": lab.extra,
             "seconds": a.seconds,
             "rates_pps": rates,
             "pacing": a.pacing,

@@ -40,7 +40,7 @@ from tgen_tui.worker.process import run_worker
 from tgen_tui.worker.protocol import EXIT_OK, LATE_NS, MIN_WAKE_NS
 from tgen_tui.worker.replayrx import ReplayRx, interface_mtu, replay_receiver
 from tgen_tui.worker.responder import PortResponder, receive_all_multicast, with_macs
-from tgen_tui.worker.rxring import RxRing, mono_minus_real_ns
+from tgen_tui.worker.rxring import RESPOND_RETIRE_MS, RxRing, mono_minus_real_ns
 from tgen_tui.worker.rxstats import RxStats
 from tgen_tui.worker.spaced import (
     TIMER_CHUNK,
@@ -215,6 +215,7 @@ class Port:
         self.pacing = str(spec.get("pacing") or "burst")  # qdisc | timer | burst (worker.pacing)
         self.pacer: QdiscPacer | None = None  # pacing qdisc: the TBF on this port
         self.qdisc_steady: tuple[int, bool] | None = None  # (streams, all constant-rate)
+        self.qdisc_ahead_ns = 0  # the due time of the last frame handed to the TBF
         self.min_wake_ns = MIN_WAKE_NS if self.pacing == "burst" else 0
         self.wake_margin = WakeMargin()  # pacing timer: how early to wake (measured)
         self.cpace = None  # pacing timer on sendmmsg: the compiled per-frame loop (cpace)
@@ -229,11 +230,11 @@ class Port:
             if rx_table is not None:
                 self.learn = learner_from_spec(self.spec.get("learn"))
                 hdrs = self.learn is not None or bool(self.spec.get("flows"))
+                opts = dict(ring_opts)
+                if l3.get("respond"):  # ARP/ND replies leave from the ring's turn
+                    opts.setdefault("retire_ms", RESPOND_RETIRE_MS)
                 self.rx = RxRing(
-                    self.interface,
-                    headers=hdrs,
-                    respond=bool(l3.get("respond")),
-                    **ring_opts,
+                    self.interface, headers=hdrs, respond=bool(l3.get("respond")), **opts
                 )
                 if l3.get("respond"):
                     receive_all_multicast(self.rx.sock, self.interface)

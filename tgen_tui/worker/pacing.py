@@ -38,11 +38,12 @@ QDISC_WAKE_NS = 2_000_000  # ... in batches about every 2 ms
 # QDISC_TURN_FRAMES frames (between QDISC_WAKE_NS and QDISC_STEADY_WAKE_NS apart) and
 # looks two wake periods ahead: a turn's Python and numpy cost hardly depends on how many
 # frames it builds, so fewer, larger turns cost less CPU (lab.yaml's two workers at
-# 20 kpps each: 81-85 % of a core with 2 ms turns, see benchmarks/worker_cpu.py). A
+# 20 kpps each, lab RPS off: 81-85 % of a core with 2 ms turns, 25-27 % with 512
+# frames / 20 ms, 11-22 % with 1,024 / 50 ms; benchmarks/worker_cpu.py). A
 # shaped port keeps the short horizon: the TBF's rate follows the frames it holds, and a
 # step seen 40 ms early would move ~1 % of a second's frames into the wrong second.
-QDISC_TURN_FRAMES = 512
-QDISC_STEADY_WAKE_NS = 20_000_000
+QDISC_TURN_FRAMES = 1024
+QDISC_STEADY_WAKE_NS = 50_000_000
 QDISC_BUCKET_FRAMES = 2.5  # the token bucket: late timers are made up, bursts are not made
 QDISC_LIMIT_S = 1.0  # the TBF's queue holds 1 s of frames (then the kernel refuses more)
 QDISC_DRAIN_MAX_NS = 2_000_000_000  # tx done waits at most 2 s for the TBF to empty

@@ -59,6 +59,13 @@ from tgen_tui.worker.kernel import (
 from tgen_tui.worker.responder import control_frames
 
 SO_ATTACH_FILTER = 26
+# A block goes to user space when full or after retire_ms. Each retired block wakes the
+# worker for one turn of numpy whose cost hardly depends on the frames in it: 4 ms woke a
+# 20 kpps worker 250 times/s for ~80 frames each; 50 ms matches the TBF-paced sender's
+# 50 ms turns (spaced.qdisc_horizon). A port that answers ARP/ND keeps 20 ms: its replies
+# leave from the ring's turn (worker.responder).
+RETIRE_MS = 50
+RESPOND_RETIRE_MS = 20
 TP_STATUS_KERNEL = 0
 TP_STATUS_USER = 1
 TP_STATUS_LOSING = 1 << 2
@@ -214,7 +221,7 @@ class RxRing:
         block_size: int = 1 << 20,
         block_nr: int = 32,
         frame_size: int = 2048,
-        retire_ms: int = 20,  # 4 ms woke a 20 kpps worker 250 times/s for ~80 frames each
+        retire_ms: int = RETIRE_MS,
         ignore_outgoing: bool = True,
         headers: bool = False,
         respond: bool = False,

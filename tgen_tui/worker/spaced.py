@@ -113,8 +113,10 @@ def qdisc_step(port: Port, now_ns: int) -> tuple[int, bool]:
         if st.done and not st.paused and st.total is not None:
             st.row[C.T_DUE] = st.due_prev + (_due_now(st, rel) - st.run_first)
     if port.pacer is not None:  # installed at open; a change is a line to its tc child
-        port.pacer.set_rate(sending_pps(port, rel_h))
+        port.pacer.set_rate(_held_rate(port, sending_pps(port, rel_h), now_ns))
     if parts:
+        last_s = max(float(p[3][-1]) for p in parts)
+        port.qdisc_ahead_ns = max(port.qdisc_ahead_ns, port.t0_ns + int(last_s * 1e9))
         _send_merged(port, parts)
     for st in live:
         if st.total is not None and st.sent >= st.total:
@@ -124,6 +126,17 @@ def qdisc_step(port: Port, now_ns: int) -> tuple[int, bool]:
             st.next_due_s = st.t_base + st.dt.due_one(st.sent - st.idx_base)
             nxt = min(nxt, _wake(st, now_ns, port.t0_ns, look_ns, wake_ns))
     return nxt, all_done
+
+
+def _held_rate(port: Port, want: float, now_ns: int) -> float:
+    """The TBF's rate: a lower one waits until the frames already handed to the TBF are
+    due. They were built for the old schedule (a lookahead of up to 100 ms): at the new,
+    lower rate they would leave late, and a pause, set_rate and resume (the engine's
+    contract test, 2,976 -> 1,000 pps) left 336 frames queued at the stop."""
+    assert port.pacer is not None
+    if want < port.pacer.pps and now_ns < port.qdisc_ahead_ns:
+        return port.pacer.pps
+    return want
 
 
 def _wake(st: TxStream, now_ns: int, t0_ns: int, look_ns: int, wake_ns: int) -> int:
