@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import trio
 
 from tgen_tui.engine import rpscheck
 from tgen_tui.engine.rpscheck import parse_mask, rps_warnings
@@ -26,7 +27,7 @@ def test_sysfs_masks_read_as_cpu_sets():
 
 def test_an_unknown_interface_warns_of_nothing():
     rpscheck._cache.clear()
-    assert rps_warnings([("p0", None, "tgen-no-such-if")], [(0, ("p0",))]) == []
+    assert trio.run(rps_warnings, [("p0", None, "tgen-no-such-if")], [(0, ("p0",))]) == []
 
 
 def _steer(netns: str, mask: str) -> None:
@@ -44,10 +45,10 @@ def test_the_lab_steering_to_a_worker_core_is_a_warning_of_the_run(nat_lab, tmp_
     _steer(tester, "1")  # the lab's default on 2+ CPUs: receive work on CPU 0
     rpscheck._cache.clear()
     ports = [("p0", tester, "p0"), ("p1", tester, "p1")]
-    (w,) = rps_warnings(ports, [(0, ("p0",)), (1, ("p1",))])
+    (w,) = trio.run(rps_warnings, ports, [(0, ("p0",)), (1, ("p1",))])
     assert w.startswith("core 0 runs the worker of p0 and the receive work that RPS steers")
     assert "(p0, p1: RPS to CPU 0;" in w and "tgen lab set --rps-cpus 0" in w
-    assert rps_warnings(ports, [(1, ("p0", "p1"))]) == []  # tgen's default: off core 0
+    assert trio.run(rps_warnings, ports, [(1, ("p0", "p1"))]) == []  # tgen's default: off core 0
 
     # through a real run: the warning is in the result, and gone with RPS off
     prof = tmp_path / "p.yaml"

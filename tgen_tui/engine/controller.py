@@ -107,6 +107,7 @@ class Engine:
         at once when the transport allows it (``parallel_spawn``: local processes), so an
         engine opens in about one worker's start-up time."""
         await self.transport.prepare(self.setup, self._log.notice)
+        await self._rps_check()
         groups: dict[str, list[WorkerPlan | FlowPlan]] = {}
         for wp in self.setup.plans:
             groups.setdefault(wp.ports[0] if wp.ports else f"w{wp.id}", []).append(wp)
@@ -248,6 +249,18 @@ class Engine:
             self.links.forget()  # the new ports' namespaces
             await self._spawn()
         self._log.notice(f"profile {compiled.name} reloaded: workers re-spawned, ports idle")
+
+    async def _rps_check(self) -> None:
+        """A worker on a core that RPS steers receive work to: a warning of the run."""
+        from tgen_tui.engine.rpscheck import setup_warnings
+
+        extra = [w for w in await setup_warnings(self.setup) if w not in self.setup.warnings]
+        if extra:  # no worker is attached yet: the sampler takes the set-up again
+            self.setup = dataclasses.replace(self.setup, warnings=(*self.setup.warnings, *extra))
+            self.control.setup = self.setup
+            self.sampler.configure(self.setup, self.control)
+            for w in extra:
+                self._log.warning(w)
 
     def _use(self, setup: Setup) -> None:
         self.setup = self.control.setup = self.sampler.setup = setup

@@ -9,7 +9,7 @@ interface's own MAC is read once per port).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from tgen_tui.engine.api import RateError
 from tgen_tui.engine.assignment import WorkerPlan
@@ -114,23 +114,6 @@ def host_warnings(compiled: CompiledProfile, used: list[str], cluster: str | Non
     return []
 
 
-def rps_core_warnings(
-    compiled: CompiledProfile, used: list[str], cluster: str | None, plans: Sequence[WorkerPlan]
-) -> list[str]:
-    """Cores that run a worker and the receive work RPS steers there (engine/rpscheck.py);
-    ports placed on another host (--cluster) are not looked at."""
-    from tgen_tui.engine.rpscheck import rps_warnings
-
-    local = [
-        (pn, compiled.ports[pn].netns, compiled.ports[pn].interface)
-        for pn in used
-        if not (cluster and getattr(compiled.ports[pn], "host", None))
-    ]
-    return rps_warnings(
-        local, [(w.core, w.ports) for w in plans if set(w.ports) & {p for p, _, _ in local}]
-    )
-
-
 def l3_entries(compiled: CompiledProfile, used: list[str], neigh: Mapping) -> dict[str, dict]:
     from tgen_tui.engine.neighbours import l3_entry
 
@@ -143,7 +126,6 @@ def l3_entries(compiled: CompiledProfile, used: list[str], neigh: Mapping) -> di
 
 
 __all__ = [
-    "rps_core_warnings",
     "FLOW_FIELDS",
     "distinct_flows",
     "host_warnings",

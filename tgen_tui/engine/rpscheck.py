@@ -7,7 +7,8 @@ A worker pinned there anyway (``--cores 0-1``) is interrupted by that softirq fo
 frame: the kernel charges the softirq to the worker's CPU time (lab.yaml's two workers at
 20 kpps each: 45 % for the one on core 0 against 19 % on core 1; with RPS off 18 % and
 16 %, benchmarks/worker_cpu.py) and its frames wait behind it. The run says so once, with
-what to do, rather than leaving the figure unexplained.
+what to do, rather than leaving the figure unexplained. The masks are read with
+``ip netns exec`` (a namespace's sysfs is only seen from a fresh mount), through trio.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import trio
+
+if TYPE_CHECKING:
+    from tgen_tui.engine.setup import Setup
 
 _TTL_S = 5.0  # a methodology's trials build a set-up each: read the masks once per 5 s
 _cache: dict[tuple[str | None, str], tuple[float, frozenset[int] | None]] = {}
@@ -27,7 +34,7 @@ def parse_mask(text: str) -> frozenset[int]:
     return frozenset(i for i in range(value.bit_length()) if value >> i & 1)
 
 
-def steered_cpus(netns: str | None, interface: str) -> frozenset[int] | None:
+async def steered_cpus(netns: str | None, interface: str) -> frozenset[int] | None:
     """The CPUs RPS sends ``interface``'s receive work to (all its rx queues); empty: RPS
     off; None: unknown (no such interface or namespace, not root)."""
     key = (netns, interface)
@@ -40,16 +47,18 @@ def steered_cpus(netns: str | None, interface: str) -> frozenset[int] | None:
         cmd = ["ip", "netns", "exec", netns, *cmd]
     cpus: frozenset[int] | None = None
     try:
-        cp = subprocess.run(cmd, capture_output=True, text=True, timeout=5, check=False)
-        if cp.returncode == 0 and cp.stdout.strip():
-            cpus = frozenset().union(*(parse_mask(ln) for ln in cp.stdout.split()))
-    except (OSError, ValueError, subprocess.TimeoutExpired):
+        with trio.move_on_after(5):
+            cp = await trio.run_process(cmd, capture_stdout=True, capture_stderr=True, check=False)
+            out = cp.stdout.decode(errors="replace")
+            if cp.returncode == 0 and out.strip():
+                cpus = frozenset().union(*(parse_mask(ln) for ln in out.split()))
+    except (OSError, ValueError, subprocess.SubprocessError):
         cpus = None
     _cache[key] = (now, cpus)
     return cpus
 
 
-def rps_warnings(
+async def rps_warnings(
     ports: Iterable[tuple[str, str | None, str]], workers: Iterable[tuple[int, tuple[str, ...]]]
 ) -> list[str]:
     """One warning per core that runs a worker and receives steered work.
@@ -59,7 +68,7 @@ def rps_warnings(
     steer: dict[int, list[str]] = {}
     masks: dict[str, str] = {}
     for name, netns, ifname in ports:
-        cpus = steered_cpus(netns, ifname)
+        cpus = await steered_cpus(netns, ifname)
         for c in sorted(cpus or ()):
             steer.setdefault(c, []).append(name)
         if cpus:
@@ -83,4 +92,12 @@ def rps_warnings(
     return out
 
 
-__all__ = ["parse_mask", "rps_warnings", "steered_cpus"]
+async def setup_warnings(setup: Setup) -> list[str]:
+    """The warnings of a set-up's frame workers (ports on another host not looked at)."""
+    local = {n: pr for n, pr in setup.ports.items() if pr.host is None}
+    ports = [(n, pr.netns, pr.interface) for n, pr in local.items()]
+    workers = [(w.core, w.ports) for w in setup.plans if set(w.ports) & set(local)]
+    return await rps_warnings(ports, workers) if ports and workers else []
+
+
+__all__ = ["parse_mask", "rps_warnings", "setup_warnings", "steered_cpus"]

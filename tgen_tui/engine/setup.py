@@ -48,7 +48,6 @@ from tgen_tui.engine.portsetup import (
     l3_entries,
     port_setups,
     resolve_rate,
-    rps_core_warnings,
 )
 from tgen_tui.engine.stats import PortSetup
 from tgen_tui.packets.compile import CompiledProfile
@@ -147,7 +146,6 @@ class Setup:
         warnings += one_lane_warning(getattr(options, "lanes", None), kept)
         warnings += split_warnings(programs, lanes)  # flows that cannot keep to one lane
         warnings += host_warnings(compiled, used, options.cluster)
-        warnings += rps_core_warnings(compiled, used, options.cluster, plans)
         dut = pick_dut(options.dut_netns, options.dut_ssh, compiled.dut_netns, compiled.dut_ssh)
         return cls(
             compiled=compiled,
