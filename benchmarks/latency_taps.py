@@ -16,6 +16,13 @@ captured frame by its signature (stream, sequence number):
   sender uses sendmmsg: the verdict compares them with the taps over the same frames
   (``tap_sampled_ns``; ``tap_ns`` is over every frame).
 
+With ``--tx-path xdp`` (issue 37, "Must show" 2) the lab is made with ``--xdp`` (native
+XDP_PASS on d0 and d1) and the ports send on ``tx_path: xdp``: its frames leave the
+kernel's XDP path without passing the sending port's taps, so the sending tap is the
+DUT's ingress (d0 for p0's stream, d1 for p1's): the tap latency is then the DUT and the
+wire from there, and the send delay the stamp to the DUT's ingress. ``--lab-args`` adds
+options to ``tgen lab up`` (``--rps-cpus 0``).
+
 It reports min/p50/p99/p99.9/max of each and the verdict of issue 13's criteria: tgen's
 p50 within max(10 µs, 10 %) of the tap p50, and its p99 within 25 % of the tap p99.
 Writes ``benchmarks/results/latency_taps.json``. Run as root:
@@ -135,15 +142,23 @@ def main() -> int:
     )
     ap.add_argument("--duration", type=float, default=3.0)
     ap.add_argument("--tbf", help="DUT shaper, e.g. 8mbit,20ms (tgen lab up --tbf)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "latency_taps.json"))
+    ap.add_argument("--tx-path", choices=("sendmmsg", "xdp"), default="sendmmsg")
+    ap.add_argument("--lab-args", default="", help="more options for tgen lab up")
+    ap.add_argument("--out", default=None,
+                    help="default benchmarks/results/latency_taps.json (_xdp with --tx-path xdp)")  # fmt: skip
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root", file=sys.stderr)
         return 3
     from tx_vs_trafgen import host_facts
 
+    xdp = a.tx_path == "xdp"
+    name = "latency_taps_xdp.json" if xdp else "latency_taps.json"
+    a.out = a.out or str(ROOT / "benchmarks" / "results" / name)
+
     prefix = "wlt" + secrets.token_hex(2)
     up = [TGEN, "lab", "up", "--prefix", prefix] + (["--tbf", a.tbf] if a.tbf else [])
+    up += (["--xdp"] if xdp else []) + a.lab_args.split()
     subprocess.run(up, check=True, capture_output=True)
     tmp = Path(f"/tmp/{prefix}")
     tmp.mkdir()
@@ -153,11 +168,14 @@ def main() -> int:
         txt = (ROOT / "profiles" / "lab.yaml").read_text()
         txt = txt.replace("tgen-tester", f"{prefix}-tester").replace("tgen-dut", f"{prefix}-dut")
         # pinned to sendmmsg: AF_XDP frames (tx_path auto may pick it) bypass the egress tap
-        prof.write_text(txt.replace("speed: 10G}", "speed: 10G, tx_path: sendmmsg}"))
-        tester = f"{prefix}-tester"
+        prof.write_text(txt.replace("speed: 10G}", f"speed: 10G, tx_path: {a.tx_path}}}"))
+        tester, dut = f"{prefix}-tester", f"{prefix}-dut"
+        # where each port's frames are first seen: its own egress, or the DUT's ingress
+        send_tap = {"p0": "d0", "p1": "d1"} if xdp else {"p0": "p0", "p1": "p1"}
         for scale in [float(x) for x in a.rates.split(",")]:
-            caps = {i: str(tmp / f"{i}-{scale:g}.pcap") for i in ("p0", "p1")}
-            procs = {i: capture(tester, i, caps[i]) for i in caps}
+            taps = {"p0", "p1", *send_tap.values()}
+            caps = {i: str(tmp / f"{i}-{scale:g}.pcap") for i in sorted(taps)}
+            procs = {i: capture(dut if i.startswith("d") else tester, i, caps[i]) for i in caps}
             mono_to_rt = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.monotonic_ns()
             out = tmp / f"run-{scale:g}.json"
             r = subprocess.run([TGEN, "run", str(prof), "-d", str(a.duration), "--rate-scale",
@@ -173,7 +191,7 @@ def main() -> int:
                    "tx_path": [w.get("tx_path") for w in res.get("workers", [])]}  # fmt: skip
             for idx, name in names.items():
                 sc = res["stream_config"][name]
-                src, dst = sc["port"], sc["rx_port"]
+                src, dst = send_tap[sc["port"]], sc["rx_port"]
                 if idx not in pk[src] or idx not in pk[dst]:
                     row["streams"][name] = {"error": "no captured frames"}
                     continue
@@ -203,6 +221,8 @@ def main() -> int:
         tmp.rmdir()
     doc = {"benchmark": "latency_taps", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "host": host_facts(), "tbf": a.tbf, "duration_s": a.duration,
+           "tx_path": a.tx_path, "lab_args": a.lab_args.split(),
+           "sending_taps": send_tap,
            "criteria": "tgen p50 within max(10 us, 10 %) of the tap p50; p99 within 25 %",
            "runs": results}  # fmt: skip
     Path(a.out).write_text(json.dumps(doc, indent=2) + "\n")
